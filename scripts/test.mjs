@@ -1,0 +1,58 @@
+#!/usr/bin/env node
+// `npm test`: the whole suite on SQLite, then on PostgreSQL when one is reachable.
+// Without PostgreSQL the second run is skipped and that is said plainly (in CI it is an error).
+// Ends with one line "N passed, N failed, N skipped" over both runs.
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import pg from 'pg';
+
+const extra = process.argv.slice(2);
+const pgUrl = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+mkdirSync('test-output', { recursive: true });
+
+function run(db) {
+  const out = `test-output/vitest-${db}.json`;
+  console.log(`\n=== test suite on ${db} ===\n`);
+  const r = spawnSync('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${out}`, ...extra], {
+    stdio: 'inherit',
+    env: { ...process.env, TEST_DB: db },
+  });
+  let counts = { passed: 0, failed: 0, skipped: 0 };
+  try {
+    const j = JSON.parse(readFileSync(out, 'utf8'));
+    counts = { passed: j.numPassedTests, failed: j.numFailedTests + (j.numFailedTestSuites ?? 0), skipped: j.numPendingTests + j.numTodoTests };
+  } catch {
+    counts.failed += 1;
+  }
+  if (r.status !== 0 && counts.failed === 0) counts.failed = 1;
+  return counts;
+}
+
+async function postgresReachable() {
+  const c = new pg.Client({ connectionString: pgUrl, connectionTimeoutMillis: 3000 });
+  try {
+    await c.connect();
+    await c.query('select 1');
+    return null;
+  } catch (e) {
+    return e.message;
+  } finally {
+    await c.end().catch(() => {});
+  }
+}
+
+const total = { passed: 0, failed: 0, skipped: 0 };
+const add = (c) => {
+  for (const k of Object.keys(total)) total[k] += c[k];
+};
+add(run('sqlite'));
+const pgProblem = await postgresReachable();
+if (pgProblem === null) add(run('postgres'));
+else if (process.env.CI) {
+  console.error(`\nPostgreSQL is required in CI and is not reachable at ${pgUrl}: ${pgProblem}`);
+  total.failed += 1;
+} else {
+  console.warn(`\n*** PostgreSQL suite SKIPPED: no PostgreSQL at ${pgUrl} (${pgProblem}). Set TEST_PG_URL or start PostgreSQL to run it. ***`);
+}
+console.log(`\n${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped`);
+process.exit(total.failed > 0 ? 1 : 0);

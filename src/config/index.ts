@@ -1,0 +1,158 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+/**
+ * Service configuration, read from the environment once, at start, by `loadConfig` (never at
+ * import time). Every bad value is reported with the variable's name; all problems are
+ * collected so an operator fixes them in one go.
+ */
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl: string;
+  /** true when ADMIN_TOKEN was not set and one was generated for this run. */
+  adminTokenGenerated: boolean;
+  adminToken: string;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  tls: { cert: Buffer; key: Buffer } | null;
+  publicBaseUrl: string;
+  sqliteSynchronous: 'NORMAL' | 'FULL';
+  /** 32-byte key that encrypts secret keys at rest; null: derive from a key file under ./data. */
+  secretsKey: Buffer | null;
+  dataDir: string;
+  production: boolean;
+  allowPrivateUrls: boolean;
+  shutdownTimeoutMs: number;
+  nodeId: number | null;
+  notify: {
+    timeoutMs: number;
+    maxAgeMs: number;
+    concurrency: number;
+    perHostConcurrency: number;
+    pollIntervalMs: number;
+  };
+  sweepIntervalMs: number;
+  sessionTimeoutMs: number;
+  roleCacheTtlMs: number;
+  roleStaleTtlMs: number;
+  gmTimeoutMs: number;
+  nppaBaseUrl: string;
+  redisUrl: string | null;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const str = (name: string, def: string) => {
+    const v = env[name];
+    return v === undefined || v === '' ? def : v;
+  };
+  const int = (name: string, def: number, min: number, max: number) => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return def;
+    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+      problems.push(`${name} must be an integer from ${min} to ${max} (got "${raw}")`);
+      return def;
+    }
+    return Number(raw);
+  };
+  const oneOf = <T extends string>(name: string, def: T, values: readonly T[]): T => {
+    const v = str(name, def);
+    if (!values.includes(v as T)) {
+      problems.push(`${name} must be one of ${values.join(', ')} (got "${v}")`);
+      return def;
+    }
+    return v as T;
+  };
+  const flag = (name: string) => {
+    const v = str(name, '0');
+    if (!['0', '1', 'true', 'false'].includes(v)) problems.push(`${name} must be 0 or 1 (got "${v}")`);
+    return v === '1' || v === 'true';
+  };
+  const url = (name: string, def: string) => {
+    const v = str(name, def);
+    try {
+      const u = new URL(v);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
+    } catch {
+      problems.push(`${name} must be an absolute http(s) URL (got "${v}")`);
+    }
+    return v.replace(/\/+$/, '');
+  };
+
+  const dataDir = path.resolve(str('DATA_DIR', './data'));
+  const port = int('PORT', 8080, 0, 65535);
+  const host = str('HOST', '0.0.0.0');
+  const databaseUrl = str('DATABASE_URL', `sqlite:${path.join(dataDir, 'combo.db')}`);
+  if (!/^sqlite:.+/.test(databaseUrl) && !/^postgres(ql)?:\/\/.+/.test(databaseUrl)) {
+    problems.push(`DATABASE_URL must be sqlite:<path> or postgres://... (got "${databaseUrl.replace(/:[^:@/]*@/, ':***@')}")`);
+  }
+  const adminTokenRaw = env.ADMIN_TOKEN ?? '';
+  if (adminTokenRaw !== '' && adminTokenRaw.length < 16) problems.push('ADMIN_TOKEN must be at least 16 characters');
+  const adminToken = adminTokenRaw || `adm_${randomBytes(24).toString('base64url')}`;
+
+  let tls: Config['tls'] = null;
+  const certPath = env.TLS_CERT;
+  const keyPath = env.TLS_KEY;
+  if (Boolean(certPath) !== Boolean(keyPath)) problems.push('TLS_CERT and TLS_KEY must be set together');
+  else if (certPath && keyPath) {
+    try {
+      tls = { cert: readFileSync(certPath), key: readFileSync(keyPath) };
+    } catch (e) {
+      problems.push(`TLS_CERT/TLS_KEY could not be read: ${(e as Error).message}`);
+    }
+  }
+
+  let secretsKey: Buffer | null = null;
+  if (env.SECRETS_KEY) {
+    const k = Buffer.from(env.SECRETS_KEY, 'base64');
+    if (k.length !== 32) problems.push('SECRETS_KEY must be 32 bytes, base64-encoded (openssl rand -base64 32)');
+    else secretsKey = k;
+  }
+
+  const nodeIdRaw = env.NODE_ID;
+  const nodeId = nodeIdRaw === undefined || nodeIdRaw === '' ? null : int('NODE_ID', 0, 0, 1023);
+
+  const config: Config = {
+    port,
+    host,
+    databaseUrl,
+    adminToken,
+    adminTokenGenerated: adminTokenRaw === '',
+    logLevel: oneOf('LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
+    tls,
+    publicBaseUrl: url('PUBLIC_BASE_URL', `http://localhost:${port}`),
+    sqliteSynchronous: oneOf('SQLITE_SYNCHRONOUS', 'NORMAL', ['NORMAL', 'FULL'] as const),
+    secretsKey,
+    dataDir,
+    production: str('NODE_ENV', 'development') === 'production',
+    allowPrivateUrls: flag('ALLOW_PRIVATE_NOTIFY_URLS'),
+    shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    nodeId,
+    notify: {
+      timeoutMs: int('NOTIFY_TIMEOUT_MS', 10_000, 100, 60_000),
+      maxAgeMs: int('NOTIFY_MAX_AGE_SECONDS', 7 * 86_400, 1, 365 * 86_400) * 1000,
+      concurrency: int('NOTIFY_CONCURRENCY', 64, 1, 4096),
+      perHostConcurrency: int('NOTIFY_PER_HOST_CONCURRENCY', 16, 1, 1024),
+      pollIntervalMs: int('NOTIFY_POLL_INTERVAL_MS', 1000, 10, 60_000),
+    },
+    sweepIntervalMs: int('SWEEP_INTERVAL_MS', 1000, 10, 600_000),
+    sessionTimeoutMs: int('SESSION_TIMEOUT_SECONDS', 86_400, 60, 30 * 86_400) * 1000,
+    roleCacheTtlMs: int('ROLE_CACHE_TTL_SECONDS', 300, 0, 86_400) * 1000,
+    roleStaleTtlMs: int('ROLE_STALE_TTL_SECONDS', 3600, 0, 7 * 86_400) * 1000,
+    gmTimeoutMs: int('GM_TIMEOUT_MS', 5000, 100, 60_000),
+    nppaBaseUrl: url('NPPA_BASE_URL', 'https://api2.wlc.nppa.gov.cn'),
+    redisUrl: env.REDIS_URL || null,
+  };
+  if (problems.length) throw new ConfigError(problems);
+  return config;
+}

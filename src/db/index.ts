@@ -1,0 +1,88 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type MigrationResultSet } from 'kysely';
+import pg from 'pg';
+import type { DB } from './schema.js';
+import { migrations } from './migrations/index.js';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+export interface Database {
+  db: Kysely<DB>;
+  dialect: Dialect;
+  /** Cheap reachability probe for /readyz. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  sqliteSynchronous?: 'NORMAL' | 'FULL';
+  poolSize?: number;
+}
+
+// int8 (bigint) columns hold Unix ms and minor units: well inside Number's exact range.
+pg.types.setTypeParser(20, (v) => Number(v));
+
+export function openDatabase(url: string, options: DatabaseOptions = {}): Database {
+  if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length), options);
+  return openPostgres(url, options);
+}
+
+function openSqlite(file: string, options: DatabaseOptions): Database {
+  if (file !== ':memory:') mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  const raw = new SQLite(file);
+  // WAL: a committed transaction survives the process being killed. synchronous=NORMAL may
+  // lose the last transactions on power loss (never corrupts); FULL fsyncs every commit.
+  raw.pragma('journal_mode = WAL');
+  raw.pragma(`synchronous = ${options.sqliteSynchronous ?? 'NORMAL'}`);
+  raw.pragma('busy_timeout = 5000');
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: raw }) });
+  return {
+    db,
+    dialect: 'sqlite',
+    ping: async () => {
+      raw.prepare('select 1').get();
+    },
+    close: () => db.destroy(),
+  };
+}
+
+function openPostgres(url: string, options: DatabaseOptions): Database {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: 5000,
+  });
+  // An idle client losing its connection (database restart) must not crash the process.
+  pool.on('error', () => {});
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    db,
+    dialect: 'postgres',
+    ping: async () => {
+      await sql`select 1`.execute(db);
+    },
+    close: () => db.destroy(),
+  };
+}
+
+export function migrator(db: Kysely<DB>): Migrator {
+  return new Migrator({
+    db,
+    provider: { getMigrations: async () => migrations },
+  });
+}
+
+/** Applies every pending migration; throws with the failing migration's error. */
+export async function migrateToLatest(db: Kysely<DB>): Promise<MigrationResultSet> {
+  const result = await migrator(db).migrateToLatest();
+  if (result.error) throw result.error instanceof Error ? result.error : new Error(String(result.error));
+  return result;
+}
+
+/** True when every known migration has been applied. */
+export async function migrationsApplied(db: Kysely<DB>): Promise<boolean> {
+  const all = await migrator(db).getMigrations();
+  return all.every((m) => m.executedAt !== undefined);
+}

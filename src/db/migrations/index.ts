@@ -1,0 +1,10 @@
+import type { Migration } from 'kysely';
+import * as m0001 from './0001_initial.js';
+
+/**
+ * Versioned migrations, applied in name order, forward only. Add a new file
+ * `NNNN_description.ts` and list it here; never edit one that has shipped.
+ */
+export const migrations: Record<string, Migration> = {
+  '0001_initial': m0001,
+};

@@ -1,0 +1,223 @@
+import type { Generated } from 'kysely';
+
+/**
+ * Table types for Kysely. Times are integer Unix ms, money integer minor units, booleans 0/1
+ * integers (the same on SQLite and PostgreSQL).
+ */
+export interface GamesTable {
+  game_id: string;
+  name: string;
+  iap_enabled: number;
+  sandbox_payments: number;
+  order_ttl_seconds: number;
+  gm_url: string | null;
+  rate_limit_per_second: number;
+  nppa_app_id: string | null;
+  nppa_biz_id: string | null;
+  nppa_secret_enc: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface GameKeysTable {
+  key_id: string;
+  game_id: string;
+  secret_enc: string;
+  created_at: number;
+}
+
+export interface ProductsTable {
+  game_id: string;
+  product_id: string;
+  name: string;
+  price: number;
+  currency: string;
+  active: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export type OrderStatus = 'created' | 'paid' | 'delivered' | 'expired' | 'canceled' | 'refunded';
+
+export interface OrdersTable {
+  order_id: string;
+  game_id: string;
+  reference_id: string;
+  combo_id: string;
+  product_id: string;
+  platform: string;
+  notify_url: string;
+  quantity: number;
+  meta: string | null;
+  context: string | null;
+  amount: number;
+  currency: string;
+  status: OrderStatus;
+  token_secret: string;
+  request_hash: string;
+  is_sandbox: number;
+  late_payment: number;
+  created_at: number;
+  expires_at: number;
+  updated_at: number;
+  paid_at: number | null;
+  delivered_at: number | null;
+  expired_at: number | null;
+  canceled_at: number | null;
+  refunded_at: number | null;
+}
+
+export interface OrderEventsTable {
+  event_id: string;
+  order_id: string;
+  from_status: string | null;
+  to_status: string;
+  at: number;
+  detail: string | null;
+}
+
+export interface PaymentsTable {
+  payment_id: string;
+  order_id: string;
+  provider: string;
+  provider_txn_id: string;
+  amount: number;
+  currency: string;
+  status: 'accepted' | 'flagged';
+  late: number;
+  detail: string | null;
+  created_at: number;
+}
+
+export type NotificationStatus = 'pending' | 'succeeded' | 'failed' | 'gone';
+
+export interface NotificationsTable {
+  notification_id: string;
+  order_id: string;
+  game_id: string;
+  type: 'ship_order' | 'refund';
+  notify_url: string;
+  body: string;
+  status: NotificationStatus;
+  attempts: number;
+  next_attempt_at: number;
+  locked_until: number;
+  locked_by: string | null;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
+  delivered_at: number | null;
+}
+
+export interface NotificationAttemptsTable {
+  attempt_id: string;
+  notification_id: string;
+  at: number;
+  status_code: number | null;
+  latency_ms: number;
+  error: string | null;
+  response_snippet: string | null;
+}
+
+export interface SessionsTable {
+  game_id: string;
+  session_id: string;
+  combo_id: string;
+  entered_at: number | null;
+  left_at: number | null;
+  close_reason: 'leave' | 'timeout' | null;
+  created_at: number;
+}
+
+export interface NppaEventsTable {
+  event_id: string;
+  game_id: string;
+  session_id: string;
+  combo_id: string;
+  bt: number;
+  ot_ms: number;
+  status: 'pending' | 'uploaded' | 'failed' | 'skipped';
+  attempts: number;
+  next_attempt_at: number;
+  last_error: string | null;
+  created_at: number;
+  uploaded_at: number | null;
+}
+
+export interface PlayersTable {
+  game_id: string;
+  combo_id: string;
+  pi: string | null;
+  birth_date: string | null;
+  banned: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface PartnersTable {
+  partner_id: string;
+  name: string;
+  enabled: number;
+  rate_limit_per_second: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface PartnerKeysTable {
+  key_id: string;
+  partner_id: string;
+  secret_enc: string;
+  created_at: number;
+}
+
+export interface PartnerGamesTable {
+  partner_id: string;
+  game_id: string;
+}
+
+export interface BindingsTable {
+  game_id: string;
+  partner_id: string;
+  partner_user_id: string;
+  combo_id: string;
+  role_id: string;
+  bound_at: number;
+}
+
+export interface AuditLogTable {
+  audit_id: string;
+  at: number;
+  actor: string;
+  action: string;
+  target: string;
+  detail: string | null;
+}
+
+export interface ServiceStateTable {
+  name: string;
+  value: string;
+  updated_at: number;
+}
+
+export interface DB {
+  games: GamesTable;
+  game_keys: GameKeysTable;
+  products: ProductsTable;
+  orders: OrdersTable;
+  order_events: OrderEventsTable;
+  payments: PaymentsTable;
+  notifications: NotificationsTable;
+  notification_attempts: NotificationAttemptsTable;
+  sessions: SessionsTable;
+  nppa_events: NppaEventsTable;
+  players: PlayersTable;
+  partners: PartnersTable;
+  partner_keys: PartnerKeysTable;
+  partner_games: PartnerGamesTable;
+  bindings: BindingsTable;
+  audit_log: AuditLogTable;
+  service_state: ServiceStateTable;
+}
+
+// Kept for tables that may later gain generated columns.
+export type { Generated };

@@ -1,0 +1,83 @@
+import type { FastifyInstance } from 'fastify';
+import type { Static } from 'typebox';
+import { actorOf } from '../admin/actor.js';
+import { responses } from '../http/errors-schema.js';
+import type { GameService } from './service.js';
+import {
+  CreateGameBody,
+  Game,
+  GameParams,
+  GameWithSecret,
+  KeyParams,
+  NewKey,
+  PatchGameBody,
+  Product,
+  ProductParams,
+  PutProductBody,
+} from './schemas.js';
+import { Type } from 'typebox';
+
+const ADMIN_ERRORS = [400, 401, 404, 405, 409, 413, 415];
+
+/** Operator API for games, keys and products (PROTOCOL 11). */
+export function registerGameRoutes(app: FastifyInstance, games: GameService): void {
+  const admin = { auth: 'admin' as const };
+
+  app.post('/admin/v1/games', {
+    config: admin,
+    schema: { tags: ['admin'], body: CreateGameBody, response: responses({ 201: GameWithSecret }, ADMIN_ERRORS) },
+    handler: async (req, reply) => reply.code(201).send(await games.create(req.body as CreateGameBody, actorOf(req))),
+  });
+
+  app.get('/admin/v1/games/:game_id', {
+    config: admin,
+    schema: { tags: ['admin'], params: GameParams, response: responses({ 200: Game }, ADMIN_ERRORS) },
+    handler: async (req) => games.get((req.params as Static<typeof GameParams>).game_id),
+  });
+
+  app.patch('/admin/v1/games/:game_id', {
+    config: admin,
+    schema: { tags: ['admin'], params: GameParams, body: PatchGameBody, response: responses({ 200: Game }, ADMIN_ERRORS) },
+    handler: async (req) => games.patch((req.params as Static<typeof GameParams>).game_id, req.body as PatchGameBody, actorOf(req)),
+  });
+
+  app.post('/admin/v1/games/:game_id/keys', {
+    config: admin,
+    schema: { tags: ['admin'], params: GameParams, response: responses({ 201: NewKey }, ADMIN_ERRORS) },
+    handler: async (req, reply) => reply.code(201).send(await games.addKey((req.params as Static<typeof GameParams>).game_id, actorOf(req))),
+  });
+
+  app.delete('/admin/v1/games/:game_id/keys/:key_id', {
+    config: admin,
+    schema: { tags: ['admin'], params: KeyParams, response: responses({ 200: Type.Object({}) }, ADMIN_ERRORS) },
+    handler: async (req) => {
+      const p = req.params as Static<typeof KeyParams>;
+      await games.deleteKey(p.game_id, p.key_id, actorOf(req));
+      return {};
+    },
+  });
+
+  app.put('/admin/v1/games/:game_id/products/:product_id', {
+    config: admin,
+    schema: { tags: ['admin'], params: ProductParams, body: PutProductBody, response: responses({ 200: Product }, ADMIN_ERRORS) },
+    handler: async (req) => {
+      const p = req.params as Static<typeof ProductParams>;
+      return games.putProduct(p.game_id, p.product_id, req.body as PutProductBody, actorOf(req));
+    },
+  });
+
+  app.get('/admin/v1/games/:game_id/products/:product_id', {
+    config: admin,
+    schema: { tags: ['admin'], params: ProductParams, response: responses({ 200: Product }, ADMIN_ERRORS) },
+    handler: async (req) => {
+      const p = req.params as Static<typeof ProductParams>;
+      return games.getProduct(p.game_id, p.product_id);
+    },
+  });
+
+  app.get('/admin/v1/games/:game_id/products', {
+    config: admin,
+    schema: { tags: ['admin'], params: GameParams, response: responses({ 200: Type.Object({ data: Type.Array(Product) }) }, ADMIN_ERRORS) },
+    handler: async (req) => ({ data: await games.listProducts((req.params as Static<typeof GameParams>).game_id) }),
+  });
+}

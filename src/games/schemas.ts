@@ -1,0 +1,78 @@
+import { Type, type Static } from 'typebox';
+
+export const GameId = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*$' });
+export const SecretKey = Type.String({ minLength: 20, maxLength: 256, pattern: '^sk_[\\x21-\\x7e]+$' });
+const HttpUrl = Type.String({ minLength: 8, maxLength: 1024, format: 'http-url' });
+
+export const NppaSettings = Type.Object({
+  app_id: Type.String({ minLength: 1, maxLength: 64 }),
+  biz_id: Type.String({ minLength: 1, maxLength: 64 }),
+  secret_key: Type.String({ pattern: '^[0-9a-fA-F]{32}$' }),
+});
+
+export const CreateGameBody = Type.Object({
+  game_id: GameId,
+  name: Type.String({ minLength: 1, maxLength: 128 }),
+  iap_enabled: Type.Optional(Type.Boolean()),
+  sandbox_payments: Type.Optional(Type.Boolean()),
+  order_ttl_seconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 30 * 86_400 })),
+  gm_url: Type.Optional(Type.Union([HttpUrl, Type.Null()])),
+  rate_limit_per_second: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+  secret_key: Type.Optional(SecretKey),
+});
+export type CreateGameBody = Static<typeof CreateGameBody>;
+
+export const PatchGameBody = Type.Object({
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+  iap_enabled: Type.Optional(Type.Boolean()),
+  sandbox_payments: Type.Optional(Type.Boolean()),
+  order_ttl_seconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 30 * 86_400 })),
+  gm_url: Type.Optional(Type.Union([HttpUrl, Type.Null()])),
+  rate_limit_per_second: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+  nppa: Type.Optional(Type.Union([NppaSettings, Type.Null()])),
+});
+export type PatchGameBody = Static<typeof PatchGameBody>;
+
+export const Game = Type.Object({
+  game_id: Type.String(),
+  name: Type.String(),
+  iap_enabled: Type.Boolean(),
+  sandbox_payments: Type.Boolean(),
+  order_ttl_seconds: Type.Integer(),
+  gm_url: Type.Union([Type.String(), Type.Null()]),
+  rate_limit_per_second: Type.Integer(),
+  nppa: Type.Union([Type.Object({ app_id: Type.String(), biz_id: Type.String() }), Type.Null()]),
+  key_ids: Type.Array(Type.String()),
+  created_at: Type.Integer({ description: 'Unix ms' }),
+  updated_at: Type.Integer({ description: 'Unix ms' }),
+});
+export type Game = Static<typeof Game>;
+
+export const GameWithSecret = Type.Intersect([Game, Type.Object({ key_id: Type.String(), secret_key: Type.String() })]);
+
+export const NewKey = Type.Object({ key_id: Type.String(), secret_key: Type.String() });
+
+export const ProductId = Type.String({ minLength: 1, maxLength: 64 });
+export const PutProductBody = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 128 }),
+  price: Type.Integer({ minimum: 1, maximum: 1_000_000_000_000 }),
+  currency: Type.String({ pattern: '^[A-Z]{3}$' }),
+  active: Type.Optional(Type.Boolean()),
+});
+export type PutProductBody = Static<typeof PutProductBody>;
+
+export const Product = Type.Object({
+  game_id: Type.String(),
+  product_id: Type.String(),
+  name: Type.String(),
+  price: Type.Integer({ description: 'minor units' }),
+  currency: Type.String(),
+  active: Type.Boolean(),
+  created_at: Type.Integer(),
+  updated_at: Type.Integer(),
+});
+export type Product = Static<typeof Product>;
+
+export const GameParams = Type.Object({ game_id: Type.String({ minLength: 1, maxLength: 64 }) });
+export const KeyParams = Type.Object({ game_id: Type.String({ minLength: 1, maxLength: 64 }), key_id: Type.String({ minLength: 1, maxLength: 64 }) });
+export const ProductParams = Type.Object({ game_id: Type.String({ minLength: 1, maxLength: 64 }), product_id: ProductId });

@@ -1,0 +1,242 @@
+import { Errors } from '../errors.js';
+import { recordAudit } from '../admin/audit.js';
+import type { Clock } from '../lib/clock.js';
+import { prefixedId, randomBase62, type IdGenerator } from '../lib/ids.js';
+import type { SecretBox } from '../lib/secret-box.js';
+import type { CreateGameBody, Game, PatchGameBody, Product, PutProductBody } from './schemas.js';
+import type { GameRow, GameStore, ProductRow } from './store.js';
+
+/** At most this many signing keys are active per game (old + new during rotation). */
+export const MAX_ACTIVE_KEYS = 2;
+
+export function generateSecretKey(): string {
+  return `sk_${randomBase62(43)}`;
+}
+
+/** A game as the hot paths need it: settings, decrypted keys, products. Cached. */
+export interface GameSnapshot {
+  game: GameRow;
+  /** Newest first: [0] signs outgoing notifications and GM requests. */
+  secrets: string[];
+  products: Map<string, ProductRow>;
+  nppaSecret: string | null;
+}
+
+export interface GameServiceDeps {
+  store: GameStore;
+  clock: Clock;
+  ids: IdGenerator;
+  secrets: SecretBox;
+  /** How long a snapshot may be served from memory (other instances see changes this late). */
+  cacheTtlMs?: number;
+}
+
+/** Operator management of games, keys and products, and the cached view for request paths. */
+export class GameService {
+  private readonly cache = new Map<string, { at: number; snap: Promise<GameSnapshot | null> }>();
+  private readonly ttl: number;
+
+  constructor(private readonly d: GameServiceDeps) {
+    this.ttl = d.cacheTtlMs ?? 5000;
+  }
+
+  /** Cached snapshot for signature checks and order creation; null for an unknown game. */
+  snapshot(gameId: string): Promise<GameSnapshot | null> {
+    const now = this.d.clock.now();
+    const hit = this.cache.get(gameId);
+    if (hit && now - hit.at < this.ttl) return hit.snap;
+    const snap = this.loadSnapshot(gameId);
+    this.cache.set(gameId, { at: now, snap });
+    snap.catch(() => this.cache.delete(gameId));
+    if (this.cache.size > 100_000) this.cache.clear();
+    return snap;
+  }
+
+  invalidate(gameId: string): void {
+    this.cache.delete(gameId);
+  }
+
+  private async loadSnapshot(gameId: string): Promise<GameSnapshot | null> {
+    const { store, secrets } = this.d;
+    const game = await store.findGame(store.db, gameId);
+    if (!game) return null;
+    const [keys, products] = await Promise.all([store.listKeys(store.db, gameId), store.listProducts(store.db, gameId)]);
+    return {
+      game,
+      secrets: keys.map((k) => secrets.open(k.secret_enc)),
+      products: new Map(products.map((p) => [p.product_id, p])),
+      nppaSecret: game.nppa_secret_enc ? secrets.open(game.nppa_secret_enc) : null,
+    };
+  }
+
+  async create(body: CreateGameBody, actor: string): Promise<Game & { key_id: string; secret_key: string }> {
+    const { store, clock, ids, secrets } = this.d;
+    const now = clock.now();
+    const secret = body.secret_key ?? generateSecretKey();
+    const keyId = prefixedId('key', ids);
+    const row: GameRow = {
+      game_id: body.game_id,
+      name: body.name,
+      iap_enabled: body.iap_enabled === false ? 0 : 1,
+      sandbox_payments: body.sandbox_payments === false ? 0 : 1,
+      order_ttl_seconds: body.order_ttl_seconds ?? 1800,
+      gm_url: body.gm_url ?? null,
+      rate_limit_per_second: body.rate_limit_per_second ?? 1000,
+      nppa_app_id: null,
+      nppa_biz_id: null,
+      nppa_secret_enc: null,
+      created_at: now,
+      updated_at: now,
+    };
+    await store.transaction(async (trx) => {
+      if (await store.findGame(trx, body.game_id)) throw Errors.conflict(`game ${body.game_id} already exists`);
+      await store.insertGame(trx, row);
+      await store.insertKey(trx, { key_id: keyId, game_id: row.game_id, secret_enc: secrets.seal(secret), created_at: now });
+      await recordAudit(trx, ids, now, { actor, action: 'game.create', target: row.game_id, detail: { ...body, secret_key: undefined } });
+    }).catch(rethrowConflict(`game ${body.game_id} already exists`));
+    this.invalidate(row.game_id);
+    return { ...toGame(row, [keyId]), key_id: keyId, secret_key: secret };
+  }
+
+  async get(gameId: string): Promise<Game> {
+    const { store } = this.d;
+    const row = await store.findGame(store.db, gameId);
+    if (!row) throw Errors.notFound(`game ${gameId} not found`);
+    const keys = await store.listKeys(store.db, gameId);
+    return toGame(row, keys.map((k) => k.key_id));
+  }
+
+  async patch(gameId: string, body: PatchGameBody, actor: string): Promise<Game> {
+    const { store, clock, ids, secrets } = this.d;
+    const now = clock.now();
+    const patch: Partial<GameRow> = { updated_at: now };
+    if (body.name !== undefined) patch.name = body.name;
+    if (body.iap_enabled !== undefined) patch.iap_enabled = body.iap_enabled ? 1 : 0;
+    if (body.sandbox_payments !== undefined) patch.sandbox_payments = body.sandbox_payments ? 1 : 0;
+    if (body.order_ttl_seconds !== undefined) patch.order_ttl_seconds = body.order_ttl_seconds;
+    if (body.gm_url !== undefined) patch.gm_url = body.gm_url;
+    if (body.rate_limit_per_second !== undefined) patch.rate_limit_per_second = body.rate_limit_per_second;
+    if (body.nppa !== undefined) {
+      patch.nppa_app_id = body.nppa?.app_id ?? null;
+      patch.nppa_biz_id = body.nppa?.biz_id ?? null;
+      patch.nppa_secret_enc = body.nppa ? secrets.seal(body.nppa.secret_key.toLowerCase()) : null;
+    }
+    await store.transaction(async (trx) => {
+      if (!(await store.findGame(trx, gameId))) throw Errors.notFound(`game ${gameId} not found`);
+      await store.updateGame(trx, gameId, patch);
+      const detail = { ...body, nppa: body.nppa ? { ...body.nppa, secret_key: '***' } : body.nppa };
+      await recordAudit(trx, ids, now, { actor, action: 'game.update', target: gameId, detail });
+    });
+    this.invalidate(gameId);
+    return this.get(gameId);
+  }
+
+  async addKey(gameId: string, actor: string): Promise<{ key_id: string; secret_key: string }> {
+    const { store, clock, ids, secrets } = this.d;
+    const now = clock.now();
+    const secret = generateSecretKey();
+    const keyId = prefixedId('key', ids);
+    await store.transaction(async (trx) => {
+      if (!(await store.findGame(trx, gameId))) throw Errors.notFound(`game ${gameId} not found`);
+      const keys = await store.listKeys(trx, gameId);
+      if (keys.length >= MAX_ACTIVE_KEYS) {
+        throw Errors.conflict(`game ${gameId} already has ${MAX_ACTIVE_KEYS} active keys; delete the old one first`);
+      }
+      await store.insertKey(trx, { key_id: keyId, game_id: gameId, secret_enc: secrets.seal(secret), created_at: now });
+      await recordAudit(trx, ids, now, { actor, action: 'game.key.create', target: `${gameId}/${keyId}` });
+    });
+    this.invalidate(gameId);
+    return { key_id: keyId, secret_key: secret };
+  }
+
+  async deleteKey(gameId: string, keyId: string, actor: string): Promise<void> {
+    const { store, clock, ids } = this.d;
+    const now = clock.now();
+    await store.transaction(async (trx) => {
+      const keys = await store.listKeys(trx, gameId);
+      if (!keys.some((k) => k.key_id === keyId)) throw Errors.notFound(`key ${keyId} of game ${gameId} not found`);
+      if (keys.length === 1) throw Errors.conflict('a game must keep one active key; create the new key first');
+      await store.deleteKey(trx, gameId, keyId);
+      await recordAudit(trx, ids, now, { actor, action: 'game.key.delete', target: `${gameId}/${keyId}` });
+    });
+    this.invalidate(gameId);
+  }
+
+  async putProduct(gameId: string, productId: string, body: PutProductBody, actor: string): Promise<Product> {
+    const { store, clock, ids } = this.d;
+    const now = clock.now();
+    let row: ProductRow | undefined;
+    await store.transaction(async (trx) => {
+      if (!(await store.findGame(trx, gameId))) throw Errors.notFound(`game ${gameId} not found`);
+      const existing = await store.findProduct(trx, gameId, productId);
+      row = {
+        game_id: gameId,
+        product_id: productId,
+        name: body.name,
+        price: body.price,
+        currency: body.currency,
+        active: body.active === false ? 0 : 1,
+        created_at: existing?.created_at ?? now,
+        updated_at: now,
+      };
+      await store.upsertProduct(trx, row);
+      await recordAudit(trx, ids, now, { actor, action: 'product.put', target: `${gameId}/${productId}`, detail: body });
+    });
+    this.invalidate(gameId);
+    return toProduct(row as ProductRow);
+  }
+
+  async getProduct(gameId: string, productId: string): Promise<Product> {
+    const { store } = this.d;
+    const row = await store.findProduct(store.db, gameId, productId);
+    if (!row) throw Errors.notFound(`product ${productId} of game ${gameId} not found`);
+    return toProduct(row);
+  }
+
+  async listProducts(gameId: string): Promise<Product[]> {
+    const { store } = this.d;
+    if (!(await store.findGame(store.db, gameId))) throw Errors.notFound(`game ${gameId} not found`);
+    return (await store.listProducts(store.db, gameId)).map(toProduct);
+  }
+}
+
+export function toGame(row: GameRow, keyIds: string[]): Game {
+  return {
+    game_id: row.game_id,
+    name: row.name,
+    iap_enabled: row.iap_enabled === 1,
+    sandbox_payments: row.sandbox_payments === 1,
+    order_ttl_seconds: row.order_ttl_seconds,
+    gm_url: row.gm_url,
+    rate_limit_per_second: row.rate_limit_per_second,
+    nppa: row.nppa_app_id && row.nppa_biz_id ? { app_id: row.nppa_app_id, biz_id: row.nppa_biz_id } : null,
+    key_ids: keyIds,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+export function toProduct(row: ProductRow): Product {
+  return {
+    game_id: row.game_id,
+    product_id: row.product_id,
+    name: row.name,
+    price: row.price,
+    currency: row.currency,
+    active: row.active === 1,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+/** Maps a unique-constraint violation (a concurrent create) to 409. */
+export function rethrowConflict(message: string) {
+  return (e: unknown): never => {
+    const msg = String((e as Error)?.message ?? '');
+    const code = (e as { code?: string })?.code;
+    if (code === '23505' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE' || /UNIQUE constraint/.test(msg)) {
+      throw Errors.conflict(message);
+    }
+    throw e;
+  };
+}

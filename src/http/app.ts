@@ -1,0 +1,191 @@
+import { isUtf8 } from 'node:buffer';
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerFactory } from 'fastify';
+import type { Logger } from 'pino';
+import { ApiError, Errors, isApiError } from '../errors.js';
+import { describeValidationError, schemaCompiler } from './validation.js';
+import { DualProtocolServer } from './dual-server.js';
+import { newTraceId } from './trace.js';
+
+export type AuthKind = 'game' | 'partner' | 'admin' | 'client' | 'none';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Who may call the route; checked in preValidation, before the body is parsed. */
+    auth?: AuthKind;
+    /** Caller-state checks (403) that PROTOCOL 2 runs after the signature, before parameters. */
+    precheck?: (req: FastifyRequest) => void | Promise<void>;
+  }
+  interface FastifyRequest {
+    rawBody?: Buffer;
+    /** The authenticated caller (a game or partner snapshot), set by `authenticate`. */
+    caller?: unknown;
+  }
+}
+
+export interface AppHooks {
+  /** Runs the auth check for a route's `config.auth`; throws an ApiError on failure. */
+  authenticate(req: FastifyRequest, kind: AuthKind): Promise<void>;
+  /** True while the service drains for shutdown: new requests get 503. */
+  isDraining(): boolean;
+}
+
+export interface AppOptions {
+  logger: Logger;
+  tls: { cert: Buffer; key: Buffer } | null;
+  hooks: AppHooks;
+}
+
+export const BODY_LIMIT = 64 * 1024;
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+
+export function createFastify(opts: AppOptions): FastifyInstance {
+  const common = {
+    loggerInstance: opts.logger,
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: BODY_LIMIT,
+    genReqId: () => newTraceId(),
+    requestIdHeader: false as const,
+    return503OnClosing: false,
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 1024 },
+  };
+  const app = (
+    opts.tls
+      ? Fastify({ ...common, http2: true, https: { allowHTTP1: true, cert: opts.tls.cert, key: opts.tls.key } })
+      : Fastify({ ...common, serverFactory: ((handler: never) => new DualProtocolServer(handler)) as unknown as FastifyServerFactory })
+  ) as unknown as FastifyInstance;
+
+  app.setValidatorCompiler(schemaCompiler);
+  installPipeline(app, opts.hooks);
+  return app;
+}
+
+function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
+  // Every route path with the methods it answers, to tell 405 (known path) from 404.
+  const routes = new Map<string, Set<string>>();
+  app.addHook('onRoute', (r) => {
+    const methods = routes.get(r.url) ?? new Set<string>();
+    for (const m of [r.method].flat()) methods.add(m);
+    routes.set(r.url, methods);
+  });
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-trace-id', req.id);
+    if (hooks.isDraining()) throw Errors.serviceUnavailable('the service is shutting down; retry on another instance');
+    // PROTOCOL 2 order: method (405, by routing) -> media type (415) -> size (413) -> ...
+    if (BODY_METHODS.has(req.method) && req.routeOptions.url && !isJsonContentType(req.headers['content-type'])) {
+      throw Errors.unsupportedMediaType('Content-Type must be application/json');
+    }
+  });
+
+  // Keep the raw bytes: the signature covers them, and malformed JSON must be reported only
+  // after the signature check (400 comes after 401).
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: BODY_LIMIT }, (req, body, done) => {
+    req.rawBody = body as Buffer;
+    done(null, undefined);
+  });
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: BODY_LIMIT }, (req, body, done) => {
+    req.rawBody = body as Buffer;
+    done(null, undefined);
+  });
+
+  app.addHook('preValidation', async (req) => {
+    const cfg = req.routeOptions.config;
+    await hooks.authenticate(req, cfg.auth ?? 'none');
+    if (cfg.precheck) await cfg.precheck(req);
+    if (BODY_METHODS.has(req.method)) req.body = parseJsonBody(req.rawBody);
+    stripEmptyOptionalStrings(req.body, req.routeOptions.schema?.body as JsonSchema | undefined);
+  });
+
+  app.setNotFoundHandler((req, reply) => {
+    const path = req.url.split('?')[0] as string;
+    const allowed = findAllowedMethods(routes, path);
+    const err = allowed
+      ? Errors.methodNotAllowed(`${req.method} is not allowed on ${path}; use ${allowed.join(', ')}`, { allow: allowed.join(', ') })
+      : Errors.notFound(`no endpoint at ${path}`);
+    sendError(reply, err);
+  });
+
+  app.setErrorHandler((error: FastifyError | ApiError, req, reply) => {
+    const apiError = toApiError(error);
+    if (apiError.status >= 500) req.log.error({ err: error, traceId: req.id }, 'request failed');
+    sendError(reply, apiError);
+  });
+}
+
+function sendError(reply: FastifyReply, err: ApiError): void {
+  reply.code(err.status).headers(err.headers).type('application/json').send({ error: err.code, message: err.message });
+}
+
+export function isJsonContentType(ct: string | undefined): boolean {
+  if (!ct) return false;
+  const type = ct.split(';')[0]?.trim().toLowerCase();
+  return type === 'application/json';
+}
+
+function parseJsonBody(raw: Buffer | undefined): unknown {
+  if (!raw || raw.length === 0) throw Errors.invalidRequest('request body must be a JSON object');
+  if (!isUtf8(raw)) throw Errors.invalidRequest('request body is not valid UTF-8');
+  let value: unknown;
+  try {
+    value = JSON.parse(raw.toString('utf8'));
+  } catch (e) {
+    throw Errors.invalidRequest(`request body is not valid JSON: ${(e as Error).message}`);
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw Errors.invalidRequest('request body must be a JSON object');
+  }
+  return value;
+}
+
+type JsonSchema = { type?: string; properties?: Record<string, JsonSchema>; required?: string[] };
+
+/**
+ * PROTOCOL 3: an optional string field sent as "" is treated as absent (the Node SDK sends
+ * `context: ""`). Driven by the route's own schema, recursively.
+ */
+function stripEmptyOptionalStrings(value: unknown, schema: JsonSchema | undefined): void {
+  if (!schema?.properties || value === null || typeof value !== 'object' || Array.isArray(value)) return;
+  const obj = value as Record<string, unknown>;
+  const required = new Set(schema.required ?? []);
+  for (const [name, prop] of Object.entries(schema.properties)) {
+    if (obj[name] === '' && !required.has(name) && prop.type === 'string') delete obj[name];
+    else if (prop.type === 'object') stripEmptyOptionalStrings(obj[name], prop);
+  }
+}
+
+function findAllowedMethods(routes: Map<string, Set<string>>, path: string): string[] | null {
+  const allowed = new Set<string>();
+  for (const [url, methods] of routes) if (matchesPattern(url, path)) for (const m of methods) allowed.add(m);
+  const list = ALL_METHODS.filter((m) => allowed.has(m));
+  return list.length ? list : null;
+}
+
+function matchesPattern(pattern: string, path: string): boolean {
+  const p = pattern.split('/');
+  const a = path.split('/');
+  if (p.length !== a.length && !pattern.endsWith('*')) return false;
+  return p.every((seg, i) => seg === '*' || seg.startsWith(':') || seg === a[i]);
+}
+
+function toApiError(error: FastifyError | ApiError): ApiError {
+  if (isApiError(error)) return error;
+  const e = error as FastifyError;
+  if (e.validation) return Errors.invalidRequest(describeValidationError(e.validation as never, e.validationContext ?? 'body'));
+  switch (e.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return Errors.bodyTooLarge(`request body must be at most ${BODY_LIMIT} bytes`);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+        ? Errors.unsupportedMediaType('Content-Type must be application/json')
+        : Errors.invalidRequest('Content-Length does not match the body');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return Errors.invalidRequest('request body must be a JSON object');
+  }
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+    return new ApiError(e.statusCode, 'invalid_request', e.message);
+  }
+  return Errors.internal('internal error');
+}

@@ -1,0 +1,59 @@
+import { timingSafeEqual, createHash } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+import { Errors } from '../errors.js';
+import { checkTimestamp, parseAuthorization, sha256Hex, signatureMatches, EMPTY_BODY_SHA256 } from '../signing/signer.js';
+
+/** What a signed caller resolves to: its record and its active secret keys. */
+export interface SignedCaller<T> {
+  record: T;
+  secrets: string[];
+}
+
+export interface CallerDirectory<G, P> {
+  game(gameId: string): Promise<SignedCaller<G> | null>;
+  partner(partnerId: string): Promise<SignedCaller<P> | null>;
+}
+
+function authorizationHeader(req: FastifyRequest): string | undefined {
+  // Node keeps only the first of duplicated Authorization headers; a request carrying two is
+  // ambiguous, so it is refused rather than silently half-read.
+  const raw = req.raw.rawHeaders;
+  let count = 0;
+  for (let i = 0; i < raw.length; i += 2) if ((raw[i] as string).toLowerCase() === 'authorization') count++;
+  if (count > 1) throw Errors.invalidSignature('Authorization header must appear once');
+  const h = req.headers.authorization;
+  return Array.isArray(h) ? undefined : h;
+}
+
+/** Verifies a SEAYOO-HMAC-SHA256 request (PROTOCOL 1) and returns the caller. */
+export async function verifySignedRequest<G, P>(
+  req: FastifyRequest,
+  directory: CallerDirectory<G, P>,
+  expected: 'game' | 'partner',
+  nowMs: number,
+): Promise<SignedCaller<G> | SignedCaller<P>> {
+  const parsed = parseAuthorization(authorizationHeader(req));
+  if (typeof parsed === 'string') throw Errors.invalidSignature(parsed);
+  if (parsed.principal.kind !== expected) {
+    throw Errors.invalidSignature(`Authorization must name the ${expected === 'game' ? 'Game' : 'Partner'}`);
+  }
+  const skew = checkTimestamp(parsed.timestamp, nowMs);
+  if (skew) throw Errors.invalidSignature(skew);
+  const caller = expected === 'game' ? await directory.game(parsed.principal.id) : await directory.partner(parsed.principal.id);
+  const bodyHash = req.rawBody && req.rawBody.length > 0 ? sha256Hex(req.rawBody) : EMPTY_BODY_SHA256;
+  // An unknown caller is checked against a dummy key, so both failures take the same time.
+  const secrets = caller?.secrets.length ? caller.secrets : ['sk_unknown_caller'];
+  const ok = signatureMatches(secrets, parsed.signature, req.method, req.url, parsed.timestamp, bodyHash);
+  if (!caller || !ok) throw Errors.invalidSignature('signature does not match');
+  return caller;
+}
+
+/** Bearer ADMIN_TOKEN check for the operator API, in constant time. */
+export function verifyAdminToken(req: FastifyRequest, adminToken: string): void {
+  const h = authorizationHeader(req);
+  const m = h ? /^Bearer (.+)$/.exec(h) : null;
+  if (!m) throw Errors.unauthorized('Authorization: Bearer <admin token> is required');
+  const a = createHash('sha256').update(m[1] as string).digest();
+  const b = createHash('sha256').update(adminToken).digest();
+  if (!timingSafeEqual(a, b)) throw Errors.unauthorized('admin token is not valid');
+}

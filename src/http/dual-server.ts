@@ -1,0 +1,69 @@
+import http from 'node:http';
+import http2 from 'node:http2';
+import net from 'node:net';
+
+/**
+ * One cleartext port for HTTP/1.1 and HTTP/2 with prior knowledge. Node's http2 server only
+ * offers HTTP/1.1 fallback over TLS (ALPN), so this listener peeks at each connection's first
+ * bytes: the HTTP/2 connection preface goes to an http2 server, anything else to an http/1.1
+ * server. Both hand requests to the same Fastify handler.
+ */
+const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+
+type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
+
+export class DualProtocolServer extends net.Server {
+  readonly http1: http.Server;
+  readonly http2: http2.Http2Server;
+  private readonly sessions = new Set<http2.Http2Session>();
+
+  constructor(handler: Handler) {
+    super({ pauseOnConnect: false });
+    this.http1 = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 30_000, headersTimeout: 20_000 }, handler);
+    this.http2 = http2.createServer({}, handler as unknown as (r: http2.Http2ServerRequest, s: http2.Http2ServerResponse) => void);
+    this.http2.on('session', (s) => {
+      this.sessions.add(s);
+      s.on('close', () => this.sessions.delete(s));
+    });
+    // Fastify registers 'request'-adjacent listeners (clientError, ...) on the server it gets;
+    // forward them to the protocol servers.
+    this.http1.on('clientError', (err, socket) => this.emit('clientError', err, socket));
+    this.on('connection', (socket: net.Socket) => this.route(socket));
+    // node:http tracks connections (idle closing, request/header time-outs) from its
+    // 'listening' event; this server never listens itself, so pass ours on.
+    this.on('listening', () => this.http1.emit('listening'));
+  }
+
+  private route(socket: net.Socket): void {
+    socket.once('readable', () => {
+      const head: Buffer | null = socket.read(PREFACE.length) ?? socket.read();
+      if (head === null) {
+        socket.once('end', () => socket.destroy());
+        return;
+      }
+      socket.unshift(head);
+      const isH2 = head.length >= 3 && PREFACE.subarray(0, Math.min(head.length, PREFACE.length)).equals(head.subarray(0, Math.min(head.length, PREFACE.length)));
+      if (isH2) this.http2.emit('connection', socket);
+      else this.http1.emit('connection', socket);
+    });
+  }
+
+  override close(cb?: (err?: Error) => void): this {
+    super.close(cb);
+    this.http1.close();
+    this.http1.closeIdleConnections();
+    this.http2.close();
+    for (const s of this.sessions) s.close();
+    return this;
+  }
+
+  closeIdleConnections(): void {
+    this.http1.closeIdleConnections();
+  }
+
+  /** Force-close whatever is still open once the grace period is over. */
+  closeAllConnections(): void {
+    this.http1.closeAllConnections();
+    for (const s of this.sessions) s.destroy();
+  }
+}

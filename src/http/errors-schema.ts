@@ -1,0 +1,16 @@
+import { Type } from 'typebox';
+
+/** ErrorResponse (rest-interface 2.7): the body of every non-200 answer. */
+export const ErrorResponse = Type.Object(
+  { error: Type.String(), message: Type.String() },
+  { $id: 'ErrorResponse', description: 'Body of every non-200 response' },
+);
+
+export const EmptyObject = Type.Object({}, { additionalProperties: false });
+
+/** Response map for a route: the 200 shape plus the error statuses it documents. */
+export function responses(ok: Record<number, unknown>, errorStatuses: number[]): Record<number, unknown> {
+  const out: Record<number, unknown> = { ...ok };
+  for (const s of errorStatuses) out[s] = ErrorResponse;
+  return out;
+}

@@ -1,0 +1,23 @@
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { responses } from './errors-schema.js';
+
+export interface Readiness {
+  /** Throws when the database is unreachable or migrations are pending. */
+  check(): Promise<void>;
+}
+
+export function registerHealthRoutes(app: FastifyInstance, readiness: Readiness): void {
+  const Status = Type.Object({ status: Type.String() });
+  app.get('/healthz', {
+    schema: { tags: ['ops'], summary: 'The process is alive', response: { 200: Status } },
+    handler: async () => ({ status: 'ok' }),
+  });
+  app.get('/readyz', {
+    schema: { tags: ['ops'], summary: 'The database is reachable and migrated', response: responses({ 200: Status }, [503]) },
+    handler: async () => {
+      await readiness.check();
+      return { status: 'ready' };
+    },
+  });
+}

@@ -1,0 +1,21 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+/**
+ * The key that encrypts secrets at rest: SECRETS_KEY when set (required in production and for
+ * several instances); otherwise a key file created once under the data directory, so a
+ * newcomer's `npm start` works with nothing configured.
+ */
+export function resolveSecretsKey(configured: Buffer | null, dataDir: string, production: boolean): { key: Buffer; source: string } {
+  if (configured) return { key: configured, source: 'SECRETS_KEY' };
+  if (production) throw new Error('SECRETS_KEY must be set when NODE_ENV=production (openssl rand -base64 32)');
+  const file = path.join(dataDir, 'secrets.key');
+  if (!existsSync(file)) {
+    mkdirSync(dataDir, { recursive: true });
+    writeFileSync(file, randomBytes(32).toString('base64') + '\n', { mode: 0o600, flag: 'wx' });
+  }
+  const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
+  if (key.length !== 32) throw new Error(`${file} must hold 32 base64-encoded bytes`);
+  return { key, source: file };
+}

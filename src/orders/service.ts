@@ -1,0 +1,128 @@
+import { createHash } from 'node:crypto';
+import type { Transaction } from 'kysely';
+import type { DB } from '../db/schema.js';
+import { Errors } from '../errors.js';
+import type { GameSnapshot } from '../games/service.js';
+import type { Clock } from '../lib/clock.js';
+import type { IdGenerator } from '../lib/ids.js';
+import type { CreateOrderBody, CreateOrderResponse, OrderMeta } from './schemas.js';
+import { isUniqueViolation, type OrderRow, type OrderStore } from './store.js';
+import { formatOrderToken, newTokenSecret } from './token.js';
+
+/** A purchase about to be created, as business rules (bans, minors' limits) see it. */
+export interface PurchaseAttempt {
+  gameId: string;
+  comboId: string;
+  amount: number;
+  currency: string;
+  now: number;
+}
+
+/** Business rules run inside the creating transaction (so concurrent orders see each other). */
+export interface PurchaseGuard {
+  check(trx: Transaction<DB>, attempt: PurchaseAttempt): Promise<void>;
+}
+
+export interface OrderServiceDeps {
+  store: OrderStore;
+  clock: Clock;
+  ids: IdGenerator;
+  guard?: PurchaseGuard;
+}
+
+/** The validated, defaulted parameters of a create-order request, in a fixed key order. */
+function canonicalParams(body: CreateOrderBody) {
+  const meta = normalizeMeta(body.meta);
+  return {
+    reference_id: body.reference_id,
+    combo_id: body.combo_id,
+    product_id: body.product_id,
+    platform: body.platform,
+    notify_url: body.notify_url,
+    quantity: body.quantity ?? 1,
+    meta,
+    context: body.context ?? null,
+  };
+}
+
+function normalizeMeta(meta: OrderMeta | undefined): OrderMeta | null {
+  if (!meta) return null;
+  const out: Record<string, unknown> = {};
+  for (const k of ['zone_id', 'server_id', 'role_id', 'role_name', 'role_level'] as const) if (meta[k] !== undefined) out[k] = meta[k];
+  return Object.keys(out).length ? (out as OrderMeta) : null;
+}
+
+export class OrderService {
+  constructor(private readonly d: OrderServiceDeps) {}
+
+  /** create-order (PROTOCOL 3): idempotent per (game, reference_id). */
+  async create(snap: GameSnapshot, body: CreateOrderBody): Promise<CreateOrderResponse> {
+    const game = snap.game;
+    const params = canonicalParams(body);
+    const product = snap.products.get(params.product_id);
+    if (!product || product.active !== 1) {
+      throw Errors.invalidRequest(`product_id ${params.product_id} is not an active product of game ${game.game_id}`);
+    }
+    const requestHash = createHash('sha256').update(JSON.stringify(params)).digest('base64url');
+
+    const existing = await this.d.store.findByReference(this.d.store.db, game.game_id, params.reference_id);
+    if (existing) return this.replay(existing, requestHash);
+
+    const now = this.d.clock.now();
+    const row: OrderRow = {
+      order_id: this.d.ids.next(now),
+      game_id: game.game_id,
+      reference_id: params.reference_id,
+      combo_id: params.combo_id,
+      product_id: params.product_id,
+      platform: params.platform,
+      notify_url: params.notify_url,
+      quantity: params.quantity,
+      meta: params.meta ? JSON.stringify(params.meta) : null,
+      context: params.context,
+      amount: product.price * params.quantity,
+      currency: product.currency,
+      status: 'created',
+      token_secret: newTokenSecret(),
+      request_hash: requestHash,
+      is_sandbox: 0,
+      late_payment: 0,
+      created_at: now,
+      expires_at: now + game.order_ttl_seconds * 1000,
+      updated_at: now,
+      paid_at: null,
+      delivered_at: null,
+      expired_at: null,
+      canceled_at: null,
+      refunded_at: null,
+    };
+    try {
+      await this.d.store.transaction(async (trx) => {
+        await this.d.guard?.check(trx, { gameId: game.game_id, comboId: row.combo_id, amount: row.amount, currency: row.currency, now });
+        await this.d.store.insert(trx, row);
+      });
+    } catch (e) {
+      if (!isUniqueViolation(e)) throw e;
+      // A concurrent identical request committed first: answer as a replay.
+      const winner = await this.d.store.findByReference(this.d.store.db, game.game_id, params.reference_id);
+      if (!winner) throw e;
+      return this.replay(winner, requestHash);
+    }
+    return toResponse(row);
+  }
+
+  private replay(existing: OrderRow, requestHash: string): CreateOrderResponse {
+    if (existing.request_hash !== requestHash) {
+      throw Errors.duplicateReferenceId(`reference_id ${existing.reference_id} was already used with different parameters`);
+    }
+    return toResponse(existing);
+  }
+}
+
+function toResponse(row: OrderRow): CreateOrderResponse {
+  return {
+    order_id: row.order_id,
+    order_token: formatOrderToken(row.order_id, row.token_secret),
+    expires_at: Math.floor(row.expires_at / 1000),
+  };
+}

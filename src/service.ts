@@ -1,0 +1,134 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import type { Config } from './config/index.js';
+import { migrateToLatest, migrationsApplied, openDatabase, type Database } from './db/index.js';
+import { Errors } from './errors.js';
+import { GameService } from './games/service.js';
+import { GameStore } from './games/store.js';
+import { registerGameRoutes } from './games/routes.js';
+import { createFastify, type AuthKind } from './http/app.js';
+import { verifyAdminToken, verifySignedRequest, type CallerDirectory } from './http/auth.js';
+import { registerHealthRoutes } from './http/health.js';
+import { systemClock, type Clock } from './lib/clock.js';
+import { IdGenerator } from './lib/ids.js';
+import { SecretBox } from './lib/secret-box.js';
+import { OrderService } from './orders/service.js';
+import { OrderStore } from './orders/store.js';
+import { registerOrderRoutes } from './orders/routes.js';
+import { SessionService } from './sessions/service.js';
+import { SessionStore } from './sessions/store.js';
+import { registerSessionRoutes } from './sessions/routes.js';
+
+export interface ServiceOptions {
+  config: Config;
+  logger: Logger;
+  secretsKey: Buffer;
+  clock?: Clock;
+}
+
+/** Background work (dispatchers, sweepers, uploaders): started after listen, stopped on drain. */
+export interface BackgroundJob {
+  start(): void;
+  stop(): Promise<void>;
+}
+
+export interface Service {
+  app: FastifyInstance;
+  database: Database;
+  games: GameService;
+  jobs: BackgroundJob[];
+  listen(): Promise<string>;
+  /** Graceful stop: refuse new requests, finish in-flight ones, stop jobs, close the database. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The composition root: builds each domain from its own store and the shared infrastructure,
+ * and mounts the routes. Nothing here runs at import time.
+ */
+export async function createService(opts: ServiceOptions): Promise<Service> {
+  const { config, logger } = opts;
+  const clock = opts.clock ?? systemClock;
+  const database = openDatabase(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
+  try {
+    await migrateToLatest(database.db);
+  } catch (e) {
+    await database.close();
+    throw e;
+  }
+  const ids = new IdGenerator(config.nodeId ?? undefined);
+  const secrets = new SecretBox(opts.secretsKey);
+
+  const games = new GameService({ store: new GameStore(database.db), clock, ids, secrets });
+  const orders = new OrderService({ store: new OrderStore(database.db), clock, ids });
+  const sessions = new SessionService({ store: new SessionStore(database.db), clock, ids });
+
+  const directory: CallerDirectory<unknown, unknown> = {
+    game: async (id) => {
+      const snap = await games.snapshot(id);
+      return snap ? { record: snap, secrets: snap.secrets } : null;
+    },
+    partner: async () => null,
+  };
+
+  let draining = false;
+  const app = createFastify({
+    logger,
+    tls: config.tls,
+    hooks: {
+      isDraining: () => draining,
+      authenticate: async (req: FastifyRequest, kind: AuthKind) => {
+        if (kind === 'admin') return verifyAdminToken(req, config.adminToken);
+        if (kind === 'game' || kind === 'partner') {
+          const caller = await verifySignedRequest(req, directory, kind, clock.now());
+          req.caller = caller.record;
+        }
+      },
+    },
+  });
+
+  let migrated = false;
+  registerHealthRoutes(app, {
+    check: async () => {
+      try {
+        await database.ping();
+        if (!migrated) migrated = await migrationsApplied(database.db);
+      } catch {
+        throw Errors.serviceUnavailable('database is unreachable');
+      }
+      if (!migrated) throw Errors.serviceUnavailable('database migrations are pending');
+    },
+  });
+  registerGameRoutes(app, games);
+  registerOrderRoutes(app, orders);
+  registerSessionRoutes(app, sessions);
+
+  const jobs: BackgroundJob[] = [];
+  let stopped: Promise<void> | null = null;
+  return {
+    app,
+    database,
+    games,
+    jobs,
+    async listen() {
+      const address = await app.listen({ port: config.port, host: config.host });
+      for (const j of jobs) j.start();
+      return address;
+    },
+    stop() {
+      stopped ??= (async () => {
+        draining = true;
+        const force = setTimeout(() => {
+          const server = app.server as unknown as { closeAllConnections?: () => void };
+          server.closeAllConnections?.();
+        }, config.shutdownTimeoutMs);
+        force.unref();
+        await app.close();
+        clearTimeout(force);
+        await Promise.all(jobs.map((j) => j.stop()));
+        await database.close();
+      })();
+      return stopped;
+    },
+  };
+}

@@ -1,0 +1,28 @@
+import type { FastifyInstance } from 'fastify';
+import { callingGame, SERVER_API_PREFIXES } from '../games/caller.js';
+import { EmptyObject, responses } from '../http/errors-schema.js';
+import { SessionReportBody } from './schemas.js';
+import type { SessionService } from './service.js';
+
+export function registerSessionRoutes(app: FastifyInstance, sessions: SessionService): void {
+  const errors = [400, 401, 405, 413, 415, 429, 500, 503];
+  for (const prefix of SERVER_API_PREFIXES) {
+    const hide = prefix !== '/v1/server';
+    app.post(`${prefix}/enter-game`, {
+      config: { auth: 'game' },
+      schema: { tags: ['server'], summary: 'Report a player going online', hide, body: SessionReportBody, response: responses({ 200: EmptyObject }, errors) },
+      handler: async (req) => {
+        await sessions.enter(callingGame(req), req.body as SessionReportBody);
+        return {};
+      },
+    });
+    app.post(`${prefix}/leave-game`, {
+      config: { auth: 'game' },
+      schema: { tags: ['server'], summary: 'Report a player going offline', hide, body: SessionReportBody, response: responses({ 200: EmptyObject }, errors) },
+      handler: async (req) => {
+        await sessions.leave(callingGame(req), req.body as SessionReportBody);
+        return {};
+      },
+    });
+  }
+}

@@ -1,0 +1,38 @@
+import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { DB, NppaEventsTable, SessionsTable } from '../db/schema.js';
+
+export type SessionRow = Selectable<SessionsTable>;
+export type BehaviourEventRow = Selectable<NppaEventsTable>;
+type Q = Kysely<DB> | Transaction<DB>;
+
+export class SessionStore {
+  constructor(readonly db: Kysely<DB>) {}
+
+  transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+    return this.db.transaction().execute(fn);
+  }
+
+  find(q: Q, gameId: string, sessionId: string): Promise<SessionRow | undefined> {
+    return q.selectFrom('sessions').selectAll().where('game_id', '=', gameId).where('session_id', '=', sessionId).executeTakeFirst();
+  }
+
+  async insert(q: Q, row: SessionRow): Promise<void> {
+    await q.insertInto('sessions').values(row).execute();
+  }
+
+  /** Guarded close: only an open session is closed, so a concurrent leave closes it once. */
+  async close(q: Q, gameId: string, sessionId: string, at: number, reason: 'leave' | 'timeout'): Promise<boolean> {
+    const r = await q
+      .updateTable('sessions')
+      .set({ left_at: at, close_reason: reason })
+      .where('game_id', '=', gameId)
+      .where('session_id', '=', sessionId)
+      .where('left_at', 'is', null)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  }
+
+  async insertBehaviourEvent(q: Q, row: BehaviourEventRow): Promise<void> {
+    await q.insertInto('nppa_events').values(row).execute();
+  }
+}

@@ -1,0 +1,117 @@
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+
+/** SEAYOO-HMAC-SHA256 request signing (PROTOCOL 1), shared by both directions. */
+export const SCHEME = 'SEAYOO-HMAC-SHA256';
+export const MAX_SKEW_MS = 300_000;
+export const EMPTY_BODY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+
+const TS_RE = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/;
+
+export type Principal = { kind: 'game' | 'partner'; id: string };
+
+export interface ParsedAuthorization {
+  principal: Principal;
+  timestamp: string;
+  signature: string;
+}
+
+/** Formats a Unix ms time as the signing timestamp `YYYYMMDDTHHMMSSZ`. */
+export function formatTimestamp(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z').replace(/[-:]/g, '');
+}
+
+/** Parses a signing timestamp to Unix ms, or null when it is not a real UTC time. */
+export function parseTimestamp(ts: string): number | null {
+  const m = TS_RE.exec(ts);
+  if (!m) return null;
+  const [y, mo, d, h, mi, s] = m.slice(1).map(Number) as [number, number, number, number, number, number];
+  const ms = Date.UTC(y, mo - 1, d, h, mi, s);
+  // Reject values Date.UTC silently rolls over (month 13, second 61, ...).
+  return formatTimestamp(ms) === ts ? ms : null;
+}
+
+export function sha256Hex(body: Uint8Array | string): string {
+  return createHash('sha256').update(body).digest('hex');
+}
+
+export function stringToSign(method: string, uri: string, timestamp: string, bodySha256: string): string {
+  return `${SCHEME}\n${method.toUpperCase()}\n${uri}\n${timestamp}\n${bodySha256}`;
+}
+
+export function computeSignature(secret: string, method: string, uri: string, timestamp: string, body: Uint8Array | string): string {
+  return createHmac('sha256', secret).update(stringToSign(method, uri, timestamp, sha256Hex(body))).digest('hex');
+}
+
+/** Builds the Authorization header value a Combo SDK would send. */
+export function authorizationHeader(
+  principal: Principal,
+  secret: string,
+  method: string,
+  uri: string,
+  body: Uint8Array | string,
+  nowMs = Date.now(),
+): string {
+  const ts = formatTimestamp(nowMs);
+  const sig = computeSignature(secret, method, uri, ts, body);
+  const name = principal.kind === 'game' ? 'Game' : 'Partner';
+  return `${SCHEME} ${name}=${principal.id},Timestamp=${ts},Signature=${sig}`;
+}
+
+/**
+ * Parses an Authorization header. Parameters are comma separated, whitespace around names and
+ * values is ignored, a value may be double-quoted, unknown parameters are ignored.
+ * Returns a reason string when the header is unusable.
+ */
+export function parseAuthorization(header: string | undefined): ParsedAuthorization | string {
+  if (!header) return 'missing Authorization header';
+  const space = header.indexOf(' ');
+  if (space < 0 || header.slice(0, space) !== SCHEME) return `Authorization scheme must be ${SCHEME}`;
+  const params = new Map<string, string>();
+  for (const part of header.slice(space + 1).split(',')) {
+    const eq = part.indexOf('=');
+    if (eq < 0) return 'malformed Authorization parameter';
+    const name = part.slice(0, eq).trim();
+    let value = part.slice(eq + 1).trim();
+    if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1);
+    if (!name || params.has(name)) return 'malformed Authorization parameter';
+    params.set(name, value);
+  }
+  const game = params.get('Game');
+  const partner = params.get('Partner');
+  if ((game === undefined) === (partner === undefined)) return 'Authorization needs exactly one of Game= or Partner=';
+  const id = (game ?? partner) as string;
+  const timestamp = params.get('Timestamp');
+  const signature = params.get('Signature');
+  if (!id) return 'Authorization has an empty caller id';
+  if (!timestamp) return 'Authorization is missing Timestamp';
+  if (!signature || !/^[0-9a-f]{64}$/.test(signature)) return 'Authorization Signature must be 64 lower-case hex characters';
+  return { principal: { kind: game !== undefined ? 'game' : 'partner', id }, timestamp, signature };
+}
+
+/** Constant-time check of a signature against each candidate key (two during rotation). */
+export function signatureMatches(
+  secrets: readonly string[],
+  signatureHex: string,
+  method: string,
+  uri: string,
+  timestamp: string,
+  bodySha256: string,
+): boolean {
+  const given = Buffer.from(signatureHex, 'hex');
+  const sts = stringToSign(method, uri, timestamp, bodySha256);
+  let ok = false;
+  for (const secret of secrets) {
+    const expected = createHmac('sha256', secret).update(sts).digest();
+    // Evaluate every key so timing does not reveal which one matched.
+    if (expected.length === given.length && timingSafeEqual(expected, given)) ok = true;
+  }
+  return ok;
+}
+
+/** Checks the timestamp window; returns a reason or null. */
+export function checkTimestamp(timestamp: string, nowMs: number): string | null {
+  const ts = parseTimestamp(timestamp);
+  if (ts === null) return 'Authorization Timestamp must be YYYYMMDDTHHMMSSZ';
+  if (Math.abs(nowMs - ts) > MAX_SKEW_MS) return 'Authorization Timestamp is more than 300 s from the server clock';
+  return null;
+}

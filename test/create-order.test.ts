@@ -1,0 +1,112 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { admin, createGame, orderBody, signed, startService, type TestGame, type TestService } from './helpers/service.js';
+
+let t: TestService;
+beforeAll(async () => {
+  t = await startService();
+});
+afterAll(async () => t?.stop());
+
+describe('create-order', () => {
+  let game: TestGame;
+  beforeAll(async () => {
+    game = await createGame(t);
+  });
+
+  it('creates an order and answers order_id, order_token, expires_at', async () => {
+    const before = Math.floor(Date.now() / 1000);
+    const r = await signed(t, game, 'POST', '/v1/server/create-order', orderBody({ quantity: 2, context: 'ctx', meta: { role_name: '剑客·小明', role_level: 12 } }));
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(r.headers.get('x-trace-id')).toBeTruthy();
+    expect(Object.keys(r.body).sort()).toEqual(['expires_at', 'order_id', 'order_token']);
+    expect(r.body.order_id).toMatch(/^\d{1,20}$/);
+    expect(r.body.order_token.length).toBeLessThanOrEqual(1024);
+    expect(r.body.expires_at).toBeGreaterThanOrEqual(before + 1800);
+    expect(r.body.expires_at).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000) + 1800);
+  });
+
+  it('is served under /v3/server too (published SDK path)', async () => {
+    const r = await signed(t, game, 'POST', '/v3/server/create-order', orderBody());
+    expect(r.status).toBe(200);
+  });
+
+  it('treats optional "" as absent and accepts an empty meta (Go SDK)', async () => {
+    const r = await signed(t, game, 'POST', '/v1/server/create-order', orderBody({ context: '', meta: { zone_id: '' } }));
+    expect(r.status).toBe(200);
+  });
+
+  it('replays the same order for the same request, and 422 for other parameters', async () => {
+    const body = orderBody();
+    const a = await signed(t, game, 'POST', '/v1/server/create-order', body);
+    const b = await signed(t, game, 'POST', '/v1/server/create-order', { ...body, quantity: 1 });
+    expect(a.status).toBe(200);
+    expect(b.body).toEqual(a.body);
+    const c = await signed(t, game, 'POST', '/v1/server/create-order', { ...body, quantity: 3 });
+    expect(c.status).toBe(422);
+    expect(c.body.error).toBe('duplicate_reference_id');
+  });
+
+  it('creates exactly one order for 24 identical concurrent requests', async () => {
+    const body = orderBody();
+    const answers = await Promise.all(Array.from({ length: 24 }, () => signed(t, game, 'POST', '/v1/server/create-order', body)));
+    expect(answers.map((a) => a.status)).toEqual(Array(24).fill(200));
+    expect(new Set(answers.map((a) => JSON.stringify(a.body))).size).toBe(1);
+    const count = await t.service.database.db
+      .selectFrom('orders')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('game_id', '=', game.gameId)
+      .where('reference_id', '=', body.reference_id as string)
+      .executeTakeFirstOrThrow();
+    expect(Number(count.n)).toBe(1);
+  });
+
+  it('answers 403 game_iap_disabled when IAP is off, before checking parameters', async () => {
+    const g = await createGame(t);
+    expect((await admin(t, 'PATCH', `/admin/v1/games/${g.gameId}`, { iap_enabled: false })).status).toBe(200);
+    const r = await signed(t, g, 'POST', '/v1/server/create-order', { reference_id: 'x' });
+    expect(r.status).toBe(403);
+    expect(r.body.error).toBe('game_iap_disabled');
+  });
+
+  it('rejects an unknown product with invalid_request naming product_id', async () => {
+    const r = await signed(t, game, 'POST', '/v1/server/create-order', orderBody({ product_id: 'nope' }));
+    expect(r.status).toBe(400);
+    expect(r.body).toMatchObject({ error: 'invalid_request' });
+    expect(r.body.message).toContain('product_id');
+  });
+});
+
+describe('enter-game / leave-game', () => {
+  let game: TestGame;
+  beforeAll(async () => {
+    game = await createGame(t);
+  });
+  const enter = (b: object) => signed(t, game, 'POST', '/v1/server/enter-game', b);
+  const leave = (b: object) => signed(t, game, 'POST', '/v1/server/leave-game', b);
+
+  it('opens, retries, closes, and refuses reuse', async () => {
+    const s = { combo_id: 'p1', session_id: 'sess-1' };
+    expect((await enter(s)).body).toEqual({});
+    expect((await enter(s)).status).toBe(200);
+    expect((await enter({ ...s, combo_id: 'p2' })).status).toBe(400);
+    expect((await leave({ ...s, combo_id: 'p2' })).status).toBe(400);
+    expect((await leave(s)).status).toBe(200);
+    expect((await leave(s)).status).toBe(200);
+    const again = await enter(s);
+    expect(again.status).toBe(400);
+    expect(again.body.error).toBe('invalid_request');
+  });
+
+  it('stores a leave without enter', async () => {
+    expect((await leave({ combo_id: 'p3', session_id: 'sess-orphan' })).status).toBe(200);
+    const row = await t.service.database.db
+      .selectFrom('sessions')
+      .selectAll()
+      .where('game_id', '=', game.gameId)
+      .where('session_id', '=', 'sess-orphan')
+      .executeTakeFirstOrThrow();
+    expect(row.entered_at).toBeNull();
+    expect(row.left_at).not.toBeNull();
+  });
+});

@@ -1,0 +1,38 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+
+/** Which database this run of the suite uses: TEST_DB=sqlite (default) or postgres. */
+export const TEST_DB = (process.env.TEST_DB ?? 'sqlite') as 'sqlite' | 'postgres';
+export const PG_ADMIN_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export interface TestDatabase {
+  url: string;
+  drop(): Promise<void>;
+}
+
+/** A fresh, empty database of the suite's kind: an SQLite file, or a new PostgreSQL database. */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  if (TEST_DB === 'sqlite') {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'combo-test-'));
+    return { url: `sqlite:${path.join(dir, 'test.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const name = `t_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const u = new URL(PG_ADMIN_URL);
+  u.pathname = `/${name}`;
+  return {
+    url: u.toString(),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: PG_ADMIN_URL });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}

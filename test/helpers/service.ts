@@ -1,0 +1,126 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../../src/config/index.js';
+import { createLogger } from '../../src/logger.js';
+import { createService, type Service } from '../../src/service.js';
+import type { Clock } from '../../src/lib/clock.js';
+import { authorizationHeader } from '../../src/signing/signer.js';
+import { createTestDatabase, type TestDatabase } from './db.js';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+export interface TestService {
+  url: string;
+  service: Service;
+  db: TestDatabase;
+  clock?: Clock;
+  stop(): Promise<void>;
+}
+
+/** A real service on a random port over a fresh database of the suite's kind. */
+export async function startService(opts: { env?: Record<string, string>; clock?: Clock; db?: TestDatabase } = {}): Promise<TestService> {
+  const db = opts.db ?? (await createTestDatabase());
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'combo-data-'));
+  const config = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: db.url,
+    ADMIN_TOKEN,
+    DATA_DIR: dataDir,
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ALLOW_PRIVATE_NOTIFY_URLS: '1',
+    ...opts.env,
+  });
+  const service = await createService({
+    config,
+    logger: createLogger(config.logLevel),
+    secretsKey: randomBytes(32),
+    clock: opts.clock,
+  });
+  const url = await service.listen();
+  return {
+    url,
+    service,
+    db,
+    clock: opts.clock,
+    async stop() {
+      await service.stop();
+      if (!opts.db) await db.drop();
+    },
+  };
+}
+
+export interface Answer<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+async function answer(res: Response): Promise<Answer> {
+  const text = await res.text();
+  let body: unknown = undefined;
+  if ((res.headers.get('content-type') ?? '').startsWith('application/json') && text) body = JSON.parse(text);
+  return { status: res.status, headers: res.headers, body, text };
+}
+
+/** An operator API call with the admin bearer token. */
+export async function admin(t: TestService, method: string, p: string, body?: unknown): Promise<Answer> {
+  const res = await fetch(t.url + p, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return answer(res);
+}
+
+export interface TestGame {
+  gameId: string;
+  secret: string;
+  keyId: string;
+}
+
+let seq = 0;
+/** Each test makes its own game (its own tenant), with one product `gem_60` (600 CNY minor units). */
+export async function createGame(t: TestService, settings: Record<string, unknown> = {}): Promise<TestGame> {
+  const gameId = `g${process.pid}_${++seq}_${randomBytes(3).toString('hex')}`;
+  const r = await admin(t, 'POST', '/admin/v1/games', { game_id: gameId, name: 'Test game', ...settings });
+  if (r.status !== 201) throw new Error(`create game: ${r.status} ${r.text}`);
+  const p = await admin(t, 'PUT', `/admin/v1/games/${gameId}/products/gem_60`, { name: '60 gems', price: 600, currency: 'CNY' });
+  if (p.status !== 200) throw new Error(`put product: ${p.status} ${p.text}`);
+  return { gameId, secret: r.body.secret_key, keyId: r.body.key_id };
+}
+
+/** A request signed as a game backend would sign it (the Combo SDK's algorithm). */
+export async function signed(
+  t: TestService,
+  game: TestGame,
+  method: string,
+  uri: string,
+  body?: string | Buffer | object,
+  extraHeaders: Record<string, string> = {},
+  nowMs?: number,
+): Promise<Answer> {
+  const raw = body === undefined ? '' : typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body);
+  const headers: Record<string, string> = {
+    authorization: authorizationHeader({ kind: 'game', id: game.gameId }, game.secret, method, uri, raw, nowMs ?? t.clock?.now() ?? Date.now()),
+    ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    ...extraHeaders,
+  };
+  for (const [k, v] of Object.entries(headers)) if (v === '') delete headers[k];
+  const res = await fetch(t.url + uri, { method, headers, body: body === undefined ? undefined : (raw as string) });
+  return answer(res);
+}
+
+export function orderBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    reference_id: `ref-${randomBytes(8).toString('hex')}`,
+    combo_id: '1234567890',
+    product_id: 'gem_60',
+    platform: 'ios',
+    notify_url: 'https://game.example.com/notify',
+    ...overrides,
+  };
+}
