@@ -12,6 +12,7 @@ import { registerHealthRoutes } from './http/health.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { IdGenerator } from './lib/ids.js';
 import { SecretBox } from './lib/secret-box.js';
+import { OutboundClient } from './lib/outbound.js';
 import { OrderService } from './orders/service.js';
 import { OrderStore } from './orders/store.js';
 import { registerOrderRoutes } from './orders/routes.js';
@@ -58,6 +59,11 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   }
   const ids = new IdGenerator(config.nodeId ?? undefined);
   const secrets = new SecretBox(opts.secretsKey);
+  // notify_url and gm_url are caller-given: internal addresses are refused in production.
+  const outbound = new OutboundClient({
+    blockPrivate: config.production && !config.allowPrivateUrls,
+    perHostConnections: config.notify.perHostConcurrency,
+  });
 
   const games = new GameService({ store: new GameStore(database.db), clock, ids, secrets });
   const orders = new OrderService({ store: new OrderStore(database.db), clock, ids });
@@ -126,6 +132,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
         await app.close();
         clearTimeout(force);
         await Promise.all(jobs.map((j) => j.stop()));
+        await outbound.close();
         await database.close();
       })();
       return stopped;
