@@ -37,7 +37,7 @@ function openSqlite(file: string, options: DatabaseOptions): Database {
   raw.pragma('journal_mode = WAL');
   raw.pragma(`synchronous = ${options.sqliteSynchronous ?? 'NORMAL'}`);
   raw.pragma('busy_timeout = 5000');
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: raw }) });
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
   return {
     db,
     dialect: 'sqlite',
@@ -45,6 +45,30 @@ function openSqlite(file: string, options: DatabaseOptions): Database {
       raw.prepare('select 1').get();
     },
     close: () => db.destroy(),
+  };
+}
+
+/**
+ * Kysely's SQLite driver prepares every statement on every call; preparing costs more than
+ * running a simple insert. Statements are cached by SQL text (Kysely emits the same text for
+ * the same query shape, with values as parameters), bounded so odd shapes cannot grow it.
+ */
+function withStatementCache(raw: SQLite.Database) {
+  const cache = new Map<string, SQLite.Statement>();
+  return {
+    prepare(sqlText: string) {
+      let stmt = cache.get(sqlText);
+      if (!stmt) {
+        stmt = raw.prepare(sqlText);
+        if (cache.size >= 2000) cache.clear();
+        cache.set(sqlText, stmt);
+      }
+      return stmt;
+    },
+    close() {
+      cache.clear();
+      raw.close();
+    },
   };
 }
 
