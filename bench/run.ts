@@ -32,8 +32,8 @@ interface Result {
   errors: number;
 }
 
-function startChild(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; address: string }> {
-  const child = spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), '--import', 'tsx', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+function startChild(args: string[], env: Record<string, string>, loader = true): Promise<{ child: ChildProcess; address: string }> {
+  const child = spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...(loader ? ['--import', 'tsx'] : []), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     const rl = createInterface({ input: child.stdout! });
     rl.on('line', (line) => {
@@ -114,14 +114,15 @@ async function main() {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'combo-bench-'));
   const children: ChildProcess[] = [];
   try {
-    const svc = await startChild(['src/main.ts'], {
+    // The service runs from the compiled build, as in production (`npm run bench` builds first).
+    const svc = await startChild(['dist/src/main.js'], {
       PORT: '0',
       HOST: '127.0.0.1',
       DATA_DIR: dataDir,
       ADMIN_TOKEN: ADMIN,
       LOG_LEVEL: 'info',
       NODE_ENV: 'development',
-    });
+    }, false);
     children.push(svc.child);
     const bare = await startChild(['bench/bare-server.ts'], {});
     children.push(bare.child);

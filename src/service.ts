@@ -65,9 +65,9 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     perHostConnections: config.notify.perHostConcurrency,
   });
 
-  const games = new GameService({ store: new GameStore(database.db), clock, ids, secrets });
-  const orders = new OrderService({ store: new OrderStore(database.db), clock, ids });
-  const sessions = new SessionService({ store: new SessionStore(database.db), clock, ids });
+  const games = new GameService({ store: new GameStore(database.db, database.transaction), clock, ids, secrets });
+  const orders = new OrderService({ store: new OrderStore(database.db, database.transaction), clock, ids });
+  const sessions = new SessionService({ store: new SessionStore(database.db, database.transaction), clock, ids });
 
   const directory: CallerDirectory<unknown, unknown> = {
     game: async (id) => {

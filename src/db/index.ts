@@ -5,12 +5,20 @@ import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type MigrationRe
 import pg from 'pg';
 import type { DB } from './schema.js';
 import { migrations } from './migrations/index.js';
+import { GroupCommitter, type TransactionRunner } from './group-commit.js';
+
+export type { TransactionRunner };
 
 export type Dialect = 'sqlite' | 'postgres';
 
 export interface Database {
   db: Kysely<DB>;
   dialect: Dialect;
+  /**
+   * Runs `fn` in a transaction and settles after it committed. On SQLite, transactions that
+   * arrive together share one physical commit (group commit); on PostgreSQL each is its own.
+   */
+  transaction: TransactionRunner;
   /** Cheap reachability probe for /readyz. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -38,9 +46,11 @@ function openSqlite(file: string, options: DatabaseOptions): Database {
   raw.pragma(`synchronous = ${options.sqliteSynchronous ?? 'NORMAL'}`);
   raw.pragma('busy_timeout = 5000');
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
+  const committer = new GroupCommitter(db);
   return {
     db,
     dialect: 'sqlite',
+    transaction: committer.run,
     ping: async () => {
       raw.prepare('select 1').get();
     },
@@ -84,6 +94,7 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
   return {
     db,
     dialect: 'postgres',
+    transaction: (fn) => db.transaction().execute(fn),
     ping: async () => {
       await sql`select 1`.execute(db);
     },

@@ -1,4 +1,5 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { TransactionRunner } from '../db/group-commit.js';
 import type { DB, GamesTable, ProductsTable } from '../db/schema.js';
 
 export type GameRow = Selectable<GamesTable>;
@@ -7,10 +8,14 @@ type Q = Kysely<DB> | Transaction<DB>;
 
 /** Queries for games, their signing keys and products. */
 export class GameStore {
-  constructor(readonly db: Kysely<DB>) {}
+  constructor(
+    readonly db: Kysely<DB>,
+    private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
+  ) {}
 
+  /** A transaction that has committed when the promise settles (group commit on SQLite). */
   transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-    return this.db.transaction().execute(fn);
+    return this.tx(fn);
   }
 
   findGame(q: Q, gameId: string): Promise<GameRow | undefined> {

@@ -1,4 +1,5 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { TransactionRunner } from '../db/group-commit.js';
 import type { DB, OrdersTable } from '../db/schema.js';
 
 export type OrderRow = Selectable<OrdersTable>;
@@ -6,10 +7,14 @@ type Q = Kysely<DB> | Transaction<DB>;
 
 /** Queries for orders. */
 export class OrderStore {
-  constructor(readonly db: Kysely<DB>) {}
+  constructor(
+    readonly db: Kysely<DB>,
+    private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
+  ) {}
 
+  /** A transaction that has committed when the promise settles (group commit on SQLite). */
   transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-    return this.db.transaction().execute(fn);
+    return this.tx(fn);
   }
 
   findByReference(q: Q, gameId: string, referenceId: string): Promise<OrderRow | undefined> {

@@ -25,8 +25,6 @@ export class SessionService {
   async enter(snap: GameSnapshot, body: SessionReportBody): Promise<void> {
     const { store, clock } = this.d;
     const gameId = snap.game.game_id;
-    const existing = await store.find(store.db, gameId, body.session_id);
-    if (existing) return checkEnterRetry(existing, body);
     const now = clock.now();
     const row: SessionRow = {
       game_id: gameId,
@@ -37,17 +35,14 @@ export class SessionService {
       close_reason: null,
       created_at: now,
     };
-    try {
-      await store.transaction(async (trx) => {
-        await store.insert(trx, row);
-        await this.behaviour(trx, snap, row, 1, now);
-      });
-    } catch (e) {
-      if (!isUniqueViolation(e)) throw e;
-      const winner = await store.find(store.db, gameId, body.session_id);
-      if (!winner) throw e;
-      checkEnterRetry(winner, body);
-    }
+    // The common case (a new session) is one insert with its behaviour event; a retry or a
+    // conflicting report falls through to what is stored.
+    await store.transaction(async (trx) => {
+      if (await store.insertIfAbsent(trx, row)) return this.behaviour(trx, snap, row, 1, now);
+      const existing = await store.find(trx, gameId, body.session_id);
+      if (!existing) throw new Error(`session ${body.session_id} vanished after a conflicting insert`);
+      checkEnterRetry(existing, body);
+    });
   }
 
   async leave(snap: GameSnapshot, body: SessionReportBody): Promise<void> {

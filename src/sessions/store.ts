@@ -1,4 +1,5 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { TransactionRunner } from '../db/group-commit.js';
 import type { DB, NppaEventsTable, SessionsTable } from '../db/schema.js';
 
 export type SessionRow = Selectable<SessionsTable>;
@@ -6,10 +7,14 @@ export type BehaviourEventRow = Selectable<NppaEventsTable>;
 type Q = Kysely<DB> | Transaction<DB>;
 
 export class SessionStore {
-  constructor(readonly db: Kysely<DB>) {}
+  constructor(
+    readonly db: Kysely<DB>,
+    private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
+  ) {}
 
+  /** A transaction that has committed when the promise settles (group commit on SQLite). */
   transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-    return this.db.transaction().execute(fn);
+    return this.tx(fn);
   }
 
   find(q: Q, gameId: string, sessionId: string): Promise<SessionRow | undefined> {
@@ -18,6 +23,16 @@ export class SessionStore {
 
   async insert(q: Q, row: SessionRow): Promise<void> {
     await q.insertInto('sessions').values(row).execute();
+  }
+
+  /** One statement: inserts unless the session exists; true when this call created it. */
+  async insertIfAbsent(q: Q, row: SessionRow): Promise<boolean> {
+    const r = await q
+      .insertInto('sessions')
+      .values(row)
+      .onConflict((oc) => oc.columns(['game_id', 'session_id']).doNothing())
+      .executeTakeFirst();
+    return Number(r.numInsertedOrUpdatedRows ?? 0n) > 0;
   }
 
   /** Guarded close: only an open session is closed, so a concurrent leave closes it once. */
