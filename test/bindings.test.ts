@@ -385,3 +385,22 @@ describe('GET /admin/v1/bindings', () => {
     expect((await fetch(`${t.url}/admin/v1/bindings`)).status).toBe(401);
   });
 });
+
+describe('GM URL rules', () => {
+  it('in production, refuses a GM URL on an internal address (500, no call made)', async () => {
+    const prod = await startService({ clock, env: { NODE_ENV: 'production', ALLOW_PRIVATE_NOTIFY_URLS: '0', GM_TIMEOUT_MS: '300' } });
+    try {
+      const game = await createGame(prod, { gm_url: gm.url });
+      gmKeys.set(game.gameId, [game.secret]);
+      const partner = await createPartner(prod, [game.gameId]);
+      gm.roles.set('prod-combo', [role('r1')]);
+      const b = await signed(prod, game, 'POST', '/v1/server/bind-partner-user', { partner_id: partner.partnerId, partner_user_id: 'u', combo_id: 'prod-combo', role_id: 'r1' });
+      expect(b.status).toBe(200);
+      const r = await partnerGet(prod, partner, queryUri(game.gameId, 'u'));
+      expect([r.status, r.body.error]).toEqual([500, 'internal_error']);
+      expect(gm.callsFor(game.gameId)).toBe(0);
+    } finally {
+      await prod.stop();
+    }
+  });
+});
