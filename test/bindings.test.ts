@@ -343,6 +343,10 @@ describe('GM answers that cannot be used (no cached role) -> 500 internal_error'
     await bind(noUrl.game, { partner_id: noUrl.partner.partnerId, partner_user_id: 'u', combo_id: noUrl.combo, role_id: 'r1' });
     const a = await partnerGet(t, noUrl.partner, queryUri(noUrl.game.gameId, 'u'));
     expect([a.status, a.body.error]).toEqual([500, 'internal_error']);
+    // The operator sets the GM URL later: the next query reaches the game.
+    gm.roles.set(noUrl.combo, [role('r1')]);
+    expect((await admin(t, 'PATCH', `/admin/v1/games/${noUrl.game.gameId}`, { gm_url: gm.url })).status).toBe(200);
+    expect((await partnerGet(t, noUrl.partner, queryUri(noUrl.game.gameId, 'u'))).status).toBe(200);
 
     const closed = new FakeGm(() => gmKeys, () => clock.now());
     await closed.start();
