@@ -224,3 +224,29 @@ describe('security: the partner endpoint refuses every bad signature with 401 in
     expect((await partnerGet(t, partner, uri)).status).toBe(404);
   });
 });
+
+describe('concurrent grant changes', () => {
+  it('serialises concurrent PATCHes of games (no 500, the grants are one of the sets)', async () => {
+    const games = [await createGame(t), await createGame(t), await createGame(t)].map((g) => g.gameId);
+    const p = await createPartner(t, []);
+    const sets = [[games[0]!], [games[1]!, games[2]!], games, [games[2]!]];
+    const answers = await Promise.all(sets.flatMap((g) => [g, g]).map((g) => admin(t, 'PATCH', `/admin/v1/partners/${p.partnerId}`, { games: g })));
+    expect(answers.map((a) => a.status)).toEqual(Array(8).fill(200));
+    const final = (await admin(t, 'GET', `/admin/v1/partners/${p.partnerId}`)).body.games;
+    expect(sets.map((s) => [...s].sort().join())).toContain(final.join());
+  });
+});
+
+describe('concurrent key changes', () => {
+  it('never leaves more than two keys, nor none', async () => {
+    const p = await createPartner(t, []);
+    const adds = await Promise.all(Array.from({ length: 6 }, () => admin(t, 'POST', `/admin/v1/partners/${p.partnerId}/keys`, {})));
+    expect(adds.filter((a) => a.status === 201)).toHaveLength(1);
+    expect(adds.filter((a) => a.status === 409)).toHaveLength(5);
+    const keyIds: string[] = (await admin(t, 'GET', `/admin/v1/partners/${p.partnerId}`)).body.key_ids;
+    expect(keyIds).toHaveLength(2);
+    const dels = await Promise.all(keyIds.map((k) => admin(t, 'DELETE', `/admin/v1/partners/${p.partnerId}/keys/${k}`)));
+    expect(dels.map((d) => d.status).sort()).toEqual([200, 409]);
+    expect((await admin(t, 'GET', `/admin/v1/partners/${p.partnerId}`)).body.key_ids).toHaveLength(1);
+  });
+});

@@ -115,12 +115,12 @@ export class PartnerService {
     if (body.enabled !== undefined) patch.enabled = body.enabled ? 1 : 0;
     if (body.rate_limit_per_second !== undefined) patch.rate_limit_per_second = body.rate_limit_per_second;
     await store.transaction(async (trx) => {
-      if (!(await store.findPartner(trx, partnerId))) throw Errors.notFound(`partner ${partnerId} not found`);
+      if (!(await store.lockPartner(trx, partnerId, now))) throw Errors.notFound(`partner ${partnerId} not found`);
+      await store.updatePartner(trx, partnerId, patch);
       if (body.games) {
         await this.checkGamesExist(trx, body.games);
         await store.setGames(trx, partnerId, body.games);
       }
-      await store.updatePartner(trx, partnerId, patch);
       await recordAudit(trx, ids, now, { actor, action: 'partner.update', target: partnerId, detail: body });
     });
     this.invalidate(partnerId);
@@ -133,7 +133,7 @@ export class PartnerService {
     const secret = generateSecretKey();
     const keyId = prefixedId('key', ids);
     await store.transaction(async (trx) => {
-      if (!(await store.findPartner(trx, partnerId))) throw Errors.notFound(`partner ${partnerId} not found`);
+      if (!(await store.lockPartner(trx, partnerId, now))) throw Errors.notFound(`partner ${partnerId} not found`);
       const keys = await store.listKeys(trx, partnerId);
       if (keys.length >= MAX_ACTIVE_KEYS) {
         throw Errors.conflict(`partner ${partnerId} already has ${MAX_ACTIVE_KEYS} active keys; delete the old one first`);
@@ -149,6 +149,7 @@ export class PartnerService {
     const { store, clock, ids } = this.d;
     const now = clock.now();
     await store.transaction(async (trx) => {
+      await store.lockPartner(trx, partnerId, now);
       const keys = await store.listKeys(trx, partnerId);
       if (!keys.some((k) => k.key_id === keyId)) throw Errors.notFound(`key ${keyId} of partner ${partnerId} not found`);
       if (keys.length === 1) throw Errors.conflict('a partner must keep one active key; create the new key first');

@@ -27,6 +27,16 @@ export class PartnerStore {
     await q.insertInto('partners').values(row).execute();
   }
 
+  /**
+   * Sets updated_at and so takes the partner's row lock until the transaction ends: key and
+   * grant changes of one partner serialise (no third key, no deleting both keys at once).
+   * False when the partner does not exist.
+   */
+  async lockPartner(q: Q, partnerId: string, now: number): Promise<boolean> {
+    const r = await q.updateTable('partners').set({ updated_at: now }).where('partner_id', '=', partnerId).executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  }
+
   async updatePartner(q: Q, partnerId: string, patch: Partial<PartnerRow>): Promise<void> {
     await q.updateTable('partners').set(patch).where('partner_id', '=', partnerId).execute();
   }
