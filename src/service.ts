@@ -16,6 +16,14 @@ import { OutboundClient } from './lib/outbound.js';
 import { OrderService } from './orders/service.js';
 import { OrderStore } from './orders/store.js';
 import { registerOrderRoutes } from './orders/routes.js';
+import { BindingService } from './bindings/service.js';
+import { BindingStore } from './bindings/store.js';
+import { registerBindingRoutes } from './bindings/routes.js';
+import { GmClient } from './bindings/gm.js';
+import { RoleCache } from './bindings/role-cache.js';
+import { PartnerService } from './partners/service.js';
+import { PartnerStore } from './partners/store.js';
+import { registerPartnerRoutes } from './partners/routes.js';
 import { SessionService } from './sessions/service.js';
 import { SessionStore } from './sessions/store.js';
 import { registerSessionRoutes } from './sessions/routes.js';
@@ -37,6 +45,9 @@ export interface Service {
   app: FastifyInstance;
   database: Database;
   games: GameService;
+  partners: PartnerService;
+  /** Role data cache of the binding query (observable by tests and metrics). */
+  roleCache: RoleCache;
   jobs: BackgroundJob[];
   listen(): Promise<string>;
   /** Graceful stop: refuse new requests, finish in-flight ones, stop jobs, close the database. */
@@ -68,13 +79,27 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const games = new GameService({ store: new GameStore(database.db, database.transaction), clock, ids, secrets });
   const orders = new OrderService({ store: new OrderStore(database.db, database.transaction), clock, ids });
   const sessions = new SessionService({ store: new SessionStore(database.db, database.transaction), clock, ids });
+  const partners = new PartnerService({ store: new PartnerStore(database.db, database.transaction), clock, ids, secrets });
+  const roleCache = new RoleCache({ clock, ttlMs: config.roleCacheTtlMs, staleTtlMs: config.roleStaleTtlMs });
+  const bindings = new BindingService({
+    store: new BindingStore(database.db),
+    partnerSnapshot: (id) => partners.snapshot(id),
+    gameSnapshot: (id) => games.snapshot(id),
+    gm: new GmClient({ outbound, clock, ids, timeoutMs: config.gmTimeoutMs }),
+    roles: roleCache,
+    clock,
+    logger,
+  });
 
   const directory: CallerDirectory<unknown, unknown> = {
     game: async (id) => {
       const snap = await games.snapshot(id);
       return snap ? { record: snap, secrets: snap.secrets } : null;
     },
-    partner: async () => null,
+    partner: async (id) => {
+      const snap = await partners.snapshot(id);
+      return snap ? { record: snap, secrets: snap.secrets } : null;
+    },
   };
 
   let draining = false;
@@ -108,6 +133,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   registerGameRoutes(app, games);
   registerOrderRoutes(app, orders);
   registerSessionRoutes(app, sessions);
+  registerPartnerRoutes(app, partners);
+  registerBindingRoutes(app, bindings);
 
   const jobs: BackgroundJob[] = [];
   let stopped: Promise<void> | null = null;
@@ -115,6 +142,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     app,
     database,
     games,
+    partners,
+    roleCache,
     jobs,
     async listen() {
       const address = await app.listen({ port: config.port, host: config.host });
