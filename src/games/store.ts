@@ -26,6 +26,15 @@ export class GameStore {
     await q.insertInto('games').values(row).execute();
   }
 
+  /**
+   * Sets updated_at and so takes the game's row lock until the transaction ends: key changes of
+   * one game serialise (no third key, no deleting both keys at once). False for an unknown game.
+   */
+  async lockGame(q: Q, gameId: string, now: number): Promise<boolean> {
+    const r = await q.updateTable('games').set({ updated_at: now }).where('game_id', '=', gameId).executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  }
+
   async updateGame(q: Q, gameId: string, patch: Partial<GameRow>): Promise<void> {
     await q.updateTable('games').set(patch).where('game_id', '=', gameId).execute();
   }
