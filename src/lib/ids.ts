@@ -34,14 +34,23 @@ export function idTime(id: string): number {
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
+// Random bytes are drawn from the CSPRNG in 4 KiB blocks: one syscall per block, not per id.
+let pool = Buffer.alloc(0);
+let poolPos = 0;
+function randomByte(): number {
+  if (poolPos >= pool.length) {
+    pool = randomBytes(4096);
+    poolPos = 0;
+  }
+  return pool[poolPos++] as number;
+}
+
 /** Uniformly random base62 string (rejection sampling: no modulo bias). */
 export function randomBase62(length: number): string {
   let out = '';
   while (out.length < length) {
-    for (const b of randomBytes(length * 2)) {
-      if (b < 248) out += BASE62[b % 62];
-      if (out.length === length) break;
-    }
+    const b = randomByte();
+    if (b < 248) out += BASE62[b % 62];
   }
   return out;
 }
