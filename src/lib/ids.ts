@@ -59,3 +59,14 @@ export function randomBase62(length: number): string {
 export function prefixedId(prefix: string, gen: IdGenerator): string {
   return `${prefix}_${BigInt(gen.next()).toString(36).padStart(13, '0')}${randomBase62(4)}`;
 }
+
+const HEX = '0123456789abcdef';
+/** Random lower-case hex string from the pooled CSPRNG bytes. */
+export function randomHex(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    const b = randomByte();
+    out += HEX[b >> 4]! + HEX[b & 15]!;
+  }
+  return out.slice(0, length);
+}
