@@ -133,10 +133,18 @@ export class NotificationDispatcher {
   private async attempt(n: NotificationRow, token: string): Promise<void> {
     const { keys, outbound, clock, ids, store, settings, logger } = this.d;
     const at = clock.now();
-    const secret = (await keys.snapshot(n.game_id))?.secrets[0];
+    let secret: string | undefined;
+    let keyProblem = 'the game has no signing key';
+    try {
+      secret = (await keys.snapshot(n.game_id))?.secrets[0];
+    } catch (e) {
+      // Recorded as a failed attempt (and retried) rather than holding the lease silently.
+      logger.error({ err: e, game_id: n.game_id }, 'signing key unavailable for a notification');
+      keyProblem = 'the game signing key could not be loaded';
+    }
     const result: SendResult = secret
       ? await sendNotification(outbound, { gameId: n.game_id, notifyUrl: n.notify_url, body: n.body }, secret, clock.now(), settings.timeoutMs)
-      : { statusCode: null, error: 'the game has no signing key', snippet: null, latencyMs: 0 };
+      : { statusCode: null, error: keyProblem, snippet: null, latencyMs: 0 };
     const now = clock.now();
     const outcome = this.outcomeOf(n, result, now);
     const applied = await store.recordAttempt(

@@ -50,7 +50,21 @@ export class NotificationStore {
    * still pending (PROTOCOL 5).
    */
   async claimDue(now: number, limit: number, lockedUntil: number, token: string): Promise<NotificationRow[]> {
-    let due = this.db
+    if (this.dialect === 'sqlite') {
+      // SQLite runs one writer at a time and evaluates the IN list once: one statement.
+      return this.lease(this.db, this.dueIds(this.db, now, limit), now, lockedUntil, token);
+    }
+    // PostgreSQL: pick and lock the ids first. (Inside one UPDATE ... IN (SELECT ... LIMIT n
+    // SKIP LOCKED) the planner may rescan the subquery and lease more than n rows.)
+    return this.transaction(async (trx) => {
+      const ids = (await this.dueIds(trx, now, limit).forUpdate('n').skipLocked().execute()).map((r) => r.notification_id);
+      return ids.length ? this.lease(trx, ids, now, lockedUntil, token) : [];
+    });
+  }
+
+  /** Due notifications, oldest due first; a refund waits while its ship_order is pending. */
+  private dueIds(q: Q, now: number, limit: number) {
+    return q
       .selectFrom('notifications as n')
       .select('n.notification_id')
       .where('n.status', '=', 'pending')
@@ -73,12 +87,20 @@ export class NotificationStore {
       )
       .orderBy('n.next_attempt_at')
       .limit(limit);
-    if (this.dialect === 'postgres') due = due.forUpdate('n').skipLocked();
-    return this.db
+  }
+
+  /** The guarded lease: only rows still pending, due and unlocked are taken. */
+  private lease(
+    q: Q,
+    ids: string[] | ReturnType<NotificationStore['dueIds']>,
+    now: number,
+    lockedUntil: number,
+    token: string,
+  ): Promise<NotificationRow[]> {
+    return q
       .updateTable('notifications')
       .set({ locked_until: lockedUntil, locked_by: token })
-      .where('notification_id', 'in', due)
-      // Re-checked on the row version being updated: the guard against a concurrent claim.
+      .where('notification_id', 'in', ids)
       .where('status', '=', 'pending')
       .where('next_attempt_at', '<=', now)
       .where('locked_until', '<', now)

@@ -15,7 +15,7 @@ export async function paidOrder(
   t: TestService,
   game: TestGame,
   notifyUrl: string,
-  opts: { now?: number; context?: string | null; sandbox?: boolean; refund?: boolean } = {},
+  opts: { now?: number; context?: string | null; sandbox?: boolean; refund?: boolean; lockedUntil?: number } = {},
 ): Promise<{ order: OrderRow; notificationId: string; refundId?: string }> {
   const now = opts.now ?? t.clock?.now() ?? Date.now();
   const order: OrderRow = {
@@ -48,6 +48,10 @@ export async function paidOrder(
   const out = await t.service.database.db.transaction().execute(async (trx) => {
     await trx.insertInto('orders').values(order).execute();
     const notificationId = await enqueueNotification(trx, ids, order, 'ship_order', now);
+    if (opts.lockedUntil !== undefined) {
+      // As if a dispatcher had claimed it and then crashed.
+      await trx.updateTable('notifications').set({ locked_until: opts.lockedUntil, locked_by: 'crashed' }).where('notification_id', '=', notificationId).execute();
+    }
     if (!opts.refund) return { notificationId };
     // Paid and refunded before the game was told: the refund must wait for the ship_order.
     await trx.updateTable('orders').set({ status: 'refunded', refunded_at: now, updated_at: now }).where('order_id', '=', order.order_id).execute();
