@@ -11,7 +11,7 @@ let t: TestService;
 beforeAll(async () => {
   receiver = await new Receiver({ keys, now: () => Date.now() }).start();
   t = await startService({
-    env: { NOTIFY_TIMEOUT_MS: '300', NOTIFY_RETRY_BASE_MS: String(RETRY_BASE_MS), NOTIFY_POLL_INTERVAL_MS: '50' },
+    env: { NOTIFY_TIMEOUT_MS: '1500', NOTIFY_RETRY_BASE_MS: String(RETRY_BASE_MS), NOTIFY_POLL_INTERVAL_MS: '50' },
   });
 });
 afterAll(async () => {
@@ -119,7 +119,7 @@ describe('delivery', () => {
     const attempts = await attemptRows(t, notificationId);
     expect(attempts.map((a) => a.status_code)).toEqual([500, null, null, 503, 200]);
     expect(attempts[0]!.error).toBe('HTTP 500');
-    expect(attempts[1]!.error).toBe('timed out after 300 ms');
+    expect(attempts[1]!.error).toBe('timed out after 1500 ms');
     expect(attempts[2]!.error).toMatch(/closed|reset|socket/i);
     expect(attempts[3]!.error).toBe('HTTP 503');
     expect(attempts[4]!.error).toBeNull();
