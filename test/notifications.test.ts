@@ -332,6 +332,9 @@ describe('operator API', () => {
     expect((await body({ since: 0 })).body).toEqual({ count: 1 }); // the old one
     expect((await settled(old.notificationId)).status).toBe('succeeded');
     expect((await body({ since: 0 })).body).toEqual({ count: 0 });
+    expect((await body({ since: 253_402_300_799_999 })).body).toEqual({ count: 0 });
+    expect((await body({ since: 253_402_300_800_000 })).status).toBe(400);
+    expect((await body({ since: 1.5 })).status).toBe(400);
     expect((await body({ since: '5' })).status).toBe(400);
     expect((await body({})).status).toBe(400);
     expect((await admin(t, 'POST', '/admin/v1/games/nope/notifications/redeliver', { since: 0 })).status).toBe(404);
