@@ -96,7 +96,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     clock,
     logger,
   });
-  const notificationStore = new NotificationStore(database.db, database.dialect);
+  const notificationStore = new NotificationStore(database.db, database.dialect, database.transaction);
   // Domains that write notifications (payments, refunds) call dispatcher.kick() after commit.
   const dispatcher = new NotificationDispatcher({
     store: notificationStore,

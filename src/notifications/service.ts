@@ -3,6 +3,7 @@ import type { NotificationStatus } from '../db/schema.js';
 import { Errors } from '../errors.js';
 import type { Clock } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
+import { decodeCursor, encodeCursor } from '../lib/page-cursor.js';
 import type { ListNotificationsQuery, Notification, NotificationAttempt, NotificationDetail, NotificationPage } from './schemas.js';
 import type { AttemptRow, NotificationRow, NotificationStore } from './store.js';
 
@@ -28,7 +29,7 @@ export class NotificationService {
   /** Newest first; the cursor is opaque to clients (the last id of the page, encoded). */
   async list(q: ListNotificationsQuery): Promise<NotificationPage> {
     const limit = q.limit ?? 50;
-    const beforeId = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
+    const beforeId = q.cursor === undefined ? undefined : decodeCursor<string>(q.cursor, (v) => typeof v === 'string' && ID_RE.test(v));
     const rows = await this.d.store.list({ status: q.status, gameId: q.game_id, beforeId, limit: limit + 1 });
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
@@ -83,16 +84,6 @@ export class NotificationService {
     if (count > 0) this.d.onRedeliver();
     return { count };
   }
-}
-
-export function encodeCursor(notificationId: string): string {
-  return Buffer.from(notificationId, 'utf8').toString('base64url');
-}
-
-function decodeCursor(cursor: string): string {
-  const id = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
-  if (!ID_RE.test(id)) throw Errors.invalidRequest('query parameter cursor is not a cursor this service returned');
-  return id;
 }
 
 export function toNotification(r: NotificationRow): Notification {

@@ -1,4 +1,5 @@
 import { type Kysely, type Selectable, type Transaction } from 'kysely';
+import type { TransactionRunner } from '../db/group-commit.js';
 import type { Dialect } from '../db/index.js';
 import type { DB, NotificationAttemptsTable, NotificationsTable, NotificationStatus } from '../db/schema.js';
 
@@ -35,10 +36,12 @@ export class NotificationStore {
   constructor(
     readonly db: Kysely<DB>,
     private readonly dialect: Dialect,
+    private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
   ) {}
 
+  /** A transaction that has committed when the promise settles (group commit on SQLite). */
   transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-    return this.db.transaction().execute(fn);
+    return this.tx(fn);
   }
 
   /**

@@ -45,7 +45,7 @@ export async function paidOrder(
     canceled_at: null,
     refunded_at: null,
   };
-  const out = await t.service.database.db.transaction().execute(async (trx) => {
+  const out = await t.service.database.transaction(async (trx) => {
     await trx.insertInto('orders').values(order).execute();
     const notificationId = await enqueueNotification(trx, ids, order, 'ship_order', now);
     if (opts.lockedUntil !== undefined) {
