@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Receiver, ok, status, until } from './helpers/receiver.js';
 import { attemptRows, notificationRow, paidOrder } from './helpers/paid-orders.js';
+import { IdGenerator } from '../src/lib/ids.js';
+import { NotificationService } from '../src/notifications/service.js';
+import { NotificationStore } from '../src/notifications/store.js';
 import { admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
 
 const RETRY_BASE_MS = 40;
@@ -223,6 +226,26 @@ describe('operator API', () => {
     const all = await admin(t, 'GET', `/admin/v1/notifications`);
     expect(all.body.data.length).toBeGreaterThanOrEqual(3);
     expect(all.body.data.length).toBeLessThanOrEqual(50);
+  });
+
+  it("gives an order's notifications with their attempts (for the order admin view)", async () => {
+    const g = await game();
+    const path = newPath();
+    receiver.script(path, (r, n) => (r.body.notification_type === 'ship_order' && n === 0 ? status(502) : ok()));
+    const { order, notificationId, refundId } = await paidOrder(t, g, receiver.url + path, { refund: true });
+    await settled(refundId!);
+    const db = t.service.database;
+    const svc = new NotificationService({
+      store: new NotificationStore(db.db, db.dialect, db.transaction),
+      clock: { now: () => Date.now() },
+      ids: new IdGenerator(),
+      onRedeliver: () => {},
+    });
+    const list = await svc.ofOrder(order.order_id);
+    expect(list.map((n) => [n.notification_id, n.notification_type, n.status, n.attempts.map((a) => a.status_code)])).toEqual([
+      [notificationId, 'ship_order', 'succeeded', [502, 200]],
+      [refundId, 'refund', 'succeeded', [200]],
+    ]);
   });
 
   it('validates limit, status and cursor', async () => {
