@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/lib/clock.js';
 import { admin, createGame, signed, startService, type Answer, type TestGame, type TestService } from './helpers/service.js';
@@ -129,6 +130,19 @@ describe('client purchase API, per IP', () => {
 });
 
 describe('shared by all instances through Redis', () => {
+  beforeAll(async () => {
+    // Fail-open would turn a missing Redis into confusing 200s: say plainly what is missing.
+    const probe = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    try {
+      await probe.connect();
+      await probe.ping();
+    } catch (e) {
+      throw new Error(`these tests need Redis at ${REDIS_URL} (TEST_REDIS_URL): ${(e as Error).message}`);
+    } finally {
+      probe.disconnect();
+    }
+  });
+
   it('two service instances on one database and one Redis draw from one bucket', async () => {
     const clock = new ManualClock();
     const env = { REDIS_URL, REDIS_KEY_PREFIX: `test:${randomBytes(6).toString('hex')}:` };
