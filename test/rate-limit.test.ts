@@ -3,6 +3,7 @@ import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/lib/clock.js';
+import { createPartner, partnerGet, queryUri } from './helpers/partners.js';
 import { admin, createGame, signed, startService, type Answer, type TestGame, type TestService } from './helpers/service.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -80,6 +81,23 @@ describe('per-game token bucket, in memory', () => {
     // Empty bucket: 429 comes before the caller-state check (PROTOCOL 2 order: 401, 429, 403, 400).
     expect((await signed(t, g, 'POST', '/v1/server/create-order', {})).status).toBe(429);
     expect((await enter(t, { ...g, secret: 'sk_wrong' })).status).toBe(401);
+  });
+
+  it('limits each partner at its own rate_limit_per_second', async () => {
+    const g = await createGame(t);
+    const p = await createPartner(t, [g.gameId], { rate_limit_per_second: 2 });
+    const ask = () => partnerGet(t, p, queryUri(g.gameId, 'nobody'));
+    const first = await ask();
+    expect(first.status).toBe(404); // binding_not_found: a business answer still takes a token
+    expectHeaders(first, 'partner', 2, 1, 1);
+    expect((await ask()).status).toBe(404);
+    const limited = await ask();
+    expect(limited.status).toBe(429);
+    expect(limited.body.error).toBe('rate_limited');
+    expect(limited.headers.get('retry-after')).toBe('1');
+    expect((await enter(t, g)).status).toBe(200); // the game's own bucket is separate
+    clock.advance(500);
+    expect((await ask()).status).toBe(404);
   });
 
   it('does not limit the operator API or health checks', async () => {

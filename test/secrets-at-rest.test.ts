@@ -6,6 +6,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyId, SecretBox } from '../src/lib/secret-box.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
+import { createPartner, partnerGet, queryUri, type TestPartner } from './helpers/partners.js';
 import { admin, createGame, orderBody, signed, startService, type TestGame, type TestService } from './helpers/service.js';
 
 const NPPA_SECRET = '0123456789abcdef0123456789abcdef';
@@ -14,7 +15,7 @@ const nppa = { app_id: 'c'.repeat(32), biz_id: '1101999999', secret_key: NPPA_SE
 /** Every row of every table, as text: a plaintext secret must appear nowhere. */
 async function dumpDatabase(t: TestService): Promise<string> {
   const db = t.service.database.db;
-  const tables = ['games', 'game_keys', 'products', 'orders', 'order_events', 'notifications', 'sessions', 'nppa_events', 'partners', 'partner_keys', 'audit_log', 'service_state'] as const;
+  const tables = ['games', 'game_keys', 'products', 'orders', 'order_events', 'notifications', 'sessions', 'nppa_events', 'partners', 'partner_keys', 'partner_games', 'bindings', 'audit_log', 'service_state'] as const;
   const out: string[] = [];
   for (const table of tables) out.push(JSON.stringify(await db.selectFrom(table).selectAll().execute()));
   return out.join('\n');
@@ -56,15 +57,22 @@ describe('secrets at rest', () => {
     expect(created.status).toBe(201);
     const extra = await admin(t, 'POST', `/admin/v1/games/${gameId}/keys`, {});
     expect((await admin(t, 'PATCH', `/admin/v1/games/${gameId}`, { nppa })).status).toBe(200);
+    const partnerSecret = `sk_${randomBytes(24).toString('hex')}`;
+    const partner = await createPartner(t, [gameId], { secret_key: partnerSecret });
+    const partnerKey2 = await admin(t, 'POST', `/admin/v1/partners/${partner.partnerId}/keys`, {});
+    expect(partnerKey2.status).toBe(201);
 
     const keys = await t.service.database.db.selectFrom('game_keys').select(['key_id', 'secret_enc']).where('game_id', '=', gameId).execute();
     expect(keys).toHaveLength(2);
     for (const k of keys) expect(k.secret_enc).toMatch(/^v2:[0-9a-f]{8}:[A-Za-z0-9_-]+$/);
     const game = await t.service.database.db.selectFrom('games').select('nppa_secret_enc').where('game_id', '=', gameId).executeTakeFirstOrThrow();
     expect(game.nppa_secret_enc).toMatch(/^v2:[0-9a-f]{8}:/);
+    const pkeys = await t.service.database.db.selectFrom('partner_keys').select('secret_enc').where('partner_id', '=', partner.partnerId).execute();
+    expect(pkeys).toHaveLength(2);
+    for (const k of pkeys) expect(k.secret_enc).toMatch(/^v2:[0-9a-f]{8}:[A-Za-z0-9_-]+$/);
 
     const dump = await dumpDatabase(t);
-    for (const secret of [given, extra.body.secret_key as string, NPPA_SECRET]) {
+    for (const secret of [given, extra.body.secret_key as string, NPPA_SECRET, partnerSecret, partnerKey2.body.secret_key as string]) {
       expect(dump).not.toContain(secret);
       expect(dump).not.toContain(secret.slice(3, 20)); // no fragment either
     }
@@ -77,7 +85,7 @@ describe('rotate-secrets (SECRETS_KEY_PREVIOUS)', () => {
   let db: TestDatabase;
   let game: TestGame;
   let legacySecret: string;
-  const partnerSecret = `sk_partner_${randomBytes(8).toString('hex')}`;
+  let partner: TestPartner;
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -93,14 +101,7 @@ describe('rotate-secrets (SECRETS_KEY_PREVIOUS)', () => {
         .insertInto('game_keys')
         .values({ key_id: `key_legacy_${now}`, game_id: game.gameId, secret_enc: sealV1(keyA, legacySecret), created_at: now - 1000 })
         .execute();
-      await a.service.database.db
-        .insertInto('partners')
-        .values({ partner_id: 'p_rot', name: 'P', enabled: 1, rate_limit_per_second: 100, created_at: now, updated_at: now })
-        .execute();
-      await a.service.database.db
-        .insertInto('partner_keys')
-        .values({ key_id: 'pkey_rot', partner_id: 'p_rot', secret_enc: new SecretBox(keyA).seal(partnerSecret), created_at: now })
-        .execute();
+      partner = await createPartner(a, [game.gameId]);
     } finally {
       await a.stop();
     }
@@ -162,8 +163,9 @@ describe('rotate-secrets (SECRETS_KEY_PREVIOUS)', () => {
       expect((await signed(b, { ...game, secret: legacySecret }, 'POST', '/v1/server/create-order', orderBody())).status).toBe(200);
       const snap = await b.service.games.snapshot(game.gameId);
       expect(snap?.nppaSecret).toBe(NPPA_SECRET);
-      const pk = await b.service.database.db.selectFrom('partner_keys').select('secret_enc').executeTakeFirstOrThrow();
-      expect(new SecretBox(keyB).open(pk.secret_enc)).toBe(partnerSecret);
+      // The partner's signature verifies (404: no binding, rather than 401).
+      const q = await partnerGet(b, partner, queryUri(game.gameId, 'nobody'));
+      expect(q.body?.error).toBe('binding_not_found');
       const audit = await b.service.database.db.selectFrom('audit_log').selectAll().where('action', '=', 'secrets.rotate').execute();
       expect(audit).toHaveLength(2);
     } finally {
