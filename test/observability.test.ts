@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueNotification } from '../src/notifications/outbox.js';
 import { IdGenerator } from '../src/lib/ids.js';
 import { TEST_DB } from './helpers/db.js';
+import { createPartner, partnerGet, queryUri } from './helpers/partners.js';
 import { ADMIN_TOKEN, admin, createGame, orderBody, signed, startService, type TestService } from './helpers/service.js';
 
 const METRICS_TOKEN = 'metrics-token-0123456789abcdef';
@@ -148,6 +149,8 @@ describe('request logs', () => {
     const order = await signed(t, game, 'POST', '/v1/server/create-order', orderBody());
     expect(order.status).toBe(200);
     const orderToken = order.body.order_token as string;
+    const partner = await createPartner(t, [game.gameId]);
+    expect((await partnerGet(t, partner, queryUri(game.gameId, 'u1'))).status).toBe(404);
     const forged = await signed(t, { ...game, secret: 'sk_forged_secret_value_0123456789' }, 'POST', '/v1/server/create-order', orderBody());
     expect(forged.status).toBe(401);
     await fetch(`${t.url}/checkout/${encodeURIComponent(orderToken)}?order_token=${encodeURIComponent(orderToken)}`);
@@ -162,7 +165,7 @@ describe('request logs', () => {
 
     const log = lines.join('\n');
     expect(lines.filter((l) => JSON.parse(l).msg === 'request').length).toBeGreaterThanOrEqual(10);
-    for (const secret of [ADMIN_TOKEN, METRICS_TOKEN, givenSecret, extraKey.body.secret_key, nppaSecret, orderToken, 'sk_forged_secret_value', 'wrong-admin-token-xyz', 'SEAYOO-HMAC-SHA256', 'Signature=']) {
+    for (const secret of [ADMIN_TOKEN, METRICS_TOKEN, givenSecret, extraKey.body.secret_key, nppaSecret, partner.secret, orderToken, 'sk_forged_secret_value', 'wrong-admin-token-xyz', 'SEAYOO-HMAC-SHA256', 'Signature=']) {
       expect(log, `logs contain ${secret}`).not.toContain(secret);
     }
     expect(log.toLowerCase()).not.toContain('authorization');
