@@ -29,6 +29,11 @@ import { PartnerService } from './partners/service.js';
 import { PartnerStore } from './partners/store.js';
 import { registerPartnerRoutes } from './partners/routes.js';
 import { SessionService } from './sessions/service.js';
+// production: rate limits, metrics, request logs
+import { rateLimitHook, requestPolicy } from './http/rate-limit.js';
+import { ServiceMetrics } from './observability/metrics.js';
+import { installRequestObservability, registerMetricsRoute } from './observability/http.js';
+import { createRateLimiter } from './ratelimit/index.js';
 import { SessionStore } from './sessions/store.js';
 import { registerSessionRoutes } from './sessions/routes.js';
 
@@ -54,6 +59,8 @@ export interface Service {
   roleCache: RoleCache;
   /** Delivers notifications; kick() after a transaction that wrote some commits. */
   dispatcher: NotificationDispatcher;
+  /** Prometheus metrics; domains report through its DomainMetrics methods. */
+  metrics: ServiceMetrics;
   jobs: BackgroundJob[];
   listen(): Promise<string>;
   /** Graceful stop: refuse new requests, finish in-flight ones, stop jobs, close the database. */
@@ -75,12 +82,29 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     throw e;
   }
   const ids = new IdGenerator(config.nodeId ?? undefined);
-  const secrets = new SecretBox(opts.secretsKey);
+  // SECRETS_KEY_PREVIOUS: during a key rotation, values sealed with the old key still open.
+  const secrets = new SecretBox(opts.secretsKey, config.secretsKeyPrevious ? [config.secretsKeyPrevious] : []);
   // notify_url and gm_url are caller-given: internal addresses are refused in production.
   const outbound = new OutboundClient({
     blockPrivate: config.production && !config.allowPrivateUrls,
     perHostConnections: config.notify.perHostConcurrency,
   });
+
+  // ---- production: metrics and shared rate limits (src/observability, src/ratelimit) ----
+  const metrics = new ServiceMetrics(database, { nodeId: config.nodeId });
+  const limiter = await createRateLimiter({
+    redisUrl: config.redisUrl,
+    keyPrefix: config.redisKeyPrefix,
+    production: config.production,
+    clock,
+    logger,
+  });
+  const rateLimit = rateLimitHook({
+    limiter,
+    policyFor: requestPolicy(config.clientRateLimitPerSecond),
+    onLimited: (p) => metrics.rateLimited(p.key.split(':', 1)[0] as string),
+  });
+  // ---- end production ----
 
   const games = new GameService({ store: new GameStore(database.db, database.transaction), clock, ids, secrets });
   const orders = new OrderService({ store: new OrderStore(database.db, database.transaction), clock, ids });
@@ -124,8 +148,10 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const app = createFastify({
     logger,
     tls: config.tls,
+    trustProxy: config.trustProxy,
     hooks: {
       isDraining: () => draining,
+      rateLimit,
       authenticate: async (req: FastifyRequest, kind: AuthKind) => {
         if (kind === 'admin') return verifyAdminToken(req, config.adminToken);
         if (kind === 'game' || kind === 'partner') {
@@ -135,6 +161,10 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       },
     },
   });
+
+  // production: one log line and one metrics sample per request; GET /metrics.
+  installRequestObservability(app, metrics);
+  registerMetricsRoute(app, metrics, config.metricsToken);
 
   let migrated = false;
   registerHealthRoutes(app, {
@@ -164,6 +194,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     partners,
     roleCache,
     dispatcher,
+    metrics,
     jobs,
     async listen() {
       const address = await app.listen({ port: config.port, host: config.host });
@@ -182,6 +213,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
         clearTimeout(force);
         await Promise.all(jobs.map((j) => j.stop()));
         await outbound.close();
+        await limiter.close();
         await database.close();
       })();
       return stopped;
