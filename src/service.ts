@@ -19,6 +19,12 @@ import { registerOrderRoutes } from './orders/routes.js';
 import { SessionService } from './sessions/service.js';
 import { SessionStore } from './sessions/store.js';
 import { registerSessionRoutes } from './sessions/routes.js';
+import { SessionSweeper } from './sessions/sweeper.js';
+import { ComplianceStore } from './compliance/store.js';
+import { ComplianceGuard, PlayerService } from './compliance/players.js';
+import { NppaClient } from './compliance/nppa-client.js';
+import { NppaUploader } from './compliance/uploader.js';
+import { registerComplianceRoutes } from './compliance/routes.js';
 
 export interface ServiceOptions {
   config: Config;
@@ -66,8 +72,19 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   });
 
   const games = new GameService({ store: new GameStore(database.db), clock, ids, secrets });
-  const orders = new OrderService({ store: new OrderStore(database.db), clock, ids });
-  const sessions = new SessionService({ store: new SessionStore(database.db), clock, ids });
+  const snapshot = (gameId: string) => games.snapshot(gameId);
+  const compliance = new ComplianceStore(database.db, database.dialect);
+  const orders = new OrderService({ store: new OrderStore(database.db), clock, ids, guard: new ComplianceGuard(compliance) });
+  const sessions = new SessionService({ store: new SessionStore(database.db), clock, ids, games: snapshot, timeoutMs: config.sessionTimeoutMs });
+  const players = new PlayerService({
+    store: compliance,
+    clock,
+    ids,
+    games: snapshot,
+    onlineByDay: (gameId, comboId) => sessions.onlineByDay(gameId, comboId),
+  });
+  // The national system's base URL is operator configuration (not caller-given): no address blocking.
+  const nppaClient = new NppaClient();
 
   const directory: CallerDirectory<unknown, unknown> = {
     game: async (id) => {
@@ -108,8 +125,22 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   registerGameRoutes(app, games);
   registerOrderRoutes(app, orders);
   registerSessionRoutes(app, sessions);
+  registerComplianceRoutes(app, players);
 
-  const jobs: BackgroundJob[] = [];
+  const jobs: BackgroundJob[] = [
+    new SessionSweeper(sessions, config.sweepIntervalMs, logger),
+    new NppaUploader({
+      store: compliance,
+      client: nppaClient,
+      games: snapshot,
+      clock,
+      logger,
+      baseUrl: config.nppaBaseUrl,
+      pollIntervalMs: config.nppa.pollIntervalMs,
+      retryBaseMs: config.nppa.retryBaseMs,
+      rateLimitPauseMs: config.nppa.rateLimitPauseMs,
+    }),
+  ];
   let stopped: Promise<void> | null = null;
   return {
     app,
@@ -133,6 +164,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
         clearTimeout(force);
         await Promise.all(jobs.map((j) => j.stop()));
         await outbound.close();
+        await nppaClient.close();
         await database.close();
       })();
       return stopped;
