@@ -10,9 +10,13 @@ import type { ComplianceStore, NppaEventRow } from './store.js';
 export const MAX_BATCH = 128;
 /** nppa.md: the earliest `ot` must be less than 180 s before `timestamps`; keep a margin. */
 const MAX_AGE_MS = 170_000;
-/** nppa.md: 10 requests per second per game; the window carries a margin for network jitter. */
+/**
+ * nppa.md: 10 requests per second per game. A game's requests go one at a time, and a request
+ * starts at least a second (plus a margin) after the one ten before it *completed*: the
+ * national system received that one before answering, so no second of its clock sees 11.
+ */
 const MAX_REQUESTS = 10;
-const RATE_WINDOW_MS = 1100;
+const RATE_WINDOW_MS = 1020;
 /** Items answered 3005 (bad time) this many times are given up and shown to the operator. */
 const MAX_RETIMES = 5;
 const LOCK_MS = 60_000;
@@ -107,7 +111,6 @@ export class NppaUploader {
         if (!creds) return await store.skipPending(gameId, now);
         const events = await this.claimBatch(gameId, now);
         if (events.length === 0) return;
-        await this.rateLimit(gameId);
         if (!(await this.send(gameId, creds, events))) return;
       }
     } catch (err) {
@@ -132,14 +135,18 @@ export class NppaUploader {
     return fits.filter((e) => got.has(e.event_id));
   }
 
-  /** Waits until one more request keeps this game within 10 requests per (1 s + margin). */
+  /** Waits until one more request keeps this game within 10 requests per second. */
   private async rateLimit(gameId: string): Promise<void> {
     const times = this.sendTimes.get(gameId) ?? [];
+    if (times.length < MAX_REQUESTS) return;
+    const wait = (times[times.length - MAX_REQUESTS] as number) + RATE_WINDOW_MS - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  }
+
+  /** Records the completion of a request (answered or failed). */
+  private requestDone(gameId: string): void {
+    const times = this.sendTimes.get(gameId) ?? [];
     this.sendTimes.set(gameId, times);
-    if (times.length >= MAX_REQUESTS) {
-      const wait = (times[times.length - MAX_REQUESTS] as number) + RATE_WINDOW_MS - performance.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    }
     times.push(performance.now());
     if (times.length > MAX_REQUESTS) times.splice(0, times.length - MAX_REQUESTS);
   }
@@ -147,6 +154,7 @@ export class NppaUploader {
   /** Sends one batch and records the outcome; true when the game may continue right away. */
   private async send(gameId: string, creds: NppaCredentials, events: NppaEventRow[]): Promise<boolean> {
     const { store, clock } = this.o;
+    await this.rateLimit(gameId);
     const ts = clock.now();
     const pis = await store.playerPis(store.db, gameId, [...new Set(events.map((e) => e.combo_id))]);
     const batch = buildBatch(gameId, events, pis, ts);
@@ -157,6 +165,8 @@ export class NppaUploader {
       if (!(e instanceof NppaTransportError)) throw e;
       await this.retryLater(gameId, events, null, e.message);
       return false;
+    } finally {
+      this.requestDone(gameId);
     }
     if (answer.errcode === 0 || answer.errcode === 3001) {
       await this.settle(events, batch, itemResults(answer));

@@ -36,7 +36,7 @@ export async function startService(opts: { env?: Record<string, string>; clock?:
   const service = await createService({
     config,
     logger: createLogger(config.logLevel),
-    secretsKey: randomBytes(32),
+    secretsKey: config.secretsKey ?? randomBytes(32),
     clock: opts.clock,
   });
   const url = await service.listen();
