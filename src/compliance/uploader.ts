@@ -228,16 +228,21 @@ function credentialsOf(snap: GameSnapshot | null): NppaCredentials | null {
 
 /**
  * The items of a batch. Times stay as recorded when they fit the national system's window
- * (earliest less than 180 s before `timestamps`, latest not after it); otherwise the whole batch
- * is shifted by one delay so its latest item lands at `timestamps` (order and intervals kept).
- * Items that were answered 3005 are shifted a little further into the past.
+ * (earliest less than 180 s before `timestamps`, latest not after it). Otherwise the whole batch
+ * is shifted by one delay (order and intervals kept): old items by the least delay that brings
+ * the earliest inside the window (so they stay as early, and as ordered against the next
+ * batches, as possible); items from the future back to `timestamps`. Items answered 3005 are
+ * moved 5 s further into the past. The delay is whole seconds, rounded towards the past.
  */
 export function buildBatch(gameId: string, events: NppaEventRow[], pis: Map<string, string>, ts: number): Batch {
   const earliest = Math.min(...events.map((e) => e.ot_ms));
   const latest = Math.max(...events.map((e) => e.ot_ms));
   let shiftMs = 0;
-  if (earliest < ts - MAX_AGE_MS || latest > ts) shiftMs = ts - latest;
-  if (events.some((e) => e.retime === 1)) shiftMs = ts - latest - 5000;
+  if (latest > ts) shiftMs = ts - latest;
+  else if (earliest < ts - MAX_AGE_MS) shiftMs = ts - MAX_AGE_MS - earliest;
+  if (events.some((e) => e.retime === 1)) shiftMs -= 5000;
+  // Whole seconds, so intervals in `ot` seconds stay exactly as recorded.
+  shiftMs = Math.floor(shiftMs / 1000) * 1000;
   const items = events.map((e, i): BehaviourItem => {
     const pi = pis.get(e.combo_id);
     const base = { no: i + 1, si: nppaSessionId(gameId, e.session_id), bt: e.bt === 1 ? 1 : 0, ot: Math.floor((e.ot_ms + shiftMs) / 1000) } as const;
