@@ -1,15 +1,18 @@
 #!/usr/bin/env node
 import { ConfigError, loadConfig } from './config/index.js';
 import { migrateToLatest, openDatabase } from './db/index.js';
+import { runNppaTest } from './compliance/nppa-test.js';
 
 /** Command-line entry: `npm run cli -- <command>` or the `combo-platform` bin. */
 async function main(argv: string[]): Promise<number> {
-  const [command] = argv;
+  const [command, ...rest] = argv;
   switch (command) {
     case 'migrate':
       return migrate();
+    case 'nppa-test':
+      return runNppaTest(rest, process.env, (line) => process.stdout.write(`${line}\n`));
     default:
-      process.stderr.write('usage: combo-platform <command>\n\ncommands:\n  migrate   apply pending database migrations (DATABASE_URL)\n');
+      process.stderr.write('usage: combo-platform <command>\n\ncommands:\n  migrate     apply pending database migrations (DATABASE_URL)\n  nppa-test   run the national-system behaviour interface test cases for a game (nppa-test --help)\n');
       return command === undefined || command === 'help' || command === '--help' ? 0 : 2;
   }
 }
