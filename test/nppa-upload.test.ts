@@ -158,4 +158,32 @@ describe('national-system upload', () => {
     expect(maxPerSecond(standIn.requests, game.appId)).toBeLessThanOrEqual(10);
     expect(standIn.violations).toEqual([]);
   });
+
+  it('lists a game\'s events with paging and checks the query at each bound', async () => {
+    const game = await createNppaGame(t, standIn);
+    for (let i = 0; i < 3; i++) await enter(t, game, 'p', `list-${i}`);
+    await waitFor(uploaded(game, 3), 'uploaded');
+    const ids: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const r: any = await admin(t, 'GET', `/admin/v1/games/${game.gameId}/nppa/events?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(r.status).toBe(200);
+      expect(r.body.counts).toEqual({ pending: 0, uploaded: 3, failed: 0, skipped: 0 });
+      ids.push(...r.body.data.map((e: any) => e.event_id));
+      cursor = r.body.next_cursor;
+    } while (cursor);
+    expect(ids).toHaveLength(3);
+    expect([...ids].sort().reverse()).toEqual(ids);
+    for (const [q, status] of [
+      ['limit=0', 400],
+      ['limit=1', 200],
+      ['limit=500', 200],
+      ['limit=501', 400],
+      ['status=bogus', 400],
+      ['status=failed', 200],
+    ] as const) {
+      expect([q, (await admin(t, 'GET', `/admin/v1/games/${game.gameId}/nppa/events?${q}`)).status]).toEqual([q, status]);
+    }
+    expect((await admin(t, 'GET', '/admin/v1/games/nope/nppa/events')).status).toBe(404);
+  });
 });
