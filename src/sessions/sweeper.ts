@@ -26,7 +26,8 @@ export class SessionSweeper {
   async sweep(): Promise<void> {
     try {
       // Keep going while full pages come back, so a backlog drains in one tick.
-      while ((await this.sessions.closeTimedOut(500)) === 500 && this.timer) {}
+      let closed = await this.sessions.closeTimedOut(500);
+      while (closed === 500 && this.timer) closed = await this.sessions.closeTimedOut(500);
     } catch (err) {
       this.logger.error({ err }, 'session timeout sweep failed');
     }

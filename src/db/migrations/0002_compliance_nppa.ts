@@ -14,7 +14,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await s.alterTable('nppa_events').addColumn('sent_ot', 'bigint').execute();
   await s.alterTable('nppa_events').addColumn('errcode', 'integer').execute();
   await s.alterTable('nppa_events').addColumn('retime', 'integer', (c) => c.notNull().defaultTo(0)).execute();
-  await s.createIndex('nppa_events_game_status').on('nppa_events').columns(['game_id', 'status', 'event_id']).execute();
+  // The uploader reads a game's pending events oldest behaviour first.
+  await s.createIndex('nppa_events_game_status').on('nppa_events').columns(['game_id', 'status', 'ot_ms']).execute();
   await s
     .createTable('nppa_leases')
     .addColumn('game_id', 'text', (c) => c.primaryKey())
