@@ -104,21 +104,21 @@ describe('sessions: timeout sweep, operator listing, online time per Beijing day
 
   it('splits online time across Beijing midnight, per day for the last 7 days', async () => {
     const game = await createGame(t);
-    clock.set(bj('2026-11-21T23:30:00'));
+    clock.set(bj('2026-11-21T23:40:00')); // under the 1 h timeout of this file
     await enter(t, game, 'night-owl', 'night-1');
-    clock.set(bj('2026-11-22T00:45:00'));
+    clock.set(bj('2026-11-22T00:20:00'));
     await leave(t, game, 'night-owl', 'night-1');
     clock.set(bj('2026-11-22T09:00:00'));
     await enter(t, game, 'night-owl', 'night-2'); // still open: counts up to now
     clock.set(bj('2026-11-22T09:10:00'));
     const p = await sessions(`game_id=${game.gameId}&combo_id=night-owl`);
     expect(p.online_days).toHaveLength(7);
-    expect(p.online_days.at(-1)).toEqual({ date: '2026-11-22', online_seconds: 45 * 60 + 600 });
-    expect(p.online_days.at(-2)).toEqual({ date: '2026-11-21', online_seconds: 1800 });
+    expect(p.online_days.at(-1)).toEqual({ date: '2026-11-22', online_seconds: 1200 + 600 });
+    expect(p.online_days.at(-2)).toEqual({ date: '2026-11-21', online_seconds: 1200 });
     expect(p.online_days[0].date).toBe('2026-11-16');
     const player = await admin(t, 'GET', `/admin/v1/games/${game.gameId}/players/night-owl`);
     expect(player.status).toBe(200);
-    expect(player.body.online_seconds_today).toBe(45 * 60 + 600);
+    expect(player.body.online_seconds_today).toBe(1200 + 600);
     expect(player.body.online_days).toEqual(p.online_days);
     expect(player.body.recorded).toBe(false);
   });
