@@ -16,6 +16,14 @@ import { OutboundClient } from './lib/outbound.js';
 import { OrderService } from './orders/service.js';
 import { OrderStore } from './orders/store.js';
 import { registerOrderRoutes } from './orders/routes.js';
+import { BindingService } from './bindings/service.js';
+import { BindingStore } from './bindings/store.js';
+import { registerBindingRoutes } from './bindings/routes.js';
+import { GmClient } from './bindings/gm.js';
+import { RoleCache } from './bindings/role-cache.js';
+import { PartnerService } from './partners/service.js';
+import { PartnerStore } from './partners/store.js';
+import { registerPartnerRoutes } from './partners/routes.js';
 import { SessionService } from './sessions/service.js';
 import { SessionStore } from './sessions/store.js';
 import { registerSessionRoutes } from './sessions/routes.js';
@@ -43,6 +51,9 @@ export interface Service {
   app: FastifyInstance;
   database: Database;
   games: GameService;
+  partners: PartnerService;
+  /** Role data cache of the binding query (observable by tests and metrics). */
+  roleCache: RoleCache;
   jobs: BackgroundJob[];
   listen(): Promise<string>;
   /** Graceful stop: refuse new requests, finish in-flight ones, stop jobs, close the database. */
@@ -71,11 +82,17 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     perHostConnections: config.notify.perHostConcurrency,
   });
 
-  const games = new GameService({ store: new GameStore(database.db), clock, ids, secrets });
+  const games = new GameService({ store: new GameStore(database.db, database.transaction), clock, ids, secrets });
   const snapshot = (gameId: string) => games.snapshot(gameId);
-  const compliance = new ComplianceStore(database.db, database.dialect);
-  const orders = new OrderService({ store: new OrderStore(database.db), clock, ids, guard: new ComplianceGuard(compliance) });
-  const sessions = new SessionService({ store: new SessionStore(database.db), clock, ids, games: snapshot, timeoutMs: config.sessionTimeoutMs });
+  const compliance = new ComplianceStore(database.db, database.dialect, database.transaction);
+  const orders = new OrderService({ store: new OrderStore(database.db, database.transaction), clock, ids, guard: new ComplianceGuard(compliance) });
+  const sessions = new SessionService({
+    store: new SessionStore(database.db, database.transaction),
+    clock,
+    ids,
+    games: snapshot,
+    timeoutMs: config.sessionTimeoutMs,
+  });
   const players = new PlayerService({
     store: compliance,
     clock,
@@ -85,13 +102,27 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   });
   // The national system's base URL is operator configuration (not caller-given): no address blocking.
   const nppaClient = new NppaClient();
+  const partners = new PartnerService({ store: new PartnerStore(database.db, database.transaction), clock, ids, secrets });
+  const roleCache = new RoleCache({ clock, ttlMs: config.roleCacheTtlMs, staleTtlMs: config.roleStaleTtlMs });
+  const bindings = new BindingService({
+    store: new BindingStore(database.db),
+    partnerSnapshot: (id) => partners.snapshot(id),
+    gameSnapshot: (id) => games.snapshot(id),
+    gm: new GmClient({ outbound, clock, ids, timeoutMs: config.gmTimeoutMs }),
+    roles: roleCache,
+    clock,
+    logger,
+  });
 
   const directory: CallerDirectory<unknown, unknown> = {
     game: async (id) => {
       const snap = await games.snapshot(id);
       return snap ? { record: snap, secrets: snap.secrets } : null;
     },
-    partner: async () => null,
+    partner: async (id) => {
+      const snap = await partners.snapshot(id);
+      return snap ? { record: snap, secrets: snap.secrets } : null;
+    },
   };
 
   let draining = false;
@@ -125,6 +156,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   registerGameRoutes(app, games);
   registerOrderRoutes(app, orders);
   registerSessionRoutes(app, sessions);
+  registerPartnerRoutes(app, partners);
+  registerBindingRoutes(app, bindings);
   registerComplianceRoutes(app, players);
 
   const jobs: BackgroundJob[] = [
@@ -146,6 +179,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     app,
     database,
     games,
+    partners,
+    roleCache,
     jobs,
     async listen() {
       const address = await app.listen({ port: config.port, host: config.host });

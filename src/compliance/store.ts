@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type { DB, NppaEventsTable, PlayersTable } from '../db/schema.js';
-import type { Dialect } from '../db/index.js';
+import type { Dialect, TransactionRunner } from '../db/index.js';
 
 export type PlayerRow = Selectable<PlayersTable>;
 export type NppaEventRow = Selectable<NppaEventsTable>;
@@ -12,10 +12,12 @@ export class ComplianceStore {
   constructor(
     readonly db: Kysely<DB>,
     readonly dialect: Dialect,
+    private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
   ) {}
 
+  /** A transaction that has committed when the promise settles (group commit on SQLite). */
   transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-    return this.db.transaction().execute(fn);
+    return this.tx(fn);
   }
 
   // ---- players ----------------------------------------------------------------------------

@@ -122,7 +122,7 @@ export class GameService {
       patch.nppa_secret_enc = body.nppa ? secrets.seal(body.nppa.secret_key.toLowerCase()) : null;
     }
     await store.transaction(async (trx) => {
-      if (!(await store.findGame(trx, gameId))) throw Errors.notFound(`game ${gameId} not found`);
+      if (!(await store.lockGame(trx, gameId, now))) throw Errors.notFound(`game ${gameId} not found`);
       await store.updateGame(trx, gameId, patch);
       const detail = { ...body, nppa: body.nppa ? { ...body.nppa, secret_key: '***' } : body.nppa };
       await recordAudit(trx, ids, now, { actor, action: 'game.update', target: gameId, detail });
@@ -137,7 +137,7 @@ export class GameService {
     const secret = generateSecretKey();
     const keyId = prefixedId('key', ids);
     await store.transaction(async (trx) => {
-      if (!(await store.findGame(trx, gameId))) throw Errors.notFound(`game ${gameId} not found`);
+      if (!(await store.lockGame(trx, gameId, now))) throw Errors.notFound(`game ${gameId} not found`);
       const keys = await store.listKeys(trx, gameId);
       if (keys.length >= MAX_ACTIVE_KEYS) {
         throw Errors.conflict(`game ${gameId} already has ${MAX_ACTIVE_KEYS} active keys; delete the old one first`);
@@ -153,6 +153,7 @@ export class GameService {
     const { store, clock, ids } = this.d;
     const now = clock.now();
     await store.transaction(async (trx) => {
+      if (!(await store.lockGame(trx, gameId, now))) throw Errors.notFound(`game ${gameId} not found`);
       const keys = await store.listKeys(trx, gameId);
       if (!keys.some((k) => k.key_id === keyId)) throw Errors.notFound(`key ${keyId} of game ${gameId} not found`);
       if (keys.length === 1) throw Errors.conflict('a game must keep one active key; create the new key first');

@@ -48,6 +48,7 @@ export function createFastify(opts: AppOptions): FastifyInstance {
     requestIdHeader: false as const,
     return503OnClosing: false,
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 1024 },
+    clientErrorHandler,
   };
   const app = (
     opts.tls
@@ -112,6 +113,24 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     if (apiError.status >= 500) req.log.error({ err: error, traceId: req.id }, 'request failed');
     sendError(reply, apiError);
   });
+}
+
+/**
+ * Bytes that are not a parseable HTTP request never reach routing; answer them in the same
+ * ErrorResponse shape (with a trace id) and close the connection, instead of Fastify's default.
+ */
+function clientErrorHandler(err: NodeJS.ErrnoException & { code?: string }, socket: import('node:net').Socket): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+  const status = tooLarge ? '431 Request Header Fields Too Large' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : '400 Bad Request';
+  const body = JSON.stringify({ error: 'invalid_request', message: `malformed HTTP request (${err.code ?? 'parse error'})` });
+  socket.end(
+    `HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `x-trace-id: ${newTraceId()}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 function sendError(reply: FastifyReply, err: ApiError): void {

@@ -18,7 +18,8 @@ export class DualProtocolServer extends net.Server {
   private readonly sessions = new Set<http2.Http2Session>();
 
   constructor(handler: Handler) {
-    super({ pauseOnConnect: false });
+    // The accepting server applies socket options: without noDelay, Nagle + delayed ACK stall answers.
+    super({ pauseOnConnect: false, noDelay: true, keepAlive: true });
     this.http1 = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 30_000, headersTimeout: 20_000 }, handler);
     this.http2 = http2.createServer({}, handler as unknown as (r: http2.Http2ServerRequest, s: http2.Http2ServerResponse) => void);
     this.http2.on('session', (s) => {

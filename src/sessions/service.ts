@@ -5,6 +5,7 @@ import type { GameSnapshot } from '../games/service.js';
 import type { Clock } from '../lib/clock.js';
 import { prefixedId, type IdGenerator } from '../lib/ids.js';
 import { isUniqueViolation } from '../orders/store.js';
+import { decodeCursor, encodeCursor } from '../lib/page-cursor.js';
 import { beijingDate, beijingDayStart, secondsPerBeijingDay } from '../lib/beijing-time.js';
 import type { SessionPage, SessionReportBody, SessionView } from './schemas.js';
 import type { SessionRow, SessionStore } from './store.js';
@@ -33,8 +34,6 @@ export class SessionService {
   async enter(snap: GameSnapshot, body: SessionReportBody): Promise<void> {
     const { store, clock } = this.d;
     const gameId = snap.game.game_id;
-    const existing = await store.find(store.db, gameId, body.session_id);
-    if (existing) return checkEnterRetry(existing, body);
     const now = clock.now();
     const row: SessionRow = {
       game_id: gameId,
@@ -45,17 +44,14 @@ export class SessionService {
       close_reason: null,
       created_at: now,
     };
-    try {
-      await store.transaction(async (trx) => {
-        await store.insert(trx, row);
-        await this.behaviour(trx, snap, row, 1, now);
-      });
-    } catch (e) {
-      if (!isUniqueViolation(e)) throw e;
-      const winner = await store.find(store.db, gameId, body.session_id);
-      if (!winner) throw e;
-      checkEnterRetry(winner, body);
-    }
+    // The common case (a new session) is one insert with its behaviour event; a retry or a
+    // conflicting report falls through to what is stored.
+    await store.transaction(async (trx) => {
+      if (await store.insertIfAbsent(trx, row)) return this.behaviour(trx, snap, row, 1, now);
+      const existing = await store.find(trx, gameId, body.session_id);
+      if (!existing) throw new Error(`session ${body.session_id} vanished after a conflicting insert`);
+      checkEnterRetry(existing, body);
+    });
   }
 
   async leave(snap: GameSnapshot, body: SessionReportBody): Promise<void> {
@@ -135,14 +131,14 @@ export class SessionService {
       comboId: q.combo_id,
       open: q.open,
       limit: limit + 1,
-      after: q.cursor === undefined ? undefined : decodeCursor(q.cursor),
+      after: q.cursor === undefined ? undefined : parseSessionCursor(q.cursor),
     });
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     const now = clock.now();
     const out: SessionPage = {
       data: page.map((r) => toSessionView(r, now)),
-      next_cursor: rows.length > limit && last ? encodeCursor(last) : null,
+      next_cursor: rows.length > limit && last ? sessionCursor(last) : null,
     };
     if (q.game_id !== undefined && q.combo_id !== undefined) out.online_days = await this.onlineByDay(q.game_id, q.combo_id);
     return out;
@@ -194,16 +190,14 @@ function toSessionView(r: SessionRow, now: number): SessionView {
   };
 }
 
-function encodeCursor(r: SessionRow): string {
-  return Buffer.from(JSON.stringify([r.created_at, r.game_id, r.session_id])).toString('base64url');
+type SessionCursor = [createdAt: number, gameId: string, sessionId: string];
+
+function sessionCursor(r: SessionRow): string {
+  return encodeCursor([r.created_at, r.game_id, r.session_id] satisfies SessionCursor);
 }
 
-function decodeCursor(c: string): { createdAt: number; gameId: string; sessionId: string } {
-  try {
-    const [createdAt, gameId, sessionId] = JSON.parse(Buffer.from(c, 'base64url').toString('utf8')) as unknown[];
-    if (typeof createdAt === 'number' && typeof gameId === 'string' && typeof sessionId === 'string') return { createdAt, gameId, sessionId };
-  } catch {
-    // fall through
-  }
-  throw Errors.invalidRequest('cursor is not a cursor returned by this endpoint');
+function parseSessionCursor(c: string): { createdAt: number; gameId: string; sessionId: string } {
+  const valid = (v: unknown) => Array.isArray(v) && v.length === 3 && typeof v[0] === 'number' && typeof v[1] === 'string' && typeof v[2] === 'string';
+  const [createdAt, gameId, sessionId] = decodeCursor<SessionCursor>(c, valid);
+  return { createdAt, gameId, sessionId };
 }
