@@ -5,6 +5,7 @@ import { IdGenerator } from './lib/ids.js';
 import { SecretBox } from './lib/secret-box.js';
 import { resolveSecretsKey } from './lib/secrets-key.js';
 import { rotateSecrets } from './secrets/rotate.js';
+import { runNppaTest } from './compliance/nppa-test.js';
 
 const USAGE = `usage: combo-platform <command>
 
@@ -12,6 +13,8 @@ commands:
   migrate                     apply pending database migrations (DATABASE_URL)
   rotate-secrets [--dry-run]  re-seal every stored secret with SECRETS_KEY, in one transaction
                               (old values are opened with SECRETS_KEY_PREVIOUS; see docs/operations.md)
+  nppa-test                   run the national-system behaviour interface test cases for a game
+                              (nppa-test --help)
 `;
 
 /** Command-line entry: `npm run cli -- <command>` or the `combo-platform` bin. */
@@ -22,6 +25,8 @@ async function main(argv: string[]): Promise<number> {
       return migrate();
     case 'rotate-secrets':
       return rotate(args);
+    case 'nppa-test':
+      return runNppaTest(args, process.env, (line) => process.stdout.write(`${line}\n`));
     default:
       process.stderr.write(USAGE);
       return command === undefined || command === 'help' || command === '--help' ? 0 : 2;

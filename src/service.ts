@@ -36,6 +36,12 @@ import { installRequestObservability, registerMetricsRoute } from './observabili
 import { createRateLimiter } from './ratelimit/index.js';
 import { SessionStore } from './sessions/store.js';
 import { registerSessionRoutes } from './sessions/routes.js';
+import { SessionSweeper } from './sessions/sweeper.js';
+import { ComplianceStore } from './compliance/store.js';
+import { ComplianceGuard, PlayerService } from './compliance/players.js';
+import { NppaClient } from './compliance/nppa-client.js';
+import { NppaUploader } from './compliance/uploader.js';
+import { registerComplianceRoutes } from './compliance/routes.js';
 
 export interface ServiceOptions {
   config: Config;
@@ -107,8 +113,25 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   // ---- end production ----
 
   const games = new GameService({ store: new GameStore(database.db, database.transaction), clock, ids, secrets });
-  const orders = new OrderService({ store: new OrderStore(database.db, database.transaction), clock, ids });
-  const sessions = new SessionService({ store: new SessionStore(database.db, database.transaction), clock, ids });
+  const snapshot = (gameId: string) => games.snapshot(gameId);
+  const compliance = new ComplianceStore(database.db, database.dialect, database.transaction);
+  const orders = new OrderService({ store: new OrderStore(database.db, database.transaction), clock, ids, guard: new ComplianceGuard(compliance) });
+  const sessions = new SessionService({
+    store: new SessionStore(database.db, database.transaction),
+    clock,
+    ids,
+    games: snapshot,
+    timeoutMs: config.sessionTimeoutMs,
+  });
+  const players = new PlayerService({
+    store: compliance,
+    clock,
+    ids,
+    games: snapshot,
+    onlineByDay: (gameId, comboId) => sessions.onlineByDay(gameId, comboId),
+  });
+  // The national system's base URL is operator configuration (not caller-given): no address blocking.
+  const nppaClient = new NppaClient();
   const partners = new PartnerService({ store: new PartnerStore(database.db, database.transaction), clock, ids, secrets });
   const roleCache = new RoleCache({ clock, ttlMs: config.roleCacheTtlMs, staleTtlMs: config.roleStaleTtlMs });
   const bindings = new BindingService({
@@ -184,8 +207,23 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   registerPartnerRoutes(app, partners);
   registerBindingRoutes(app, bindings);
   registerNotificationRoutes(app, notifications);
+  registerComplianceRoutes(app, players);
 
-  const jobs: BackgroundJob[] = [dispatcher];
+  const jobs: BackgroundJob[] = [
+    dispatcher,
+    new SessionSweeper(sessions, config.sweepIntervalMs, logger),
+    new NppaUploader({
+      store: compliance,
+      client: nppaClient,
+      games: snapshot,
+      clock,
+      logger,
+      baseUrl: config.nppaBaseUrl,
+      pollIntervalMs: config.nppa.pollIntervalMs,
+      retryBaseMs: config.nppa.retryBaseMs,
+      rateLimitPauseMs: config.nppa.rateLimitPauseMs,
+    }),
+  ];
   let stopped: Promise<void> | null = null;
   return {
     app,
@@ -214,6 +252,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
         await Promise.all(jobs.map((j) => j.stop()));
         await outbound.close();
         await limiter.close();
+        await nppaClient.close();
         await database.close();
       })();
       return stopped;

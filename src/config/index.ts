@@ -40,6 +40,14 @@ export interface Config {
   roleStaleTtlMs: number;
   gmTimeoutMs: number;
   nppaBaseUrl: string;
+  nppa: {
+    /** How often the uploader looks for due behaviour events. */
+    pollIntervalMs: number;
+    /** First back-off after a national-system error; doubles per attempt up to a minute. */
+    retryBaseMs: number;
+    /** Pause of a game's uploads after answer 1006 (over the rate limit). */
+    rateLimitPauseMs: number;
+  };
   redisUrl: string | null;
   /** Prefix of every Redis key the service writes (several deployments may share a Redis). */
   redisKeyPrefix: string;
@@ -175,6 +183,11 @@ export function loadConfig(env: Env = process.env): Config {
     roleStaleTtlMs: int('ROLE_STALE_TTL_SECONDS', 3600, 0, 7 * 86_400) * 1000,
     gmTimeoutMs: int('GM_TIMEOUT_MS', 5000, 100, 60_000),
     nppaBaseUrl: url('NPPA_BASE_URL', 'https://api2.wlc.nppa.gov.cn'),
+    nppa: {
+      pollIntervalMs: int('NPPA_POLL_INTERVAL_MS', 1000, 10, 60_000),
+      retryBaseMs: int('NPPA_RETRY_BASE_MS', 2000, 10, 600_000),
+      rateLimitPauseMs: int('NPPA_RATE_LIMIT_PAUSE_MS', 60_000, 10, 600_000),
+    },
     redisUrl,
     redisKeyPrefix: str('REDIS_KEY_PREFIX', 'combo:'),
     secretsKeyPrevious,

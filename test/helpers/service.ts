@@ -50,7 +50,7 @@ export async function startService(opts: StartOptions = {}): Promise<TestService
     config,
     logger: createLogger(config.logLevel, opts.logDestination),
     // Instances sharing a database (db given) must share the key that seals secrets at rest.
-    secretsKey: opts.secretsKey ?? randomBytes(32),
+    secretsKey: opts.secretsKey ?? config.secretsKey ?? randomBytes(32),
     clock: opts.clock,
   });
   opts.beforeListen?.(service);

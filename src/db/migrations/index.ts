@@ -1,5 +1,6 @@
 import type { Migration } from 'kysely';
 import * as m0001 from './0001_initial.js';
+import * as m0002 from './0002_compliance_nppa.js';
 import * as m0002n from './0002_notifications_window.js';
 
 /**
@@ -8,5 +9,6 @@ import * as m0002n from './0002_notifications_window.js';
  */
 export const migrations: Record<string, Migration> = {
   '0001_initial': m0001,
+  '0002_compliance_nppa': m0002,
   '0002_notifications_window': m0002n,
 };
