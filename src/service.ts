@@ -24,6 +24,16 @@ import { RoleCache } from './bindings/role-cache.js';
 import { PartnerService } from './partners/service.js';
 import { PartnerStore } from './partners/store.js';
 import { registerPartnerRoutes } from './partners/routes.js';
+import { OrderLifecycle } from './orders/lifecycle.js';
+import { OrderSweeper } from './orders/sweeper.js';
+import { OrderAdminService } from './orders/admin-service.js';
+import { OrderAdminStore } from './orders/admin-store.js';
+import { registerOrderAdminRoutes } from './orders/admin-routes.js';
+import { PaymentService } from './payments/service.js';
+import { PaymentStore } from './payments/store.js';
+import { SandboxProvider } from './payments/sandbox.js';
+import { CheckoutService } from './checkout/service.js';
+import { registerCheckoutRoutes } from './checkout/routes.js';
 import { SessionService } from './sessions/service.js';
 import { SessionStore } from './sessions/store.js';
 import { registerSessionRoutes } from './sessions/routes.js';
@@ -48,6 +58,8 @@ export interface Service {
   partners: PartnerService;
   /** Role data cache of the binding query (observable by tests and metrics). */
   roleCache: RoleCache;
+  /** Payment confirmations enter here (provider callbacks; tests drive the provider interface). */
+  payments: PaymentService;
   jobs: BackgroundJob[];
   listen(): Promise<string>;
   /** Graceful stop: refuse new requests, finish in-flight ones, stop jobs, close the database. */
@@ -77,7 +89,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   });
 
   const games = new GameService({ store: new GameStore(database.db, database.transaction), clock, ids, secrets });
-  const orders = new OrderService({ store: new OrderStore(database.db, database.transaction), clock, ids });
+  const orderStore = new OrderStore(database.db, database.transaction);
+  const orders = new OrderService({ store: orderStore, clock, ids });
   const sessions = new SessionService({ store: new SessionStore(database.db, database.transaction), clock, ids });
   const partners = new PartnerService({ store: new PartnerStore(database.db, database.transaction), clock, ids, secrets });
   const roleCache = new RoleCache({ clock, ttlMs: config.roleCacheTtlMs, staleTtlMs: config.roleStaleTtlMs });
@@ -89,6 +102,37 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     roles: roleCache,
     clock,
     logger,
+  });
+  const lifecycle = new OrderLifecycle({ store: orderStore, ids });
+  // Wakes the notification dispatcher after a commit that queued a notification; until a
+  // dispatcher is wired in here, it finds them on its next poll.
+  const notifier = undefined as { kick(): void } | undefined;
+  const kickNotifier = () => notifier?.kick();
+  const payments = new PaymentService({
+    payments: new PaymentStore(database.db, database.transaction),
+    orders: orderStore,
+    lifecycle,
+    providers: [new SandboxProvider()],
+    clock,
+    ids,
+    onPaid: kickNotifier,
+  });
+  const checkout = new CheckoutService({ orders: orderStore, games: (id) => games.snapshot(id), payments, clock });
+  const orderAdmin = new OrderAdminService({
+    store: orderStore,
+    views: new OrderAdminStore(database.db),
+    lifecycle,
+    clock,
+    ids,
+    publicBaseUrl: config.publicBaseUrl,
+    onRefunded: kickNotifier,
+  });
+  const sweeper = new OrderSweeper({
+    store: orderStore,
+    lifecycle,
+    clock,
+    intervalMs: config.sweepIntervalMs,
+    onError: (err) => logger.error({ err }, 'order expiry sweep failed'),
   });
 
   const directory: CallerDirectory<unknown, unknown> = {
@@ -132,11 +176,13 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   });
   registerGameRoutes(app, games);
   registerOrderRoutes(app, orders);
+  registerOrderAdminRoutes(app, orderAdmin);
+  registerCheckoutRoutes(app, checkout);
   registerSessionRoutes(app, sessions);
   registerPartnerRoutes(app, partners);
   registerBindingRoutes(app, bindings);
 
-  const jobs: BackgroundJob[] = [];
+  const jobs: BackgroundJob[] = [sweeper];
   let stopped: Promise<void> | null = null;
   return {
     app,
@@ -144,6 +190,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     games,
     partners,
     roleCache,
+    payments,
     jobs,
     async listen() {
       const address = await app.listen({ port: config.port, host: config.host });
