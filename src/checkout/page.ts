@@ -71,7 +71,7 @@ const SCRIPT = `
       if(res.ok){
         var st=res.body.status; out.setAttribute('data-status',st); out.textContent=labels[st]||st;
         out.className='status'+(st==='paid'||st==='delivered'?' paid':'');
-        if(st!=='created') btn.remove(); else btn.disabled=false;
+        if(st!=='created'){ btn.remove(); var n=document.getElementById('note'); if(n) n.remove(); } else btn.disabled=false;
       } else { out.className='status error'; out.textContent=res.body.message||'Payment failed'; btn.disabled=false; }
     })
     .catch(function(){ out.className='status error'; out.textContent='Network error, try again'; btn.disabled=false; });
@@ -92,7 +92,7 @@ export function renderCheckoutPage(view: CheckoutView, token: string, nonce: str
   const canPay = o.status === 'created' && view.sandboxAvailable;
   const action = canPay
     ? `<button id="pay" type="button" data-token="${escapeHtml(token)}" data-channel="sandbox" data-pay-url="../v1/client/pay">Pay ${escapeHtml(formatMinorUnits(o.amount, o.currency))}</button>
-<p class="muted">Sandbox payment: no money moves.</p>`
+<p class="muted" id="note">Sandbox payment: no money moves.</p>`
     : o.status === 'created'
       ? '<p class="muted">No payment channel is available for this game.</p>'
       : '';
