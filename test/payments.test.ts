@@ -1,6 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/lib/clock.js';
 import { OrderSweeper } from '../src/orders/sweeper.js';
+import { IdGenerator } from '../src/lib/ids.js';
+import { OrderLifecycle } from '../src/orders/lifecycle.js';
+import { OrderStore } from '../src/orders/store.js';
+import { SandboxProvider } from '../src/payments/sandbox.js';
+import { PaymentService } from '../src/payments/service.js';
+import { PaymentStore } from '../src/payments/store.js';
+import { systemClock } from '../src/lib/clock.js';
 import { admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
 import { client, createOrder, eventsOf, notificationsOf, orderRow, pay, paymentsOf, statusOf, until } from './helpers/orders.js';
 
@@ -119,6 +126,33 @@ describe('provider confirmations (the provider interface)', () => {
     expect(out).toMatchObject({ status: 'flagged', reason: 'unknown_order' });
     await expect(confirm({ provider_txn_id: '', order_id: '1', amount: 1, currency: 'CNY' })).rejects.toMatchObject({ status: 400 });
     await expect(t.service.payments.confirm('nope', {})).rejects.toMatchObject({ status: 400 });
+  });
+});
+
+describe('onPaid hook', () => {
+  it('runs once after a payment that made an order paid has committed; not for replays or flagged ones', async () => {
+    const db = t.service.database.db;
+    const ids = new IdGenerator();
+    const orders = new OrderStore(db);
+    const seen: { orderId: string; committed: string | undefined }[] = [];
+    const payments = new PaymentService({
+      payments: new PaymentStore(db),
+      orders,
+      lifecycle: new OrderLifecycle({ store: orders, ids }),
+      providers: [new SandboxProvider()],
+      clock: systemClock,
+      ids,
+      // Reads the order outside any transaction: it must already see the committed state.
+      onPaid: (orderId) => void orders.findById(db, orderId).then((o) => seen.push({ orderId, committed: o?.status })),
+    });
+    const o = await createOrder(t, game);
+    const conf = { provider_txn_id: `hook-${o.order_id}`, order_id: o.order_id, amount: 600, currency: 'CNY' };
+    await payments.confirm('sandbox', conf);
+    await payments.confirm('sandbox', conf);
+    await payments.confirm('sandbox', { ...conf, provider_txn_id: `hook2-${o.order_id}` });
+    await payments.confirm('sandbox', { ...conf, provider_txn_id: `hook3-${o.order_id}`, amount: 1 });
+    await until(async () => seen.length > 0, 5_000, 'the hook');
+    expect(seen).toEqual([{ orderId: o.order_id, committed: 'paid' }]);
   });
 });
 
