@@ -4,6 +4,7 @@ import { recordAudit } from '../admin/audit.js';
 import { Errors } from '../errors.js';
 import type { Clock } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
+import { decodeCursor, encodeCursor } from '../lib/page-cursor.js';
 import type { OrderAdminStore, OrderCursor } from './admin-store.js';
 import type { AdminOrder, AdminOrderDetail, ListOrdersQuery, OrderPage } from './admin-schemas.js';
 import type { OperatorAction, OrderLifecycle, TransitionResult } from './lifecycle.js';
@@ -29,12 +30,12 @@ export class OrderAdminService {
   /** Newest first; `next_cursor` is null on the last page. */
   async list(q: ListOrdersQuery): Promise<OrderPage> {
     const limit = q.limit ?? 50;
-    const after = q.cursor === undefined ? null : decodeCursor(q.cursor);
+    const after = q.cursor === undefined ? null : orderCursor(q.cursor);
     const filter = { gameId: q.game_id, status: q.status, comboId: q.combo_id, referenceId: q.reference_id };
     const rows = await this.d.views.list(filter, after, limit + 1);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
-    return { data: page.map(toAdminOrder), next_cursor: rows.length > limit && last ? encodeCursor(last) : null };
+    return { data: page.map(toAdminOrder), next_cursor: rows.length > limit && last ? encodeCursor([last.created_at, last.order_id]) : null };
   }
 
   async detail(orderId: string): Promise<AdminOrderDetail> {
@@ -146,13 +147,12 @@ function parseJson(s: string | null): Record<string, unknown> | null {
   return s === null ? null : (JSON.parse(s) as Record<string, unknown>);
 }
 
-/** Cursors are opaque to clients: base64url of "<created_at>.<order_id>". */
-function encodeCursor(o: OrderRow): string {
-  return Buffer.from(`${o.created_at}.${o.order_id}`).toString('base64url');
+/** The sort key of the last row of a page: [created_at, order_id]. */
+function isOrderCursor(v: unknown): v is [number, string] {
+  return Array.isArray(v) && v.length === 2 && Number.isSafeInteger(v[0]) && typeof v[1] === 'string' && /^\d{1,20}$/.test(v[1]);
 }
 
-function decodeCursor(cursor: string): OrderCursor {
-  const m = /^(\d{1,16})\.(\d{1,20})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!m) throw Errors.invalidRequest('query parameter cursor is not a cursor this service issued');
-  return { createdAt: Number(m[1]), orderId: m[2] as string };
+function orderCursor(cursor: string): OrderCursor {
+  const [createdAt, orderId] = decodeCursor<[number, string]>(cursor, isOrderCursor);
+  return { createdAt, orderId };
 }
