@@ -13,6 +13,8 @@ import type { OrderRow, OrderStore } from './store.js';
  *   created -> canceled                operator
  *   paid | delivered -> refunded       operator; queues a `refund` notification
  *
+ * (`paid -> delivered` is the notification dispatcher's, with the same guarded-update rule.)
+ *
  * Every change is a guarded update (WHERE status = the status just read) inside the caller's
  * transaction, recorded in order_events; the notification it causes is written in the same
  * transaction (outbox).
@@ -71,11 +73,6 @@ export class OrderLifecycle {
     const r = await this.transition(trx, orderId, REFUNDABLE, 'refunded', now, () => ({ patch: { refunded_at: now }, detail: { ...by } }));
     if (r.changed) await enqueueNotification(trx, this.d.ids, r.order, 'refund', now);
     return r;
-  }
-
-  /** paid -> delivered: for the notification dispatcher once the game acknowledged ship_order. */
-  markDelivered(trx: Transaction<DB>, orderId: string, now: number): Promise<TransitionResult> {
-    return this.transition(trx, orderId, ['paid'], 'delivered', now, () => ({ patch: { delivered_at: now }, detail: null }));
   }
 
   /**
