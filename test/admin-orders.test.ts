@@ -116,6 +116,9 @@ describe('GET /admin/v1/orders', () => {
     ['cursor=bm9wZQ', 'cursor'],
     ['cursor=', 'cursor'],
     [`combo_id=${'x'.repeat(65)}`, 'combo_id'],
+    ['combo_id=a%00b', 'combo_id'],
+    ['reference_id=%00', 'reference_id'],
+    ['game_id=%00', 'game_id'],
   ])('400 invalid_request for %s', async (q, field) => {
     const r = await list(`?${q}`);
     expect(r.status).toBe(400);
@@ -181,9 +184,14 @@ describe('GET /admin/v1/orders/:order_id', () => {
     expect(d.notifications[1]).toMatchObject({ status: 'pending', attempts: [] });
   });
 
-  it('404 not_found for an unknown order', async () => {
+  it('404 not_found for an unknown order; 400 for an order id that is not one', async () => {
     const r = await admin(t, 'GET', '/admin/v1/orders/42');
     expect(r.status).toBe(404);
     expect(r.body.error).toBe('not_found');
+    for (const id of ['abc', '%00', '1'.repeat(21)]) {
+      const b = await admin(t, 'GET', `/admin/v1/orders/${id}`);
+      expect([id, b.status, b.body.error]).toEqual([id, 400, 'invalid_request']);
+      expect((await admin(t, 'POST', `/admin/v1/orders/${id}/refund`, {})).status).toBe(400);
+    }
   });
 });

@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { GameId } from '../games/schemas.js';
 
 const ORDER_STATUSES = ['created', 'paid', 'delivered', 'expired', 'canceled', 'refunded'] as const;
 const Ms = (description = 'Unix ms') => Type.Integer({ description });
@@ -6,17 +7,21 @@ const MsOrNull = () => Type.Union([Type.Integer(), Type.Null()], { description: 
 
 export const OrderStatusEnum = Type.Enum([...ORDER_STATUSES]);
 
+/** A filter value: PostgreSQL refuses NUL in text, so it is refused here (400, not 500). */
+const Filter = (max: number) => Type.String({ minLength: 1, maxLength: max, pattern: '^[^\\u0000]*$' });
+
 export const ListOrdersQuery = Type.Object({
-  game_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  game_id: Type.Optional(GameId),
   status: Type.Optional(OrderStatusEnum),
-  combo_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-  reference_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  combo_id: Type.Optional(Filter(64)),
+  reference_id: Type.Optional(Filter(64)),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'next_cursor of the previous page' })),
 });
 export type ListOrdersQuery = Static<typeof ListOrdersQuery>;
 
-export const OrderParams = Type.Object({ order_id: Type.String({ minLength: 1, maxLength: 64 }) });
+/** Order ids are decimal (PROTOCOL 3). */
+export const OrderParams = Type.Object({ order_id: Type.String({ pattern: '^[0-9]{1,20}$' }) });
 export type OrderParams = Static<typeof OrderParams>;
 
 /** Body of refund and cancel (POST bodies are JSON objects; send {} for none). */
