@@ -28,6 +28,16 @@ import { RoleCache } from './bindings/role-cache.js';
 import { PartnerService } from './partners/service.js';
 import { PartnerStore } from './partners/store.js';
 import { registerPartnerRoutes } from './partners/routes.js';
+import { OrderLifecycle } from './orders/lifecycle.js';
+import { OrderSweeper } from './orders/sweeper.js';
+import { OrderAdminService } from './orders/admin-service.js';
+import { OrderAdminStore } from './orders/admin-store.js';
+import { registerOrderAdminRoutes } from './orders/admin-routes.js';
+import { PaymentService } from './payments/service.js';
+import { PaymentStore } from './payments/store.js';
+import { SandboxProvider } from './payments/sandbox.js';
+import { CheckoutService } from './checkout/service.js';
+import { registerCheckoutRoutes } from './checkout/routes.js';
 import { SessionService } from './sessions/service.js';
 // production: rate limits, metrics, request logs
 import { rateLimitHook, requestPolicy } from './http/rate-limit.js';
@@ -67,6 +77,8 @@ export interface Service {
   dispatcher: NotificationDispatcher;
   /** Prometheus metrics; domains report through its DomainMetrics methods. */
   metrics: ServiceMetrics;
+  /** Payment confirmations enter here (provider callbacks; tests drive the provider interface). */
+  payments: PaymentService;
   jobs: BackgroundJob[];
   listen(): Promise<string>;
   /** Graceful stop: refuse new requests, finish in-flight ones, stop jobs, close the database. */
@@ -115,7 +127,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const games = new GameService({ store: new GameStore(database.db, database.transaction), clock, ids, secrets });
   const snapshot = (gameId: string) => games.snapshot(gameId);
   const compliance = new ComplianceStore(database.db, database.dialect, database.transaction);
-  const orders = new OrderService({ store: new OrderStore(database.db, database.transaction), clock, ids, guard: new ComplianceGuard(compliance) });
+  const orderStore = new OrderStore(database.db, database.transaction);
+  const orders = new OrderService({ store: orderStore, clock, ids, guard: new ComplianceGuard(compliance) });
   const sessions = new SessionService({
     store: new SessionStore(database.db, database.transaction),
     clock,
@@ -155,6 +168,36 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     settings: config.notify,
   });
   const notifications = new NotificationService({ store: notificationStore, clock, ids, onRedeliver: () => dispatcher.kick() });
+
+  const lifecycle = new OrderLifecycle({ store: orderStore, ids });
+  // Wakes the notification dispatcher after a commit that queued a notification.
+  const kickNotifier = () => dispatcher.kick();
+  const payments = new PaymentService({
+    payments: new PaymentStore(database.db, database.transaction),
+    orders: orderStore,
+    lifecycle,
+    providers: [new SandboxProvider()],
+    clock,
+    ids,
+    onPaid: kickNotifier,
+  });
+  const checkout = new CheckoutService({ orders: orderStore, games: (id) => games.snapshot(id), payments, clock });
+  const orderAdmin = new OrderAdminService({
+    store: orderStore,
+    views: new OrderAdminStore(database.db),
+    lifecycle,
+    clock,
+    ids,
+    publicBaseUrl: config.publicBaseUrl,
+    onRefunded: kickNotifier,
+  });
+  const sweeper = new OrderSweeper({
+    store: orderStore,
+    lifecycle,
+    clock,
+    intervalMs: config.sweepIntervalMs,
+    onError: (err) => logger.error({ err }, 'order expiry sweep failed'),
+  });
 
   const directory: CallerDirectory<unknown, unknown> = {
     game: async (id) => {
@@ -203,6 +246,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   });
   registerGameRoutes(app, games);
   registerOrderRoutes(app, orders);
+  registerOrderAdminRoutes(app, orderAdmin);
+  registerCheckoutRoutes(app, checkout);
   registerSessionRoutes(app, sessions);
   registerPartnerRoutes(app, partners);
   registerBindingRoutes(app, bindings);
@@ -211,6 +256,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
 
   const jobs: BackgroundJob[] = [
     dispatcher,
+    sweeper,
     new SessionSweeper(sessions, config.sweepIntervalMs, logger),
     new NppaUploader({
       store: compliance,
@@ -233,6 +279,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     roleCache,
     dispatcher,
     metrics,
+    payments,
     jobs,
     async listen() {
       const address = await app.listen({ port: config.port, host: config.host });

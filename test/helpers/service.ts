@@ -44,6 +44,8 @@ export async function startService(opts: StartOptions = {}): Promise<TestService
     DATA_DIR: dataDir,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ALLOW_PRIVATE_NOTIFY_URLS: '1',
+    // Every test client is 127.0.0.1: tests of the per-IP limit set their own rate.
+    CLIENT_RATE_LIMIT_PER_SECOND: '1000000',
     ...opts.env,
   });
   const service = await createService({
