@@ -29,7 +29,7 @@ function ordersOf(body: unknown): Order[] {
   return Array.isArray(list) ? (list.filter((o) => o && typeof o === 'object') as Order[]) : [];
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
  * Polls GET /admin/v1/orders?game_id=G (newest first) and prints each order the first time
