@@ -11,7 +11,7 @@ let doc: any;
 let routes: RouteEntry[];
 const BASE = 'https://pay.example.com/combo';
 
-const openApiPath = (url: string) => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+const openApiPath = (url: string) => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}').replace(/\*/g, '{*}');
 const isHidden = (r: RouteEntry) => (r.schema as { hide?: boolean } | undefined)?.hide === true;
 const SECURITY: Record<string, unknown[]> = {
   game: [{ gameSignature: [] }],

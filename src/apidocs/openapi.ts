@@ -133,8 +133,8 @@ function describeResponses(op: Operation, auth: AuthKind, codes: Map<number, str
   }
 }
 
-/** "get /a/{b}" for both Fastify's `/a/:b` and OpenAPI's `/a/{b}`. */
-const operationKey = (method: string, url: string) => `${method.toLowerCase()} ${url.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`;
+/** "get /a/{b}" (and `*` as `{*}`, as the generator writes it) for both Fastify's `/a/:b` and OpenAPI's `/a/{b}`. */
+const operationKey = (method: string, url: string) => `${method.toLowerCase()} ${url.replace(/:([A-Za-z0-9_]+)/g, '{$1}').replace(/\*/g, '{*}')}`;
 
 /** Registers the generator. Await it before any route is registered: it listens to onRoute. */
 export async function registerOpenApi(app: FastifyInstance, opts: OpenApiOptions): Promise<void> {
@@ -142,6 +142,8 @@ export async function registerOpenApi(app: FastifyInstance, opts: OpenApiOptions
   const authByOperation = new Map<string, AuthKind>();
   await app.register(swagger, {
     mode: 'dynamic',
+    // Paths are the routes' own, relative to the server URL (which may carry a proxy prefix).
+    stripBasePath: false,
     openapi: {
       openapi: '3.1.0',
       info: {
