@@ -71,6 +71,9 @@ describe('games', () => {
     expect(n.stderr).toContain('--ttl must be an integer');
     const unknown = await runCli(['games', 'get', g.gameId, '--colour', 'red'], env);
     expect(unknown.code).toBe(2);
+    const noName = await runCli(['games', 'create', newGameId()], env);
+    expect(noName.code).toBe(2);
+    expect(noName.stderr).toContain('--name is required');
     expect((await admin(t, 'GET', `/admin/v1/games/${g.gameId}`)).body.iap_enabled).toBe(true);
   });
 

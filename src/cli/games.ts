@@ -1,5 +1,5 @@
 import { ADMIN_OPTIONS, ADMIN_OPTIONS_HELP, AdminClient } from './client.js';
-import { bool, dataObject, defined, group, int, parse, parseJson, positionals, required, str, type Command, type Io, type Values } from './io.js';
+import { bool, dataObject, defined, group, int, parse, parseJson, positionals, str, UsageError, type Command, type Io, type Values } from './io.js';
 import { print } from './output.js';
 
 const SETTINGS = {
@@ -31,7 +31,7 @@ async function create(args: string[], io: Io): Promise<number> {
   const { values, positionals: pos } = parse(args, { ...ADMIN_OPTIONS, ...SETTINGS, secret: { type: 'string' } });
   const [gameId] = positionals(pos, ['game_id']);
   const body: Record<string, unknown> = { ...(await dataObject(values, io)), game_id: gameId, ...settings(values), ...defined({ secret_key: str(values, 'secret') }) };
-  if (body.name === undefined) required(values, 'name');
+  if (body.name === undefined) throw new UsageError('--name is required');
   const game = await AdminClient.fromOptions(values, io).call('POST', '/admin/v1/games', body);
   print(io, values.json === true, game);
   if (values.json !== true) io.err('\nThe secret_key above is shown only now: store it with the game backend.\n');
