@@ -5,6 +5,7 @@ import { ApiError, Errors, isApiError } from '../errors.js';
 import { describeValidationError, schemaCompiler } from './validation.js';
 import { DualProtocolServer } from './dual-server.js';
 import { newTraceId } from './trace.js';
+import { trackRoutes } from './route-table.js';
 
 export type AuthKind = 'game' | 'partner' | 'admin' | 'client' | 'none';
 
@@ -63,6 +64,7 @@ export function createFastify(opts: AppOptions): FastifyInstance {
   ) as unknown as FastifyInstance;
 
   app.setValidatorCompiler(schemaCompiler);
+  trackRoutes(app);
   installPipeline(app, opts.hooks);
   return app;
 }
