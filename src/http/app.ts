@@ -81,9 +81,12 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-trace-id', req.id);
     if (hooks.isDraining()) throw Errors.serviceUnavailable('the service is shutting down; retry on another instance');
+    // NUL cannot be stored in PostgreSQL text and is never meaningful in an id or filter.
+    if (req.url.includes('%00')) throw Errors.invalidRequest('the URL must not contain %00');
     // PROTOCOL 2 order: method (405, by routing) -> media type (415) -> size (413) -> ...
     if (BODY_METHODS.has(req.method) && req.routeOptions.url && !isJsonContentType(req.headers['content-type'])) {
-      throw Errors.unsupportedMediaType('Content-Type must be application/json');
+      // An action that takes no body (redeliver, new key, cancel) may be sent without one.
+      if (!(bodyOptional(req) && !announcesBody(req))) throw Errors.unsupportedMediaType('Content-Type must be application/json');
     }
   });
 
@@ -104,7 +107,12 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     await hooks.authenticate(req, cfg.auth ?? 'none');
     if (hooks.rateLimit) await hooks.rateLimit(req, reply, cfg.auth ?? 'none');
     if (cfg.precheck) await cfg.precheck(req);
-    if (BODY_METHODS.has(req.method)) req.body = parseJsonBody(req.rawBody);
+    if (BODY_METHODS.has(req.method)) {
+      const empty = !req.rawBody || req.rawBody.length === 0;
+      if (empty && bodyOptional(req)) req.body = {};
+      else if (!isJsonContentType(req.headers['content-type'])) throw Errors.unsupportedMediaType('Content-Type must be application/json');
+      else req.body = parseJsonBody(req.rawBody);
+    }
     stripEmptyOptionalStrings(req.body, req.routeOptions.schema?.body as JsonSchema | undefined);
   });
 
@@ -152,6 +160,18 @@ export function isJsonContentType(ct: string | undefined): boolean {
   return type === 'application/json';
 }
 
+/** A route whose body has no required field (or no body schema at all) can go without a body. */
+function bodyOptional(req: FastifyRequest): boolean {
+  const schema = req.routeOptions.schema?.body as JsonSchema | undefined;
+  return !schema || !schema.required || schema.required.length === 0;
+}
+
+/** Whether the request says it carries a body (HTTP/1.1 framing headers). */
+function announcesBody(req: FastifyRequest): boolean {
+  const len = req.headers['content-length'];
+  return (len !== undefined && len !== '0') || req.headers['transfer-encoding'] !== undefined;
+}
+
 function parseJsonBody(raw: Buffer | undefined): unknown {
   if (!raw || raw.length === 0) throw Errors.invalidRequest('request body must be a JSON object');
   if (!isUtf8(raw)) throw Errors.invalidRequest('request body is not valid UTF-8');
@@ -164,7 +184,15 @@ function parseJsonBody(raw: Buffer | undefined): unknown {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw Errors.invalidRequest('request body must be a JSON object');
   }
+  // NUL cannot be stored in PostgreSQL text and is never meaningful in this API's strings.
+  if (raw.includes('\\u0000') && containsNul(value)) throw Errors.invalidRequest('request body strings must not contain U+0000');
   return value;
+}
+
+function containsNul(v: unknown): boolean {
+  if (typeof v === 'string') return v.includes('\0');
+  if (v && typeof v === 'object') return Object.entries(v).some(([k, x]) => k.includes('\0') || containsNul(x));
+  return false;
 }
 
 type JsonSchema = { type?: string; properties?: Record<string, JsonSchema>; required?: string[] };
