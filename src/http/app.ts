@@ -82,7 +82,7 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     reply.header('x-trace-id', req.id);
     if (hooks.isDraining()) throw Errors.serviceUnavailable('the service is shutting down; retry on another instance');
     // NUL cannot be stored in PostgreSQL text and is never meaningful in an id or filter.
-    if (req.url.includes('%00')) throw Errors.invalidRequest('the URL must not contain %00');
+    if (req.url.includes('%00')) throw Errors.invalidRequest(nulMessage(req.url));
     // PROTOCOL 2 order: method (405, by routing) -> media type (415) -> size (413) -> ...
     if (BODY_METHODS.has(req.method) && req.routeOptions.url && !isJsonContentType(req.headers['content-type'])) {
       // An action that takes no body (redeliver, new key, cancel) may be sent without one.
@@ -158,6 +158,16 @@ export function isJsonContentType(ct: string | undefined): boolean {
   if (!ct) return false;
   const type = ct.split(';')[0]?.trim().toLowerCase();
   return type === 'application/json';
+}
+
+function nulMessage(url: string): string {
+  const q = url.indexOf('?');
+  if (q >= 0) {
+    for (const [name, value] of new URLSearchParams(url.slice(q + 1))) {
+      if (value.includes('\0') || name.includes('\0')) return `query parameter ${name.replace(/\0/g, '')} must not contain U+0000`;
+    }
+  }
+  return 'the path must not contain %00';
 }
 
 /** A route whose body has no required field (or no body schema at all) can go without a body. */
