@@ -73,6 +73,9 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     reply.header('x-trace-id', req.id);
     if (hooks.isDraining()) throw Errors.serviceUnavailable('the service is shutting down; retry on another instance');
     // PROTOCOL 2 order: method (405, by routing) -> media type (415) -> size (413) -> ...
+    // An unmatched request is answered here, before its body is read or parsed, so 404/405
+    // win over 413 and over the body checks of preValidation.
+    if (req.is404) throw unmatched(req);
     if (BODY_METHODS.has(req.method) && req.routeOptions.url && !isJsonContentType(req.headers['content-type'])) {
       throw Errors.unsupportedMediaType('Content-Type must be application/json');
     }
@@ -98,14 +101,14 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     stripEmptyOptionalStrings(req.body, req.routeOptions.schema?.body as JsonSchema | undefined);
   });
 
-  app.setNotFoundHandler((req, reply) => {
+  const unmatched = (req: FastifyRequest): ApiError => {
     const path = req.url.split('?')[0] as string;
     const allowed = findAllowedMethods(routes, path);
-    const err = allowed
+    return allowed
       ? Errors.methodNotAllowed(`${req.method} is not allowed on ${path}; use ${allowed.join(', ')}`, { allow: allowed.join(', ') })
       : Errors.notFound(`no endpoint at ${path}`);
-    sendError(reply, err);
-  });
+  };
+  app.setNotFoundHandler((req, reply) => sendError(reply, unmatched(req)));
 
   app.setErrorHandler((error: FastifyError | ApiError, req, reply) => {
     const apiError = toApiError(error);
