@@ -354,7 +354,7 @@ function h2request(
     req.on('end', () => {
       const alpn = (session.socket as tls.TLSSocket | undefined)?.alpnProtocol;
       session.close();
-      resolve({ status: Number(resHeaders[":status"]), headers: resHeaders, text: Buffer.concat(chunks).toString("utf8"), alpn: alpn ?? undefined });
+      resolve({ status: Number(resHeaders[':status']), headers: resHeaders, text: Buffer.concat(chunks).toString('utf8'), alpn: alpn ?? undefined });
     });
     req.end(body);
   });

@@ -76,7 +76,9 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     // An unmatched request is answered here, before its body is read or parsed, so 404/405
     // win over 413 and over the body checks of preValidation.
     if (req.is404) throw unmatched(req);
-    if (BODY_METHODS.has(req.method) && req.routeOptions.url && !isJsonContentType(req.headers['content-type'])) {
+    // A route that takes no body (e.g. POST .../keys) may be called without one and without a
+    // Content-Type; any body that is sent must be JSON.
+    if (BODY_METHODS.has(req.method) && (takesBody(req) || carriesBody(req)) && !isJsonContentType(req.headers['content-type'])) {
       throw Errors.unsupportedMediaType('Content-Type must be application/json');
     }
   });
@@ -97,8 +99,9 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     const cfg = req.routeOptions.config;
     await hooks.authenticate(req, cfg.auth ?? 'none');
     if (cfg.precheck) await cfg.precheck(req);
-    if (BODY_METHODS.has(req.method)) req.body = parseJsonBody(req.rawBody);
-    stripEmptyOptionalStrings(req.body, req.routeOptions.schema?.body as JsonSchema | undefined);
+    if (BODY_METHODS.has(req.method) && (takesBody(req) || req.rawBody?.length)) req.body = parseJsonBody(req.rawBody);
+    // The ""-as-absent rule is for SDK callers (PROTOCOL 3); an operator's "" is a value to validate.
+    if (cfg.auth !== 'admin') stripEmptyOptionalStrings(req.body, req.routeOptions.schema?.body as JsonSchema | undefined);
   });
 
   const unmatched = (req: FastifyRequest): ApiError => {
@@ -115,6 +118,17 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     if (apiError.status >= 500) req.log.error({ err: error, traceId: req.id }, 'request failed');
     sendError(reply, apiError);
   });
+}
+
+/** The route declares a request body. */
+function takesBody(req: FastifyRequest): boolean {
+  return req.routeOptions.schema?.body !== undefined;
+}
+
+/** The request announces a body (HTTP/1.1 framing headers; HTTP/2 sends content-length when it knows it). */
+function carriesBody(req: FastifyRequest): boolean {
+  const len = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (len !== undefined && len !== '0');
 }
 
 function sendError(reply: FastifyReply, err: ApiError): void {
