@@ -304,3 +304,67 @@ describe.each(['enter-game', 'leave-game'])('%s field bounds (rest-interface 2.4
     expect(stored.combo_id).toBe(body.combo_id);
   });
 });
+
+describe('strings no database can store as sent (U+0000, unpaired surrogates)', () => {
+  let game: TestGame;
+  beforeAll(async () => {
+    game = await createGame(t);
+  });
+  const values = [
+    ['U+0000', 'a\u0000b'],
+    ['a lone high surrogate', 'x\ud800'],
+    ['a lone low surrogate', '\udc00x'],
+    ['surrogates in the wrong order', '\ude00\ud83d'],
+  ] as const;
+
+  it.each(values)('create-order: %s in a string field -> 400 naming it, nothing stored', async (_n, v) => {
+    for (const [field, body] of [
+      ['combo_id', orderBody({ combo_id: v })],
+      ['reference_id', orderBody({ reference_id: `ref-${v}-123456` })],
+      ['meta.role_name', orderBody({ meta: { role_name: v } })],
+      ['context', orderBody({ context: v })],
+    ] as const) {
+      const before = await storedRows(t, game.gameId);
+      const r = await signed(t, game, 'POST', '/v1/server/create-order', body);
+      expect(r.status, `${field}: ${r.text}`).toBe(400);
+      expect(r.body.error).toBe('invalid_request');
+      expect(r.body.message).toContain(field);
+      expect(await storedRows(t, game.gameId)).toEqual(before);
+    }
+  });
+
+  it.each(values)('enter-game and leave-game: %s in session_id -> 400, nothing stored', async (_n, v) => {
+    for (const uri of ['/v1/server/enter-game', '/v1/server/leave-game']) {
+      const before = await storedRows(t, game.gameId);
+      const r = await signed(t, game, 'POST', uri, { combo_id: 'p', session_id: v });
+      expect(r.status, r.text).toBe(400);
+      expect(r.body.message).toContain('session_id');
+      expect(await storedRows(t, game.gameId)).toEqual(before);
+    }
+  });
+
+  it('an emoji (a valid surrogate pair) is fine', async () => {
+    expect((await signed(t, game, 'POST', '/v1/server/create-order', orderBody({ combo_id: '😀' }))).status).toBe(200);
+  });
+
+  it('operator API: U+0000 in a body field or a path parameter -> 400', async () => {
+    const r = await admin(t, 'POST', '/admin/v1/games', { game_id: 'nul-game', name: 'a\u0000b' });
+    expect(r.status, r.text).toBe(400);
+    expect(r.body.message).toContain('name');
+    const p = await admin(t, 'GET', '/admin/v1/games/a%00b');
+    expect(p.status, p.text).toBe(400);
+    expect(p.body.message).toContain('game_id');
+    const q = await admin(t, 'PUT', `/admin/v1/games/${game.gameId}/products/p%00x`, { name: 'p', price: 1, currency: 'CNY' });
+    expect(q.status, q.text).toBe(400);
+    expect(q.body.message).toContain('product_id');
+  });
+
+  it('a "__proto__" field is ignored like any unknown field', async () => {
+    const body = JSON.stringify(orderBody()).replace(/^\{/, '{"__proto__":{"quantity":5},"meta":{"__proto__":{"role_level":1}},');
+    const r = await signed(t, game, 'POST', '/v1/server/create-order', body);
+    expect(r.status, r.text).toBe(200);
+    const stored = await t.service.database.db.selectFrom('orders').selectAll().where('order_id', '=', r.body.order_id).executeTakeFirstOrThrow();
+    expect(stored.quantity).toBe(1);
+    expect(stored.meta).toBeNull();
+  });
+});

@@ -100,6 +100,9 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     await hooks.authenticate(req, cfg.auth ?? 'none');
     if (cfg.precheck) await cfg.precheck(req);
     if (BODY_METHODS.has(req.method) && (takesBody(req) || req.rawBody?.length)) req.body = parseJsonBody(req.rawBody);
+    rejectUnstorable(req.params, 'path parameter ');
+    rejectUnstorable(req.query, 'query parameter ');
+    rejectUnstorable(req.body, '');
     // The ""-as-absent rule is for SDK callers (PROTOCOL 3); an operator's "" is a value to validate.
     if (cfg.auth !== 'admin') stripEmptyOptionalStrings(req.body, req.routeOptions.schema?.body as JsonSchema | undefined);
   });
@@ -154,6 +157,26 @@ function parseJsonBody(raw: Buffer | undefined): unknown {
     throw Errors.invalidRequest('request body must be a JSON object');
   }
   return value;
+}
+
+/** U+0000 (PostgreSQL text cannot hold it) or a UTF-16 surrogate without its pair (not Unicode). */
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * Strings that no database stores as sent are refused as bad parameters (400) instead of
+ * failing at the INSERT (500 on PostgreSQL) or being silently replaced by U+FFFD.
+ */
+function rejectUnstorable(value: unknown, where: string, path = ''): void {
+  if (typeof value === 'string') {
+    if (UNSTORABLE.test(value)) throw Errors.invalidRequest(`${where}${path || 'value'} contains U+0000 or an unpaired surrogate`);
+    return;
+  }
+  if (value === null || typeof value !== 'object') return;
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+    const p = path ? `${path}.${k}` : k;
+    if (UNSTORABLE.test(k)) throw Errors.invalidRequest(`${where}field name ${JSON.stringify(p)} contains U+0000 or an unpaired surrogate`);
+    rejectUnstorable(v, where, p);
+  }
 }
 
 type JsonSchema = { type?: string; properties?: Record<string, JsonSchema>; required?: string[] };
