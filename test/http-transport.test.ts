@@ -145,6 +145,18 @@ describe('ErrorResponse, trace id and status of each error type', () => {
   });
 });
 
+describe('requests Node cannot parse are ErrorResponses too', () => {
+  it.each([
+    ['a header line without a colon', 'GET /healthz HTTP/1.1\r\nHost: x\r\nBroken header\r\n\r\n', 400],
+    ['a bad request line', 'GARBAGE\r\n\r\n', 400],
+    ['a bad Content-Length', 'POST /v1/server/create-order HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n', 400],
+    ['headers over the size limit', `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
+  ])('%s -> %i invalid_request with x-trace-id', async (_n, bytes, status) => {
+    const r = await rawRequest(t, bytes.slice(0, -2));
+    expectErrorResponse(r, status, 'invalid_request');
+  });
+});
+
 describe('check order: 405 > 415 > 413 > 401 > 403 > 400 > 422 (PROTOCOL 2)', () => {
   let game: TestGame;
   let off: TestGame;

@@ -1,4 +1,6 @@
 import { isUtf8 } from 'node:buffer';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerFactory } from 'fastify';
 import type { Logger } from 'pino';
 import { ApiError, Errors, isApiError } from '../errors.js';
@@ -48,6 +50,7 @@ export function createFastify(opts: AppOptions): FastifyInstance {
     requestIdHeader: false as const,
     return503OnClosing: false,
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 1024 },
+    clientErrorHandler,
   };
   const app = (
     opts.tls
@@ -132,6 +135,28 @@ function takesBody(req: FastifyRequest): boolean {
 function carriesBody(req: FastifyRequest): boolean {
   const len = req.headers['content-length'];
   return req.headers['transfer-encoding'] !== undefined || (len !== undefined && len !== '0');
+}
+
+/**
+ * Requests Node's HTTP parser refuses never reach a route; answer them as ErrorResponses with a
+ * trace id too (Fastify's default body is another shape and carries no x-trace-id).
+ */
+function clientErrorHandler(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, message] =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'the request was not received in time']
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'request headers are too large']
+        : [400, 'malformed HTTP request'];
+  const body = JSON.stringify({ error: 'invalid_request', message });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `x-trace-id: ${newTraceId()}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(err);
 }
 
 function sendError(reply: FastifyReply, err: ApiError): void {
