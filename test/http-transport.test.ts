@@ -238,6 +238,17 @@ describe('bad input is refused and stores nothing', () => {
     await refused(() => signed(t, game, 'POST', '/v1/server/leave-game', body), 400, 'invalid_request', 'JSON object');
   });
 
+  it('deeply nested JSON inside a field is not a 500', async () => {
+    const json = JSON.stringify(orderBody());
+    const depth = 30_000;
+    const body = `${json.slice(0, -1)},"deep":${'['.repeat(depth)}"x"${']'.repeat(depth)}}`;
+    const r = await signed(t, game, 'POST', CREATE, body);
+    expect(r.status, r.text).toBe(200);
+    const nul = `${json.slice(0, -1)},"deep":${'['.repeat(depth)}"\\u0000"${']'.repeat(depth)}}`;
+    await refused(() => signed(t, game, 'POST', CREATE, nul), 400, 'invalid_request', 'deep');
+    expect((await signed(t, game, 'POST', CREATE, nul)).body.message.length).toBeLessThan(200);
+  });
+
   it('non-UTF-8 bytes in a correctly signed body -> 400', async () => {
     const json = Buffer.from(JSON.stringify(orderBody({ combo_id: 'XX' })));
     const at = json.indexOf('XX');

@@ -191,18 +191,24 @@ const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff
  * Strings that no database stores as sent are refused as bad parameters (400) instead of
  * failing at the INSERT (500 on PostgreSQL) or being silently replaced by U+FFFD.
  */
-function rejectUnstorable(value: unknown, where: string, path = ''): void {
-  if (typeof value === 'string') {
-    if (UNSTORABLE.test(value)) throw Errors.invalidRequest(`${where}${path || 'value'} contains U+0000 or an unpaired surrogate`);
-    return;
-  }
-  if (value === null || typeof value !== 'object') return;
-  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-    const p = path ? `${path}.${k}` : k;
-    if (UNSTORABLE.test(k)) throw Errors.invalidRequest(`${where}field name ${JSON.stringify(p)} contains U+0000 or an unpaired surrogate`);
-    rejectUnstorable(v, where, p);
+function rejectUnstorable(value: unknown, where: string): void {
+  // Iterative: a 64 KiB body can nest ~32k levels deep, too deep for recursion.
+  const stack: [unknown, string][] = [[value, '']];
+  for (let item = stack.pop(); item; item = stack.pop()) {
+    const [v, path] = item;
+    if (typeof v === 'string') {
+      if (UNSTORABLE.test(v)) throw Errors.invalidRequest(`${where}${shortPath(path) || 'value'} contains U+0000 or an unpaired surrogate`);
+    } else if (v !== null && typeof v === 'object') {
+      for (const [k, child] of Object.entries(v as Record<string, unknown>)) {
+        const p = path ? `${path}.${k}` : k;
+        if (UNSTORABLE.test(k)) throw Errors.invalidRequest(`${where}a field name in ${shortPath(path) || 'the body'} contains U+0000 or an unpaired surrogate`);
+        stack.push([child, p]);
+      }
+    }
   }
 }
+
+const shortPath = (p: string) => (p.length > 80 ? `${p.slice(0, 80)}...` : p);
 
 type JsonSchema = { type?: string; properties?: Record<string, JsonSchema>; required?: string[] };
 
