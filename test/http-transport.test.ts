@@ -317,6 +317,16 @@ describe('bad input is refused and stores nothing', () => {
     expect(r.status, r.body).toBe(200);
   });
 
+  it('the signed URI includes the query string exactly as sent', async () => {
+    const body = JSON.stringify(orderBody());
+    const uri = `${CREATE}?trace=a%20b&x=1`;
+    const ok = await signed(t, game, 'POST', uri, body);
+    expect(ok.status, ok.text).toBe(200);
+    // Signed without the query, sent with it: refused.
+    const auth = goodAuth(body, CREATE);
+    await refused(() => rawRequest(t, head('POST', uri, ['Content-Type: application/json', `Authorization: ${auth}`], Buffer.byteLength(body)), body), 401, 'invalid_signature');
+  });
+
   it('accepts timestamps 298 s old and 298 s ahead', async () => {
     for (const skew of [-298_000, 298_000]) {
       const body = JSON.stringify(orderBody());
@@ -420,6 +430,18 @@ describe('HTTP/2 and HTTP/1.1 on one cleartext port', () => {
     const bad = await h2request(t.url, { ...signedH2Headers(game, CREATE, '{}'), authorization: 'Bearer x' }, '{}');
     expect(bad.status).toBe(401);
     expect(JSON.parse(bad.text).error).toBe('invalid_signature');
+  });
+
+  it('415 and 413 over h2c', async () => {
+    const body = JSON.stringify(orderBody());
+    const noType = await h2request(t.url, { ...signedH2Headers(game, CREATE, body), 'content-type': 'text/plain' }, body);
+    expect(noType.status).toBe(415);
+    expect(JSON.parse(noType.text).error).toBe('unsupported_media_type');
+    const big = paddedBody(BODY_LIMIT + 1);
+    const tooBig = await h2request(t.url, signedH2Headers(game, CREATE, big), big);
+    expect(tooBig.status).toBe(413);
+    expect(JSON.parse(tooBig.text).error).toBe('invalid_request');
+    expect(tooBig.headers['x-trace-id']).toBeTruthy();
   });
 
   it('several h2 streams on one session', async () => {
