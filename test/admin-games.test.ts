@@ -316,6 +316,21 @@ describe('signing keys: rotation', () => {
     expect(unknown.status).toBe(404);
   });
 
+  it('concurrent key creations never leave more than two keys', async () => {
+    const g = await createGame(t);
+    const answers = await Promise.all(Array.from({ length: 6 }, () => admin(t, 'POST', `/admin/v1/games/${g.gameId}/keys`)));
+    expect(answers.map((a) => a.status).sort()).toEqual([201, 409, 409, 409, 409, 409]);
+    expect((await admin(t, 'GET', `/admin/v1/games/${g.gameId}`)).body.key_ids).toHaveLength(2);
+  });
+
+  it('concurrent deletion of both keys never leaves a game without a key', async () => {
+    const g = await createGame(t);
+    const k2 = await admin(t, 'POST', `/admin/v1/games/${g.gameId}/keys`);
+    const answers = await Promise.all([g.keyId, k2.body.key_id].map((k) => admin(t, 'DELETE', `/admin/v1/games/${g.gameId}/keys/${k}`)));
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 409]);
+    expect((await admin(t, 'GET', `/admin/v1/games/${g.gameId}`)).body.key_ids).toHaveLength(1);
+  });
+
   it('a key of one game does not sign for another', async () => {
     const a = await createGame(t);
     const b = await createGame(t);

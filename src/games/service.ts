@@ -137,7 +137,7 @@ export class GameService {
     const secret = generateSecretKey();
     const keyId = prefixedId('key', ids);
     await store.transaction(async (trx) => {
-      if (!(await store.findGame(trx, gameId))) throw Errors.notFound(`game ${gameId} not found`);
+      if (!(await store.lockGame(trx, gameId))) throw Errors.notFound(`game ${gameId} not found`);
       const keys = await store.listKeys(trx, gameId);
       if (keys.length >= MAX_ACTIVE_KEYS) {
         throw Errors.conflict(`game ${gameId} already has ${MAX_ACTIVE_KEYS} active keys; delete the old one first`);
@@ -153,6 +153,7 @@ export class GameService {
     const { store, clock, ids } = this.d;
     const now = clock.now();
     await store.transaction(async (trx) => {
+      if (!(await store.lockGame(trx, gameId))) throw Errors.notFound(`game ${gameId} not found`);
       const keys = await store.listKeys(trx, gameId);
       if (!keys.some((k) => k.key_id === keyId)) throw Errors.notFound(`key ${keyId} of game ${gameId} not found`);
       if (keys.length === 1) throw Errors.conflict('a game must keep one active key; create the new key first');

@@ -21,6 +21,20 @@ export class GameStore {
     await q.insertInto('games').values(row).execute();
   }
 
+  /**
+   * Locks the game's row for the rest of the transaction (a no-op write: a row lock on
+   * PostgreSQL, the write lock on SQLite), so concurrent key changes of one game run one after
+   * the other and each sees the other's result. False when the game does not exist.
+   */
+  async lockGame(q: Transaction<DB>, gameId: string): Promise<boolean> {
+    const r = await q
+      .updateTable('games')
+      .set((eb) => ({ updated_at: eb.ref('updated_at') }))
+      .where('game_id', '=', gameId)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  }
+
   async updateGame(q: Q, gameId: string, patch: Partial<GameRow>): Promise<void> {
     await q.updateTable('games').set(patch).where('game_id', '=', gameId).execute();
   }
