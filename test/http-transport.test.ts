@@ -535,6 +535,24 @@ describe('TLS: ALPN offers h2 and http/1.1', () => {
     expect(JSON.parse(text).error).toBe('not_found');
   });
 
+  it('a malformed HTTP/1.1 request over TLS is an ErrorResponse too', async () => {
+    const { hostname, port } = new URL(st.url);
+    const text = await new Promise<string>((resolve, reject) => {
+      const socket = tls.connect({ host: hostname, port: Number(port), ALPNProtocols: ['http/1.1'], rejectUnauthorized: false }, () => {
+        socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nBroken header\r\n\r\n');
+      });
+      let out = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (c: string) => (out += c));
+      socket.on('end', () => resolve(out));
+      socket.on('close', () => resolve(out));
+      socket.on('error', reject);
+    });
+    expect(text).toMatch(/^HTTP\/1\.1 400 /);
+    expect(text.toLowerCase()).toContain('x-trace-id:');
+    expect(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))).toMatchObject({ error: 'invalid_request' });
+  });
+
   it('a signed create-order over HTTP/1.1 with TLS', async () => {
     const body = JSON.stringify(orderBody());
     const r = await new Promise<{ status: number; text: string }>((resolve, reject) => {
