@@ -126,6 +126,19 @@ describe('graceful shutdown', () => {
     }
   });
 
+  it('a request that never finishes cannot hold the shutdown past SHUTDOWN_TIMEOUT_MS', async () => {
+    const s = await start({ SHUTDOWN_TIMEOUT_MS: '300' });
+    const { hostname, port } = new URL(s.url);
+    const cut = new Promise<string>((resolve) => {
+      const req = http.request({ host: hostname, port: Number(port), method: 'POST', path: '/v1/server/create-order', agent: false, headers: { 'content-type': 'application/json', 'content-length': 100, expect: '100-continue' } });
+      req.on('continue', () => s.child.kill('SIGINT')); // SIGINT drains like SIGTERM
+      req.on('response', (res) => resolve(`answered ${res.statusCode}`));
+      req.on('error', (e) => resolve((e as NodeJS.ErrnoException).code ?? 'error'));
+    });
+    expect(await s.exited).toBe(0);
+    expect(await cut).toMatch(/ECONNRESET|socket hang up|answered 5\d\d/);
+  });
+
   it('SIGTERM when idle exits 0', async () => {
     const s = await start();
     s.child.kill('SIGTERM');
