@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http2 from 'node:http2';
 import https from 'node:https';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
@@ -442,6 +443,24 @@ describe('HTTP/2 and HTTP/1.1 on one cleartext port', () => {
     expect(tooBig.status).toBe(413);
     expect(JSON.parse(tooBig.text).error).toBe('invalid_request');
     expect(tooBig.headers['x-trace-id']).toBeTruthy();
+  });
+
+  it('the HTTP/2 preface split across writes still selects HTTP/2; a short HTTP/1.1 request still works', async () => {
+    const { hostname, port } = new URL(t.url);
+    const socket = net.connect({ host: hostname, port: Number(port) });
+    await new Promise((r) => socket.once('connect', r));
+    socket.setNoDelay(true);
+    await new Promise((r) => socket.write('PR', r));
+    // No signal tells that the server has read the first part; a pause makes two reads likely.
+    // (Were the parts coalesced, the test would still pass: it can miss the bug, never flake.)
+    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => socket.write('I * HTTP/2.0\r\n\r\nSM\r\n\r\n', r));
+    // An HTTP/2 server answers the preface with a SETTINGS frame (type 4) first.
+    const frame = await new Promise<Buffer>((resolve) => socket.once('data', resolve));
+    expect(frame[3]).toBe(4);
+    socket.destroy();
+    const short = await rawRequest(t, 'GET / HTTP/1.0\r\n'); // 18 bytes: shorter than the preface
+    expect(short.status).toBe(404);
   });
 
   it('several h2 streams on one session', async () => {

@@ -35,17 +35,22 @@ export class DualProtocolServer extends net.Server {
   }
 
   private route(socket: net.Socket): void {
-    socket.once('readable', () => {
-      const head: Buffer | null = socket.read(PREFACE.length) ?? socket.read();
-      if (head === null) {
-        socket.once('end', () => socket.destroy());
-        return;
-      }
+    // Read until the first bytes either are the whole preface or stop matching it: a preface
+    // split across TCP segments must not be taken for HTTP/1.1.
+    let head = Buffer.alloc(0);
+    const onEnd = () => socket.destroy();
+    const onReadable = () => {
+      for (let chunk: Buffer | null = socket.read(); chunk !== null; chunk = socket.read()) head = Buffer.concat([head, chunk]);
+      const n = Math.min(head.length, PREFACE.length);
+      const matches = head.subarray(0, n).equals(PREFACE.subarray(0, n));
+      if (head.length === 0 || (matches && head.length < PREFACE.length)) return;
+      socket.off('readable', onReadable);
+      socket.off('end', onEnd);
       socket.unshift(head);
-      const isH2 = head.length >= 3 && PREFACE.subarray(0, Math.min(head.length, PREFACE.length)).equals(head.subarray(0, Math.min(head.length, PREFACE.length)));
-      if (isH2) this.http2.emit('connection', socket);
-      else this.http1.emit('connection', socket);
-    });
+      (matches ? this.http2 : this.http1).emit('connection', socket);
+    };
+    socket.on('readable', onReadable);
+    socket.once('end', onEnd);
   }
 
   override close(cb?: (err?: Error) => void): this {
