@@ -1,5 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
+import http2 from 'node:http2';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -124,6 +125,37 @@ describe('graceful shutdown', () => {
     } finally {
       await database.close();
     }
+  });
+
+  it('SIGTERM while an HTTP/2 stream is in flight: the stream completes with 200, exit 0', async () => {
+    const s = await start();
+    const game = await newGame(s.url);
+    const uri = '/v1/server/create-order';
+    const body = JSON.stringify(orderBody());
+    const session = http2.connect(s.url);
+    try {
+      const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const req = session.request({ ':method': 'POST', ':path': uri, ...signedInit(game, uri, body), expect: '100-continue' });
+        let status = 0;
+        let text = '';
+        req.setEncoding('utf8');
+        req.on('response', (h) => (status = Number(h[':status'])));
+        req.on('data', (c: string) => (text += c));
+        req.on('end', () => resolve({ status, text }));
+        req.on('error', reject);
+        req.on('continue', async () => {
+          s.child.kill('SIGTERM');
+          await s.logLine('draining').catch(reject);
+          req.end(body);
+        });
+      });
+      const r = await answer;
+      expect(r.status, r.text).toBe(200);
+      expect(JSON.parse(r.text).order_id).toBeTruthy();
+    } finally {
+      session.close();
+    }
+    expect(await s.exited).toBe(0);
   });
 
   it('a request that never finishes cannot hold the shutdown past SHUTDOWN_TIMEOUT_MS', async () => {
