@@ -1,3 +1,4 @@
+import SQLite from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storedRows } from './helpers/raw.js';
 import { TEST_DB } from './helpers/db.js';
@@ -427,6 +428,8 @@ describe('health', () => {
     const s = await startService();
     try {
       expect((await fetch(`${s.url}/readyz`)).status).toBe(200);
+      const game = await createGame(s);
+      s.service.games.invalidate(game.gameId); // the signature check must reach the database
       await s.db.drop(); // DROP DATABASE ... WITH (FORCE): every connection is cut
       const r = await fetch(`${s.url}/readyz`);
       expect(r.status).toBe(503);
@@ -435,11 +438,34 @@ describe('health', () => {
       expect(body.error).toBe('service_unavailable');
       expect(body.message).not.toMatch(/postgres:\/\//);
       expect((await fetch(`${s.url}/healthz`)).status).toBe(200);
-      // A request that needs the database fails as a 5xx ErrorResponse, not a hang.
+      // A request that needs the database answers 503 service_unavailable (storage
+      // unreachable, PROTOCOL 2), retryable, without leaking driver or SQL details.
       const a = await fetch(`${s.url}/admin/v1/games/x`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-      expect(a.status).toBeGreaterThanOrEqual(500);
-      expect((await a.json()).error).toMatch(/internal_error|service_unavailable/);
+      expect(a.status).toBe(503);
+      const ab = await a.json();
+      expect(ab.error).toBe('service_unavailable');
+      expect(ab.message).not.toMatch(/select|t_[0-9a-z]+_|3D000/i);
+      const o = await signed(s, game, 'POST', CREATE, orderBody());
+      expect(o.status, o.text).toBe(503);
+      expect(o.body.error).toBe('service_unavailable');
     } finally {
+      await s.stop();
+    }
+  });
+
+  it.skipIf(TEST_DB !== 'sqlite')('a write while another process holds the SQLite write lock past busy_timeout answers 503, not 500', async () => {
+    const s = await startService();
+    const game = await createGame(s);
+    const other = new SQLite(s.db.url.slice('sqlite:'.length));
+    try {
+      other.exec('BEGIN IMMEDIATE');
+      const r = await signed(s, game, 'POST', CREATE, orderBody());
+      expect(r.status, r.text).toBe(503);
+      expect(r.body.error).toBe('service_unavailable');
+      other.exec('ROLLBACK');
+      expect((await signed(s, game, 'POST', CREATE, orderBody())).status).toBe(200);
+    } finally {
+      other.close();
       await s.stop();
     }
   });

@@ -3,6 +3,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerFactory } from 'fastify';
 import type { Logger } from 'pino';
+import { isStorageUnavailable } from '../db/index.js';
 import { ApiError, Errors, isApiError } from '../errors.js';
 import { describeValidationError, schemaCompiler } from './validation.js';
 import { DualProtocolServer } from './dual-server.js';
@@ -255,6 +256,7 @@ function toApiError(error: FastifyError | ApiError): ApiError {
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return Errors.invalidRequest('request body must be a JSON object');
   }
+  if (isStorageUnavailable(error)) return Errors.serviceUnavailable('storage is unavailable; retry later');
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     return new ApiError(e.statusCode, 'invalid_request', e.message);
   }
