@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../src/lib/clock.js';
 import { authorizationHeader, formatTimestamp } from '../src/signing/signer.js';
 import { head, rawRequest, storedRows } from './helpers/raw.js';
 import { createGame, orderBody, signed, startService, type Answer, type TestGame, type TestService } from './helpers/service.js';
@@ -592,3 +593,41 @@ describe('TLS: ALPN offers h2 and http/1.1', () => {
   });
 });
 
+
+describe('timestamp window at its exact bounds (ManualClock)', () => {
+  let mt: TestService;
+  let clock: ManualClock;
+  let game: TestGame;
+  beforeAll(async () => {
+    clock = new ManualClock(Math.floor(Date.now() / 1000) * 1000);
+    mt = await startService({ clock });
+    game = await createGame(mt);
+  });
+  afterAll(async () => mt?.stop());
+
+  it.each([
+    ['301 s old', -301_000, 401],
+    ['300 s old', -300_000, 200],
+    ['300 s ahead', 300_000, 200],
+    ['301 s ahead', 301_000, 401],
+  ])('a signature %s -> %i', async (_n, skew, status) => {
+    const before = await storedRows(mt, game.gameId);
+    const r = await signed(mt, game, 'POST', CREATE, orderBody(), {}, clock.now() + skew);
+    expect(r.status, r.text).toBe(status);
+    if (status === 401) {
+      expect(r.body.error).toBe('invalid_signature');
+      expect(await storedRows(mt, game.gameId)).toEqual(before);
+    }
+  });
+
+  it('a replay 10 minutes later answers the original order_id, order_token and expires_at', async () => {
+    const body = orderBody();
+    const first = await signed(mt, game, 'POST', CREATE, body, {}, clock.now());
+    expect(first.status).toBe(200);
+    expect(first.body.expires_at).toBe(clock.now() / 1000 + 1800);
+    clock.advance(600_000);
+    const again = await signed(mt, game, 'POST', CREATE, body, {}, clock.now());
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+  });
+});
