@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
@@ -14,6 +14,14 @@ beforeAll(() => {
   dir = mkdtempSync(path.join(os.tmpdir(), 'combo-config-'));
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A self-signed certificate and its key under the test directory. */
+function makeCert(name: string): { cert: string; key: string } {
+  const cert = path.join(dir, `${name}-cert.pem`);
+  const key = path.join(dir, `${name}-key.pem`);
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=localhost', '-days', '1', '-keyout', key, '-out', cert], { stdio: 'ignore' });
+  return { cert, key };
+}
 
 function problems(env: Record<string, string>): string[] {
   try {
@@ -88,11 +96,22 @@ describe('loadConfig', () => {
   });
 
   it('reads TLS files when both are set', () => {
-    const cert = path.join(dir, 'c.pem');
-    const key = path.join(dir, 'k.pem');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=localhost', '-days', '1', '-keyout', key, '-out', cert], { stdio: 'ignore' });
+    const { cert, key } = makeCert('ok');
     const c = loadConfig({ DATA_DIR: dir, TLS_CERT: cert, TLS_KEY: key });
     expect(c.tls?.cert.toString()).toContain('BEGIN CERTIFICATE');
+  });
+
+  it('refuses TLS files that are not PEM, or a key of another certificate, naming both variables', () => {
+    const junk = path.join(dir, 'junk.pem');
+    writeFileSync(junk, 'not a certificate\n');
+    const p1 = problems({ DATA_DIR: dir, TLS_CERT: junk, TLS_KEY: junk });
+    expect(p1).toHaveLength(1);
+    expect(p1[0]).toMatch(/TLS_CERT\/TLS_KEY/);
+    const a = makeCert('a');
+    const b = makeCert('b');
+    const p2 = problems({ DATA_DIR: dir, TLS_CERT: a.cert, TLS_KEY: b.key });
+    expect(p2).toHaveLength(1);
+    expect(p2[0]).toMatch(/TLS_CERT\/TLS_KEY/);
   });
 
   it('collects every problem at once', () => {
