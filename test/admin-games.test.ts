@@ -51,6 +51,28 @@ describe('games', () => {
     expect(JSON.stringify(keyRows)).not.toContain(secret);
   });
 
+  it('no secret is stored or echoed in the clear: game keys, national-system key, audit log', async () => {
+    const id = newId();
+    const secret = 'sk_clear_text_must_not_appear_0001';
+    const nppaSecret = 'abcdef0123456789abcdef0123456789';
+    expect((await admin(t, 'POST', '/admin/v1/games', { game_id: id, name: 'S', secret_key: secret })).status).toBe(201);
+    const patched = await admin(t, 'PATCH', `/admin/v1/games/${id}`, { nppa: { app_id: 'app', biz_id: 'biz', secret_key: nppaSecret } });
+    expect(patched.status, patched.text).toBe(200);
+    expect(patched.body.nppa).toEqual({ app_id: 'app', biz_id: 'biz' });
+    expect(patched.text).not.toContain(nppaSecret);
+    const added = await admin(t, 'POST', `/admin/v1/games/${id}/keys`);
+    const got = await admin(t, 'GET', `/admin/v1/games/${id}`);
+    for (const s of [secret, nppaSecret, added.body.secret_key]) expect(got.text).not.toContain(s);
+    const db = t.service.database.db;
+    const rows = JSON.stringify([
+      await db.selectFrom('games').selectAll().where('game_id', '=', id).execute(),
+      await db.selectFrom('game_keys').selectAll().where('game_id', '=', id).execute(),
+      await db.selectFrom('audit_log').selectAll().where('target', 'like', `${id}%`).execute(),
+    ]);
+    expect(rows).toContain(id);
+    for (const s of [secret, nppaSecret, added.body.secret_key]) expect(rows).not.toContain(s);
+  });
+
   it('uses a given secret_key, and signing with it works', async () => {
     const id = newId();
     const secret = 'sk_given_secret_key_0123456789';
