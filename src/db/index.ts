@@ -5,14 +5,24 @@ import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type MigrationRe
 import pg from 'pg';
 import type { DB } from './schema.js';
 import { migrations } from './migrations/index.js';
+import { GroupCommitter, type TransactionRunner } from './group-commit.js';
+
+export type { TransactionRunner };
 
 export type Dialect = 'sqlite' | 'postgres';
 
 export interface Database {
   db: Kysely<DB>;
   dialect: Dialect;
+  /**
+   * Runs `fn` in a transaction and settles after it committed. On SQLite, transactions that
+   * arrive together share one physical commit (group commit); on PostgreSQL each is its own.
+   */
+  transaction: TransactionRunner;
   /** Cheap reachability probe for /readyz. */
   ping(): Promise<void>;
+  /** Connection pool counters (PostgreSQL only), for /metrics. */
+  poolStats?(): { total: number; idle: number; waiting: number };
   close(): Promise<void>;
 }
 
@@ -37,14 +47,40 @@ function openSqlite(file: string, options: DatabaseOptions): Database {
   raw.pragma('journal_mode = WAL');
   raw.pragma(`synchronous = ${options.sqliteSynchronous ?? 'NORMAL'}`);
   raw.pragma('busy_timeout = 5000');
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: raw }) });
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
+  const committer = new GroupCommitter(db);
   return {
     db,
     dialect: 'sqlite',
+    transaction: committer.run,
     ping: async () => {
       raw.prepare('select 1').get();
     },
     close: () => db.destroy(),
+  };
+}
+
+/**
+ * Kysely's SQLite driver prepares every statement on every call; preparing costs more than
+ * running a simple insert. Statements are cached by SQL text (Kysely emits the same text for
+ * the same query shape, with values as parameters), bounded so odd shapes cannot grow it.
+ */
+function withStatementCache(raw: SQLite.Database) {
+  const cache = new Map<string, SQLite.Statement>();
+  return {
+    prepare(sqlText: string) {
+      let stmt = cache.get(sqlText);
+      if (!stmt) {
+        stmt = raw.prepare(sqlText);
+        if (cache.size >= 2000) cache.clear();
+        cache.set(sqlText, stmt);
+      }
+      return stmt;
+    },
+    close() {
+      cache.clear();
+      raw.close();
+    },
   };
 }
 
@@ -60,9 +96,11 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
   return {
     db,
     dialect: 'postgres',
+    transaction: (fn) => db.transaction().execute(fn),
     ping: async () => {
       await sql`select 1`.execute(db);
     },
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     close: () => db.destroy(),
   };
 }

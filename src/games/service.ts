@@ -3,6 +3,7 @@ import { recordAudit } from '../admin/audit.js';
 import type { Clock } from '../lib/clock.js';
 import { prefixedId, randomBase62, type IdGenerator } from '../lib/ids.js';
 import type { SecretBox } from '../lib/secret-box.js';
+import type { RateLimitedCaller } from '../ratelimit/limiter.js';
 import type { CreateGameBody, Game, PatchGameBody, Product, PutProductBody } from './schemas.js';
 import type { GameRow, GameStore, ProductRow } from './store.js';
 
@@ -14,7 +15,7 @@ export function generateSecretKey(): string {
 }
 
 /** A game as the hot paths need it: settings, decrypted keys, products. Cached. */
-export interface GameSnapshot {
+export interface GameSnapshot extends RateLimitedCaller {
   game: GameRow;
   /** Newest first: [0] signs outgoing notifications and GM requests. */
   secrets: string[];
@@ -66,6 +67,7 @@ export class GameService {
       secrets: keys.map((k) => secrets.open(k.secret_enc)),
       products: new Map(products.map((p) => [p.product_id, p])),
       nppaSecret: game.nppa_secret_enc ? secrets.open(game.nppa_secret_enc) : null,
+      rateLimit: { key: `game:${gameId}`, perSecond: game.rate_limit_per_second },
     };
   }
 
@@ -122,7 +124,7 @@ export class GameService {
       patch.nppa_secret_enc = body.nppa ? secrets.seal(body.nppa.secret_key.toLowerCase()) : null;
     }
     await store.transaction(async (trx) => {
-      if (!(await store.findGame(trx, gameId))) throw Errors.notFound(`game ${gameId} not found`);
+      if (!(await store.lockGame(trx, gameId, now))) throw Errors.notFound(`game ${gameId} not found`);
       await store.updateGame(trx, gameId, patch);
       const detail = { ...body, nppa: body.nppa ? { ...body.nppa, secret_key: '***' } : body.nppa };
       await recordAudit(trx, ids, now, { actor, action: 'game.update', target: gameId, detail });
@@ -137,7 +139,7 @@ export class GameService {
     const secret = generateSecretKey();
     const keyId = prefixedId('key', ids);
     await store.transaction(async (trx) => {
-      if (!(await store.lockGame(trx, gameId))) throw Errors.notFound(`game ${gameId} not found`);
+      if (!(await store.lockGame(trx, gameId, now))) throw Errors.notFound(`game ${gameId} not found`);
       const keys = await store.listKeys(trx, gameId);
       if (keys.length >= MAX_ACTIVE_KEYS) {
         throw Errors.conflict(`game ${gameId} already has ${MAX_ACTIVE_KEYS} active keys; delete the old one first`);
@@ -153,7 +155,7 @@ export class GameService {
     const { store, clock, ids } = this.d;
     const now = clock.now();
     await store.transaction(async (trx) => {
-      if (!(await store.lockGame(trx, gameId))) throw Errors.notFound(`game ${gameId} not found`);
+      if (!(await store.lockGame(trx, gameId, now))) throw Errors.notFound(`game ${gameId} not found`);
       const keys = await store.listKeys(trx, gameId);
       if (!keys.some((k) => k.key_id === keyId)) throw Errors.notFound(`key ${keyId} of game ${gameId} not found`);
       if (keys.length === 1) throw Errors.conflict('a game must keep one active key; create the new key first');

@@ -1,4 +1,5 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { TransactionRunner } from '../db/group-commit.js';
 import type { DB, GamesTable, ProductsTable } from '../db/schema.js';
 
 export type GameRow = Selectable<GamesTable>;
@@ -7,10 +8,14 @@ type Q = Kysely<DB> | Transaction<DB>;
 
 /** Queries for games, their signing keys and products. */
 export class GameStore {
-  constructor(readonly db: Kysely<DB>) {}
+  constructor(
+    readonly db: Kysely<DB>,
+    private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
+  ) {}
 
+  /** A transaction that has committed when the promise settles (group commit on SQLite). */
   transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-    return this.db.transaction().execute(fn);
+    return this.tx(fn);
   }
 
   findGame(q: Q, gameId: string): Promise<GameRow | undefined> {
@@ -22,16 +27,11 @@ export class GameStore {
   }
 
   /**
-   * Locks the game's row for the rest of the transaction (a no-op write: a row lock on
-   * PostgreSQL, the write lock on SQLite), so concurrent key changes of one game run one after
-   * the other and each sees the other's result. False when the game does not exist.
+   * Sets updated_at and so takes the game's row lock until the transaction ends: key changes of
+   * one game serialise (no third key, no deleting both keys at once). False for an unknown game.
    */
-  async lockGame(q: Transaction<DB>, gameId: string): Promise<boolean> {
-    const r = await q
-      .updateTable('games')
-      .set((eb) => ({ updated_at: eb.ref('updated_at') }))
-      .where('game_id', '=', gameId)
-      .executeTakeFirst();
+  async lockGame(q: Q, gameId: string, now: number): Promise<boolean> {
+    const r = await q.updateTable('games').set({ updated_at: now }).where('game_id', '=', gameId).executeTakeFirst();
     return Number(r.numUpdatedRows) > 0;
   }
 

@@ -1,6 +1,4 @@
 import { isUtf8 } from 'node:buffer';
-import { STATUS_CODES } from 'node:http';
-import type { Duplex } from 'node:stream';
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerFactory } from 'fastify';
 import type { Logger } from 'pino';
 import { isStorageUnavailable } from '../db/index.js';
@@ -8,6 +6,7 @@ import { ApiError, Errors, isApiError } from '../errors.js';
 import { describeValidationError, schemaCompiler } from './validation.js';
 import { DualProtocolServer } from './dual-server.js';
 import { newTraceId } from './trace.js';
+import { trackRoutes } from './route-table.js';
 
 export type AuthKind = 'game' | 'partner' | 'admin' | 'client' | 'none';
 
@@ -30,12 +29,16 @@ export interface AppHooks {
   authenticate(req: FastifyRequest, kind: AuthKind): Promise<void>;
   /** True while the service drains for shutdown: new requests get 503. */
   isDraining(): boolean;
+  /** Rate limit (PROTOCOL 2): after the signature, before caller-state checks; throws 429. */
+  rateLimit?(req: FastifyRequest, reply: FastifyReply, kind: AuthKind): Promise<void>;
 }
 
 export interface AppOptions {
   logger: Logger;
   tls: { cert: Buffer; key: Buffer } | null;
   hooks: AppHooks;
+  /** Fastify `trustProxy` (TRUST_PROXY): which proxies' X-Forwarded-For gives req.ip. */
+  trustProxy?: boolean | number | string[];
 }
 
 export const BODY_LIMIT = 64 * 1024;
@@ -52,6 +55,8 @@ export function createFastify(opts: AppOptions): FastifyInstance {
     return503OnClosing: false,
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 1024 },
     clientErrorHandler,
+    // A hop count is supported at runtime (proxy-addr) though Fastify's types omit it.
+    trustProxy: (opts.trustProxy ?? false) as boolean,
   };
   const app = (
     opts.tls
@@ -60,6 +65,7 @@ export function createFastify(opts: AppOptions): FastifyInstance {
   ) as unknown as FastifyInstance;
 
   app.setValidatorCompiler(schemaCompiler);
+  trackRoutes(app);
   installPipeline(app, opts.hooks);
   return app;
 }
@@ -99,9 +105,10 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     done(null, undefined);
   });
 
-  app.addHook('preValidation', async (req) => {
+  app.addHook('preValidation', async (req, reply) => {
     const cfg = req.routeOptions.config;
     await hooks.authenticate(req, cfg.auth ?? 'none');
+    if (hooks.rateLimit) await hooks.rateLimit(req, reply, cfg.auth ?? 'none');
     if (cfg.precheck) await cfg.precheck(req);
     if (BODY_METHODS.has(req.method) && (takesBody(req) || req.rawBody?.length)) req.body = parseJsonBody(req.rawBody);
     rejectUnstorable(req.params, 'path parameter ');
@@ -139,25 +146,21 @@ function carriesBody(req: FastifyRequest): boolean {
 }
 
 /**
- * Requests Node's HTTP parser refuses never reach a route; answer them as ErrorResponses with a
- * trace id too (Fastify's default body is another shape and carries no x-trace-id).
+ * Bytes that are not a parseable HTTP request never reach routing; answer them in the same
+ * ErrorResponse shape (with a trace id) and close the connection, instead of Fastify's default.
  */
-function clientErrorHandler(err: NodeJS.ErrnoException, socket: Duplex): void {
-  if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  const [status, message] =
-    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? [408, 'the request was not received in time']
-      : err.code === 'HPE_HEADER_OVERFLOW'
-        ? [431, 'request headers are too large']
-        : [400, 'malformed HTTP request'];
-  const body = JSON.stringify({ error: 'invalid_request', message });
-  if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-        `x-trace-id: ${newTraceId()}\r\nConnection: close\r\n\r\n${body}`,
-    );
+function clientErrorHandler(err: NodeJS.ErrnoException & { code?: string }, socket: import('node:net').Socket): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
   }
-  socket.destroy(err);
+  const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+  const status = tooLarge ? '431 Request Header Fields Too Large' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : '400 Bad Request';
+  const body = JSON.stringify({ error: 'invalid_request', message: `malformed HTTP request (${err.code ?? 'parse error'})` });
+  socket.end(
+    `HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `x-trace-id: ${newTraceId()}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 function sendError(reply: FastifyReply, err: ApiError): void {

@@ -21,7 +21,8 @@ export class DualProtocolServer extends net.Server {
   private readonly firstBytesTimeoutMs: number;
 
   constructor(handler: Handler, options: { firstBytesTimeoutMs?: number } = {}) {
-    super({ pauseOnConnect: false });
+    // The accepting server applies socket options: without noDelay, Nagle + delayed ACK stall answers.
+    super({ pauseOnConnect: false, noDelay: true, keepAlive: true });
     this.firstBytesTimeoutMs = options.firstBytesTimeoutMs ?? 20_000;
     this.http1 = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 30_000, headersTimeout: 20_000 }, handler);
     this.http2 = http2.createServer({}, handler as unknown as (r: http2.Http2ServerRequest, s: http2.Http2ServerResponse) => void);

@@ -4,7 +4,7 @@ import type { DB } from '../db/schema.js';
 import { Errors } from '../errors.js';
 import type { GameSnapshot } from '../games/service.js';
 import type { Clock } from '../lib/clock.js';
-import type { IdGenerator } from '../lib/ids.js';
+import { prefixedId, type IdGenerator } from '../lib/ids.js';
 import type { CreateOrderBody, CreateOrderResponse, OrderMeta } from './schemas.js';
 import { isUniqueViolation, type OrderRow, type OrderStore } from './store.js';
 import { formatOrderToken, newTokenSecret } from './token.js';
@@ -65,13 +65,40 @@ export class OrderService {
     }
     const requestHash = createHash('sha256').update(JSON.stringify(params)).digest('base64url');
 
-    const existing = await this.d.store.findByReference(this.d.store.db, game.game_id, params.reference_id);
-    if (existing) return this.replay(existing, requestHash);
-
     const now = this.d.clock.now();
-    const row: OrderRow = {
+    const row = this.newOrder(snap, params, product.price * params.quantity, product.currency, requestHash, now);
+    const { store, guard } = this.d;
+    try {
+      const stored = await store.transaction(async (trx) => {
+        const existing = await store.findByReference(trx, game.game_id, params.reference_id);
+        if (existing) return existing;
+        await guard?.check(trx, { gameId: game.game_id, comboId: row.combo_id, amount: row.amount, currency: row.currency, now });
+        await store.insert(trx, row);
+        // The timeline in order_events starts with the creation itself.
+        await store.insertEvent(trx, { event_id: prefixedId('oev', this.d.ids), order_id: row.order_id, from_status: null, to_status: 'created', at: now, detail: null });
+        return row;
+      });
+      return this.replay(stored, requestHash);
+    } catch (e) {
+      if (!isUniqueViolation(e)) throw e;
+      // A concurrent identical request committed first (PostgreSQL): answer as a replay.
+      const winner = await store.findByReference(store.db, game.game_id, params.reference_id);
+      if (!winner) throw e;
+      return this.replay(winner, requestHash);
+    }
+  }
+
+  private newOrder(
+    snap: GameSnapshot,
+    params: ReturnType<typeof canonicalParams>,
+    amount: number,
+    currency: string,
+    requestHash: string,
+    now: number,
+  ): OrderRow {
+    return {
       order_id: this.d.ids.next(now),
-      game_id: game.game_id,
+      game_id: snap.game.game_id,
       reference_id: params.reference_id,
       combo_id: params.combo_id,
       product_id: params.product_id,
@@ -80,15 +107,15 @@ export class OrderService {
       quantity: params.quantity,
       meta: params.meta ? JSON.stringify(params.meta) : null,
       context: params.context,
-      amount: product.price * params.quantity,
-      currency: product.currency,
+      amount,
+      currency,
       status: 'created',
       token_secret: newTokenSecret(),
       request_hash: requestHash,
       is_sandbox: 0,
       late_payment: 0,
       created_at: now,
-      expires_at: now + game.order_ttl_seconds * 1000,
+      expires_at: now + snap.game.order_ttl_seconds * 1000,
       updated_at: now,
       paid_at: null,
       delivered_at: null,
@@ -96,19 +123,6 @@ export class OrderService {
       canceled_at: null,
       refunded_at: null,
     };
-    try {
-      await this.d.store.transaction(async (trx) => {
-        await this.d.guard?.check(trx, { gameId: game.game_id, comboId: row.combo_id, amount: row.amount, currency: row.currency, now });
-        await this.d.store.insert(trx, row);
-      });
-    } catch (e) {
-      if (!isUniqueViolation(e)) throw e;
-      // A concurrent identical request committed first: answer as a replay.
-      const winner = await this.d.store.findByReference(this.d.store.db, game.game_id, params.reference_id);
-      if (!winner) throw e;
-      return this.replay(winner, requestHash);
-    }
-    return toResponse(row);
   }
 
   private replay(existing: OrderRow, requestHash: string): CreateOrderResponse {

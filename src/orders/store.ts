@@ -1,19 +1,41 @@
-import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { DB, OrdersTable } from '../db/schema.js';
+import type { Kysely, Selectable, Transaction, Updateable } from 'kysely';
+import type { TransactionRunner } from '../db/group-commit.js';
+import type { DB, OrderEventsTable, OrderStatus, OrdersTable } from '../db/schema.js';
+import { prepare } from '../db/prepared.js';
 
 export type OrderRow = Selectable<OrdersTable>;
+export type OrderEventRow = Selectable<OrderEventsTable>;
 type Q = Kysely<DB> | Transaction<DB>;
 
-/** Queries for orders. */
-export class OrderStore {
-  constructor(readonly db: Kysely<DB>) {}
+/** Column order of a full order row (the prepared insert's parameter order). */
+const ORDER_COLUMNS = [
+  'order_id', 'game_id', 'reference_id', 'combo_id', 'product_id', 'platform', 'notify_url', 'quantity', 'meta',
+  'context', 'amount', 'currency', 'status', 'token_secret', 'request_hash', 'is_sandbox', 'late_payment',
+  'created_at', 'expires_at', 'updated_at', 'paid_at', 'delivered_at', 'expired_at', 'canceled_at', 'refunded_at',
+] as const satisfies readonly (keyof OrderRow)[];
 
-  transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-    return this.db.transaction().execute(fn);
+/** Queries for orders and their state-change events. */
+export class OrderStore {
+  // The create-order path runs these on every request: compiled once (see db/prepared.ts).
+  private readonly byReference;
+  private readonly insertRow;
+
+  constructor(
+    readonly db: Kysely<DB>,
+    private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
+  ) {
+    this.byReference = prepare(db, (d) => d.selectFrom('orders').selectAll().where('game_id', '=', '').where('reference_id', '=', ''));
+    const sample = Object.fromEntries(ORDER_COLUMNS.map((c) => [c, null])) as unknown as OrderRow;
+    this.insertRow = prepare(db, (d) => d.insertInto('orders').values(sample));
   }
 
-  findByReference(q: Q, gameId: string, referenceId: string): Promise<OrderRow | undefined> {
-    return q.selectFrom('orders').selectAll().where('game_id', '=', gameId).where('reference_id', '=', referenceId).executeTakeFirst();
+  /** A transaction that has committed when the promise settles (group commit on SQLite). */
+  transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+    return this.tx(fn);
+  }
+
+  async findByReference(q: Q, gameId: string, referenceId: string): Promise<OrderRow | undefined> {
+    return (await this.byReference(q, [gameId, referenceId])).rows[0] as OrderRow | undefined;
   }
 
   findById(q: Q, orderId: string): Promise<OrderRow | undefined> {
@@ -21,7 +43,38 @@ export class OrderStore {
   }
 
   async insert(q: Q, row: OrderRow): Promise<void> {
-    await q.insertInto('orders').values(row).execute();
+    await this.insertRow(q, ORDER_COLUMNS.map((c) => row[c]));
+  }
+
+  /**
+   * The guarded update of every state change: applies only while the order is still in
+   * `status`, and returns the updated row, or undefined when another writer got there first.
+   */
+  updateIfStatus(q: Q, orderId: string, status: OrderStatus, patch: Updateable<OrdersTable>): Promise<OrderRow | undefined> {
+    return q
+      .updateTable('orders')
+      .set(patch)
+      .where('order_id', '=', orderId)
+      .where('status', '=', status)
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  async insertEvent(q: Q, row: OrderEventRow): Promise<void> {
+    await q.insertInto('order_events').values(row).execute();
+  }
+
+  /** Ids of `created` orders whose expiry has passed, oldest expiry first. */
+  async findExpiredIds(q: Q, now: number, limit: number): Promise<string[]> {
+    const rows = await q
+      .selectFrom('orders')
+      .select('order_id')
+      .where('status', '=', 'created')
+      .where('expires_at', '<=', now)
+      .orderBy('expires_at')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => r.order_id);
   }
 }
 

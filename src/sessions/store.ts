@@ -1,15 +1,39 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { TransactionRunner } from '../db/group-commit.js';
 import type { DB, NppaEventsTable, SessionsTable } from '../db/schema.js';
+import { prepare } from '../db/prepared.js';
 
 export type SessionRow = Selectable<SessionsTable>;
 export type BehaviourEventRow = Selectable<NppaEventsTable>;
 type Q = Kysely<DB> | Transaction<DB>;
 
-export class SessionStore {
-  constructor(readonly db: Kysely<DB>) {}
+export interface SessionFilter {
+  gameId?: string;
+  comboId?: string;
+  open?: boolean;
+  limit: number;
+  after?: { createdAt: number; gameId: string; sessionId: string };
+}
 
+const SESSION_COLUMNS = ['game_id', 'session_id', 'combo_id', 'entered_at', 'left_at', 'close_reason', 'created_at'] as const satisfies readonly (keyof SessionRow)[];
+
+export class SessionStore {
+  // enter-game runs this on every request: compiled once (see db/prepared.ts).
+  private readonly insertNew;
+
+  constructor(
+    readonly db: Kysely<DB>,
+    private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
+  ) {
+    const sample = Object.fromEntries(SESSION_COLUMNS.map((c) => [c, null])) as unknown as SessionRow;
+    this.insertNew = prepare(db, (d) =>
+      d.insertInto('sessions').values(sample).onConflict((oc) => oc.columns(['game_id', 'session_id']).doNothing()),
+    );
+  }
+
+  /** A transaction that has committed when the promise settles (group commit on SQLite). */
   transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-    return this.db.transaction().execute(fn);
+    return this.tx(fn);
   }
 
   find(q: Q, gameId: string, sessionId: string): Promise<SessionRow | undefined> {
@@ -18,6 +42,12 @@ export class SessionStore {
 
   async insert(q: Q, row: SessionRow): Promise<void> {
     await q.insertInto('sessions').values(row).execute();
+  }
+
+  /** One statement: inserts unless the session exists; true when this call created it. */
+  async insertIfAbsent(q: Q, row: SessionRow): Promise<boolean> {
+    const r = await this.insertNew(q, SESSION_COLUMNS.map((c) => row[c]));
+    return Number(r.numAffectedRows ?? 0n) > 0;
   }
 
   /** Guarded close: only an open session is closed, so a concurrent leave closes it once. */
@@ -30,6 +60,48 @@ export class SessionStore {
       .where('left_at', 'is', null)
       .executeTakeFirst();
     return Number(r.numUpdatedRows) > 0;
+  }
+
+  /** Open sessions entered at or before `enteredBefore` (oldest first): the timeout sweep. */
+  findExpired(q: Q, enteredBefore: number, limit: number): Promise<SessionRow[]> {
+    return q
+      .selectFrom('sessions')
+      .selectAll()
+      .where('left_at', 'is', null)
+      .where('entered_at', '<=', enteredBefore)
+      .orderBy('entered_at')
+      .limit(limit)
+      .execute();
+  }
+
+  /** A player's sessions created at or after `since` (online-time accounting). */
+  playerSessions(q: Q, gameId: string, comboId: string, since: number): Promise<SessionRow[]> {
+    return q
+      .selectFrom('sessions')
+      .selectAll()
+      .where('game_id', '=', gameId)
+      .where('combo_id', '=', comboId)
+      .where('created_at', '>=', since)
+      .execute();
+  }
+
+  /** Newest first, keyset paging on (created_at, game_id, session_id). */
+  list(q: Q, f: SessionFilter): Promise<SessionRow[]> {
+    let query = q.selectFrom('sessions').selectAll();
+    if (f.gameId !== undefined) query = query.where('game_id', '=', f.gameId);
+    if (f.comboId !== undefined) query = query.where('combo_id', '=', f.comboId);
+    if (f.open !== undefined) query = query.where('left_at', f.open ? 'is' : 'is not', null);
+    const c = f.after;
+    if (c) {
+      query = query.where((eb) =>
+        eb.or([
+          eb('created_at', '<', c.createdAt),
+          eb.and([eb('created_at', '=', c.createdAt), eb('game_id', '<', c.gameId)]),
+          eb.and([eb('created_at', '=', c.createdAt), eb('game_id', '=', c.gameId), eb('session_id', '<', c.sessionId)]),
+        ]),
+      );
+    }
+    return query.orderBy('created_at', 'desc').orderBy('game_id', 'desc').orderBy('session_id', 'desc').limit(f.limit).execute();
   }
 
   async insertBehaviourEvent(q: Q, row: BehaviourEventRow): Promise<void> {

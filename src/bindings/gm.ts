@@ -1,0 +1,116 @@
+import type { Clock } from '../lib/clock.js';
+import { prefixedId, type IdGenerator } from '../lib/ids.js';
+import type { OutboundClient } from '../lib/outbound.js';
+import { authorizationHeader } from '../signing/signer.js';
+import type { Role } from './schemas.js';
+
+/** The game could not give an answer (down, slow, error answer, or an answer of the wrong shape). */
+export class GmUnavailableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'GmUnavailableError';
+  }
+}
+
+/** What a GM request needs to know of the game. */
+export interface GmTarget {
+  gameId: string;
+  gmUrl: string | null;
+  /** The game's newest key: it signs the request (PROTOCOL 8). */
+  secret: string | undefined;
+}
+
+export interface GmClientDeps {
+  outbound: OutboundClient;
+  clock: Clock;
+  ids: IdGenerator;
+  timeoutMs: number;
+  /** Answers larger than this are refused (a role list is small). */
+  maxBytes?: number;
+}
+
+export const GM_MAX_ANSWER_BYTES = 1024 * 1024;
+
+/** Service -> game GM requests (PROTOCOL 8), signed like the Combo SDKs expect them. */
+export class GmClient {
+  constructor(private readonly d: GmClientDeps) {}
+
+  /** `ListRoles` for one player; throws GmUnavailableError when there is no usable answer. */
+  async listRoles(target: GmTarget, comboId: string): Promise<Role[]> {
+    const body = await this.call(target, 'ListRoles', { combo_id: comboId });
+    const roles = parseListRoles(body);
+    if (typeof roles === 'string') throw new GmUnavailableError(`ListRoles answer of ${target.gameId} is invalid: ${roles}`);
+    return roles;
+  }
+
+  private async call(target: GmTarget, command: string, args: Record<string, unknown>): Promise<unknown> {
+    const { outbound, clock, ids, timeoutMs } = this.d;
+    if (!target.gmUrl) throw new GmUnavailableError(`game ${target.gameId} has no GM URL`);
+    if (!target.secret) throw new GmUnavailableError(`game ${target.gameId} has no signing key`);
+    const url = new URL(target.gmUrl);
+    const payload = JSON.stringify({ version: '2.0', request_id: prefixedId('gmr', ids), origin: 'combo/binding', command, args });
+    const uri = url.pathname + url.search;
+    const headers = {
+      'content-type': 'application/json',
+      authorization: authorizationHeader({ kind: 'game', id: target.gameId }, target.secret, 'POST', uri, payload, clock.now()),
+    };
+    let res;
+    try {
+      res = await outbound.post(url.href, payload, headers, { timeoutMs, maxBytes: this.d.maxBytes ?? GM_MAX_ANSWER_BYTES });
+    } catch (e) {
+      throw new GmUnavailableError(`GM request to ${target.gameId} failed: ${(e as Error).name}: ${(e as Error).message}`);
+    }
+    if (res.truncated) throw new GmUnavailableError(`GM answer of ${target.gameId} is larger than the limit`);
+    const json = parseJson(res.body);
+    if (res.status !== 200) {
+      const err = json && typeof json === 'object' ? (json as { error?: unknown }).error : undefined;
+      throw new GmUnavailableError(`GM of ${target.gameId} answered ${res.status}${typeof err === 'string' ? ` ${err.slice(0, 64)}` : ''}`);
+    }
+    if (json === undefined) throw new GmUnavailableError(`GM answer of ${target.gameId} is not JSON`);
+    return json;
+  }
+}
+
+function parseJson(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v);
+
+/** Checks a ListRoles answer against the documented shape; returns the roles or a reason. */
+export function parseListRoles(json: unknown): Role[] | string {
+  if (!isObject(json) || !Array.isArray(json.roles)) return 'expected {"roles": [...]}';
+  const roles: Role[] = [];
+  for (const [i, r] of json.roles.entries()) {
+    const role = parseRole(r);
+    if (typeof role === 'string') return `roles[${i}]: ${role}`;
+    roles.push(role);
+  }
+  return roles;
+}
+
+function parseRole(r: unknown): Role | string {
+  if (!isObject(r)) return 'not an object';
+  if (!isInt(r.server_id)) return 'server_id must be an integer';
+  if (typeof r.server_name !== 'string') return 'server_name must be a string';
+  if (typeof r.role_id !== 'string' || r.role_id === '') return 'role_id must be a non-empty string';
+  if (typeof r.role_name !== 'string') return 'role_name must be a string';
+  if (!isInt(r.role_level)) return 'role_level must be an integer';
+  // avatar_url: "" means no avatar; an SDK may leave it out or send null for the same.
+  if (r.avatar_url !== undefined && r.avatar_url !== null && typeof r.avatar_url !== 'string') return 'avatar_url must be a string';
+  if (!isInt(r.create_time)) return 'create_time must be an integer';
+  return {
+    server_id: r.server_id,
+    server_name: r.server_name,
+    role_id: r.role_id,
+    role_name: r.role_name,
+    role_level: r.role_level,
+    avatar_url: typeof r.avatar_url === 'string' ? r.avatar_url : '',
+    create_time: r.create_time,
+  };
+}

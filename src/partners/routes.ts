@@ -1,0 +1,64 @@
+import type { FastifyInstance } from 'fastify';
+import { Type, type Static } from 'typebox';
+import { actorOf } from '../admin/actor.js';
+import { responses } from '../http/errors-schema.js';
+import {
+  CreatePartnerBody,
+  ListPartnersQuery,
+  Partner,
+  PartnerKeyParams,
+  PartnerPage,
+  PartnerParams,
+  PartnerWithSecret,
+  PatchPartnerBody,
+} from './schemas.js';
+import type { PartnerService } from './service.js';
+import { NewKey } from '../games/schemas.js';
+
+const ADMIN_ERRORS = [400, 401, 404, 405, 409, 413, 415];
+
+/** Operator API for partners and their keys (PROTOCOL 11). */
+export function registerPartnerRoutes(app: FastifyInstance, partners: PartnerService): void {
+  const admin = { auth: 'admin' as const };
+  const id = (req: { params: unknown }) => (req.params as Static<typeof PartnerParams>).partner_id;
+
+  app.post('/admin/v1/partners', {
+    config: admin,
+    schema: { tags: ['admin'], body: CreatePartnerBody, response: responses({ 201: PartnerWithSecret }, ADMIN_ERRORS) },
+    handler: async (req, reply) => reply.code(201).send(await partners.create(req.body as CreatePartnerBody, actorOf(req))),
+  });
+
+  app.get('/admin/v1/partners', {
+    config: admin,
+    schema: { tags: ['admin'], querystring: ListPartnersQuery, response: responses({ 200: PartnerPage }, ADMIN_ERRORS) },
+    handler: async (req) => partners.list(req.query as ListPartnersQuery),
+  });
+
+  app.get('/admin/v1/partners/:partner_id', {
+    config: admin,
+    schema: { tags: ['admin'], params: PartnerParams, response: responses({ 200: Partner }, ADMIN_ERRORS) },
+    handler: async (req) => partners.get(id(req)),
+  });
+
+  app.patch('/admin/v1/partners/:partner_id', {
+    config: admin,
+    schema: { tags: ['admin'], params: PartnerParams, body: PatchPartnerBody, response: responses({ 200: Partner }, ADMIN_ERRORS) },
+    handler: async (req) => partners.patch(id(req), req.body as PatchPartnerBody, actorOf(req)),
+  });
+
+  app.post('/admin/v1/partners/:partner_id/keys', {
+    config: admin,
+    schema: { tags: ['admin'], params: PartnerParams, response: responses({ 201: NewKey }, ADMIN_ERRORS) },
+    handler: async (req, reply) => reply.code(201).send(await partners.addKey(id(req), actorOf(req))),
+  });
+
+  app.delete('/admin/v1/partners/:partner_id/keys/:key_id', {
+    config: admin,
+    schema: { tags: ['admin'], params: PartnerKeyParams, response: responses({ 200: Type.Object({}) }, ADMIN_ERRORS) },
+    handler: async (req) => {
+      const p = req.params as Static<typeof PartnerKeyParams>;
+      await partners.deleteKey(p.partner_id, p.key_id, actorOf(req));
+      return {};
+    },
+  });
+}
