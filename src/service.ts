@@ -162,6 +162,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const notificationStore = new NotificationStore(database.db, database.dialect, database.transaction);
   // Domains that write notifications (payments, refunds) call dispatcher.kick() after commit.
   const dispatcher = new NotificationDispatcher({
+    metrics,
     store: notificationStore,
     keys: games,
     outbound,
@@ -265,6 +266,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     sweeper,
     new SessionSweeper(sessions, config.sweepIntervalMs, logger),
     new NppaUploader({
+      metrics,
       store: compliance,
       client: nppaClient,
       games: snapshot,

@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/db/index.js';
 import { authorizationHeader } from '../src/signing/signer.js';
 import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
-import { spawnEntry, spawnService, type Spawned } from './helpers/process.js';
+import { spawnEntry, spawnService, type Spawned } from './helpers/spawn.js';
 import { orderBody } from './helpers/service.js';
 
 /** The real entry points (src/main.ts, src/cli.ts) as child processes. */

@@ -86,10 +86,11 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     // An unmatched request is answered here, before its body is read or parsed, so 404/405
     // win over 413 and over the body checks of preValidation.
     if (req.is404) throw unmatched(req);
-    // A route that takes no body (e.g. POST .../keys) may be called without one and without a
-    // Content-Type; any body that is sent must be JSON.
-    if (BODY_METHODS.has(req.method) && (takesBody(req) || carriesBody(req)) && !isJsonContentType(req.headers['content-type'])) {
-      throw Errors.unsupportedMediaType('Content-Type must be application/json');
+    // NUL cannot be stored in PostgreSQL text and is never meaningful in an id or filter.
+    if (req.url.includes('%00')) throw Errors.invalidRequest(nulMessage(req.url));
+    if (BODY_METHODS.has(req.method) && req.routeOptions.url && !isJsonContentType(req.headers['content-type'])) {
+      // An action that takes no body (redeliver, new key, cancel) may be sent without one.
+      if (!(bodyOptional(req) && !announcesBody(req))) throw Errors.unsupportedMediaType('Content-Type must be application/json');
     }
   });
 
@@ -110,7 +111,12 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     await hooks.authenticate(req, cfg.auth ?? 'none');
     if (hooks.rateLimit) await hooks.rateLimit(req, reply, cfg.auth ?? 'none');
     if (cfg.precheck) await cfg.precheck(req);
-    if (BODY_METHODS.has(req.method) && (takesBody(req) || req.rawBody?.length)) req.body = parseJsonBody(req.rawBody);
+    if (BODY_METHODS.has(req.method)) {
+      const empty = !req.rawBody || req.rawBody.length === 0;
+      if (empty && bodyOptional(req)) req.body = {};
+      else if (!isJsonContentType(req.headers['content-type'])) throw Errors.unsupportedMediaType('Content-Type must be application/json');
+      else req.body = parseJsonBody(req.rawBody);
+    }
     rejectUnstorable(req.params, 'path parameter ');
     rejectUnstorable(req.query, 'query parameter ');
     rejectUnstorable(req.body, '');
@@ -132,17 +138,6 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     if (apiError.status >= 500) req.log.error({ err: error, traceId: req.id }, 'request failed');
     sendError(reply, apiError);
   });
-}
-
-/** The route declares a request body. */
-function takesBody(req: FastifyRequest): boolean {
-  return req.routeOptions.schema?.body !== undefined;
-}
-
-/** The request announces a body (HTTP/1.1 framing headers; HTTP/2 sends content-length when it knows it). */
-function carriesBody(req: FastifyRequest): boolean {
-  const len = req.headers['content-length'];
-  return req.headers['transfer-encoding'] !== undefined || (len !== undefined && len !== '0');
 }
 
 /**
@@ -171,6 +166,28 @@ export function isJsonContentType(ct: string | undefined): boolean {
   if (!ct) return false;
   const type = ct.split(';')[0]?.trim().toLowerCase();
   return type === 'application/json';
+}
+
+function nulMessage(url: string): string {
+  const q = url.indexOf('?');
+  if (q >= 0) {
+    for (const [name, value] of new URLSearchParams(url.slice(q + 1))) {
+      if (value.includes('\0') || name.includes('\0')) return `query parameter ${name.replace(/\0/g, '')} must not contain U+0000`;
+    }
+  }
+  return 'the path must not contain %00';
+}
+
+/** A route whose body has no required field (or no body schema at all) can go without a body. */
+function bodyOptional(req: FastifyRequest): boolean {
+  const schema = req.routeOptions.schema?.body as JsonSchema | undefined;
+  return !schema || !schema.required || schema.required.length === 0;
+}
+
+/** Whether the request says it carries a body (HTTP/1.1 framing headers). */
+function announcesBody(req: FastifyRequest): boolean {
+  const len = req.headers['content-length'];
+  return (len !== undefined && len !== '0') || req.headers['transfer-encoding'] !== undefined;
 }
 
 function parseJsonBody(raw: Buffer | undefined): unknown {

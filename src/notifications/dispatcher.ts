@@ -1,3 +1,4 @@
+import type { DomainMetrics } from '../observability/metrics.js';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Clock } from '../lib/clock.js';
@@ -30,6 +31,8 @@ export interface DispatcherDeps {
   logger: Logger;
   settings: DispatcherSettings;
   random?: () => number;
+  /** Counts attempts for /metrics (src/observability). */
+  metrics?: Pick<DomainMetrics, 'notificationAttempt'>;
 }
 
 /** How long past the HTTP time-out a claim stays ours (covers the recording transaction). */
@@ -147,6 +150,7 @@ export class NotificationDispatcher {
       : { statusCode: null, error: keyProblem, snippet: null, latencyMs: 0 };
     const now = clock.now();
     const outcome = this.outcomeOf(n, result, now);
+    this.d.metrics?.notificationAttempt(outcome.status === 'succeeded' ? 'success' : 'failure', result.latencyMs);
     const applied = await store.recordAttempt(
       { notificationId: n.notification_id, token, now },
       {
