@@ -35,8 +35,13 @@ export interface DispatcherDeps {
   metrics?: Pick<DomainMetrics, 'notificationAttempt'>;
 }
 
-/** How long past the HTTP time-out a claim stays ours (covers the recording transaction). */
-const LEASE_MARGIN_MS = 60_000;
+/**
+ * How long past the HTTP time-out a claim stays ours (covers the recording transaction, which
+ * takes milliseconds). Short, because it is also how long a notification held by a crashed
+ * process waits; should a slow holder overrun it, the worst case is one more delivery of the
+ * same notification_id, which receivers dedupe, and the late holder's record is refused.
+ */
+const LEASE_MARGIN_MS = 10_000;
 
 /**
  * Delivers due notifications (PROTOCOL 5). Polls every pollIntervalMs and wakes at once on
