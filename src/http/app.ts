@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerFactory } from 'fastify';
 import type { Logger } from 'pino';
+import { isStorageUnavailable } from '../db/index.js';
 import { ApiError, Errors, isApiError } from '../errors.js';
 import { describeValidationError, schemaCompiler } from './validation.js';
 import { DualProtocolServer } from './dual-server.js';
@@ -81,9 +82,12 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-trace-id', req.id);
     if (hooks.isDraining()) throw Errors.serviceUnavailable('the service is shutting down; retry on another instance');
+    // PROTOCOL 2 order: method (405, by routing) -> media type (415) -> size (413) -> ...
+    // An unmatched request is answered here, before its body is read or parsed, so 404/405
+    // win over 413 and over the body checks of preValidation.
+    if (req.is404) throw unmatched(req);
     // NUL cannot be stored in PostgreSQL text and is never meaningful in an id or filter.
     if (req.url.includes('%00')) throw Errors.invalidRequest(nulMessage(req.url));
-    // PROTOCOL 2 order: method (405, by routing) -> media type (415) -> size (413) -> ...
     if (BODY_METHODS.has(req.method) && req.routeOptions.url && !isJsonContentType(req.headers['content-type'])) {
       // An action that takes no body (redeliver, new key, cancel) may be sent without one.
       if (!(bodyOptional(req) && !announcesBody(req))) throw Errors.unsupportedMediaType('Content-Type must be application/json');
@@ -113,17 +117,21 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
       else if (!isJsonContentType(req.headers['content-type'])) throw Errors.unsupportedMediaType('Content-Type must be application/json');
       else req.body = parseJsonBody(req.rawBody);
     }
-    stripEmptyOptionalStrings(req.body, req.routeOptions.schema?.body as JsonSchema | undefined);
+    rejectUnstorable(req.params, 'path parameter ');
+    rejectUnstorable(req.query, 'query parameter ');
+    rejectUnstorable(req.body, '');
+    // The ""-as-absent rule is for SDK callers (PROTOCOL 3); an operator's "" is a value to validate.
+    if (cfg.auth !== 'admin') stripEmptyOptionalStrings(req.body, req.routeOptions.schema?.body as JsonSchema | undefined);
   });
 
-  app.setNotFoundHandler((req, reply) => {
+  const unmatched = (req: FastifyRequest): ApiError => {
     const path = req.url.split('?')[0] as string;
     const allowed = findAllowedMethods(routes, path);
-    const err = allowed
+    return allowed
       ? Errors.methodNotAllowed(`${req.method} is not allowed on ${path}; use ${allowed.join(', ')}`, { allow: allowed.join(', ') })
       : Errors.notFound(`no endpoint at ${path}`);
-    sendError(reply, err);
-  });
+  };
+  app.setNotFoundHandler((req, reply) => sendError(reply, unmatched(req)));
 
   app.setErrorHandler((error: FastifyError | ApiError, req, reply) => {
     const apiError = toApiError(error);
@@ -194,16 +202,34 @@ function parseJsonBody(raw: Buffer | undefined): unknown {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw Errors.invalidRequest('request body must be a JSON object');
   }
-  // NUL cannot be stored in PostgreSQL text and is never meaningful in this API's strings.
-  if (raw.includes('\\u0000') && containsNul(value)) throw Errors.invalidRequest('request body strings must not contain U+0000');
   return value;
 }
 
-function containsNul(v: unknown): boolean {
-  if (typeof v === 'string') return v.includes('\0');
-  if (v && typeof v === 'object') return Object.entries(v).some(([k, x]) => k.includes('\0') || containsNul(x));
-  return false;
+/** U+0000 (PostgreSQL text cannot hold it) or a UTF-16 surrogate without its pair (not Unicode). */
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * Strings that no database stores as sent are refused as bad parameters (400) instead of
+ * failing at the INSERT (500 on PostgreSQL) or being silently replaced by U+FFFD.
+ */
+function rejectUnstorable(value: unknown, where: string): void {
+  // Iterative: a 64 KiB body can nest ~32k levels deep, too deep for recursion.
+  const stack: [unknown, string][] = [[value, '']];
+  for (let item = stack.pop(); item; item = stack.pop()) {
+    const [v, path] = item;
+    if (typeof v === 'string') {
+      if (UNSTORABLE.test(v)) throw Errors.invalidRequest(`${where}${shortPath(path) || 'value'} contains U+0000 or an unpaired surrogate`);
+    } else if (v !== null && typeof v === 'object') {
+      for (const [k, child] of Object.entries(v as Record<string, unknown>)) {
+        const p = path ? `${path}.${k}` : k;
+        if (UNSTORABLE.test(k)) throw Errors.invalidRequest(`${where}a field name in ${shortPath(path) || 'the body'} contains U+0000 or an unpaired surrogate`);
+        stack.push([child, p]);
+      }
+    }
+  }
 }
+
+const shortPath = (p: string) => (p.length > 80 ? `${p.slice(0, 80)}...` : p);
 
 type JsonSchema = { type?: string; properties?: Record<string, JsonSchema>; required?: string[] };
 
@@ -250,6 +276,7 @@ function toApiError(error: FastifyError | ApiError): ApiError {
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return Errors.invalidRequest('request body must be a JSON object');
   }
+  if (isStorageUnavailable(error)) return Errors.serviceUnavailable('storage is unavailable; retry later');
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     return new ApiError(e.statusCode, 'invalid_request', e.message);
   }
