@@ -153,6 +153,46 @@ async function load(name: string, pid: number | undefined, url: string, setupReq
   };
 }
 
+interface OverloadResult {
+  connections: number;
+  admittedPerSecond: number;
+  shed: number;
+  p99: number;
+  rssStartMb: number;
+  rssMaxMb: number;
+}
+
+function rssMb(pid: number | undefined): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Math.round(Number(m[1]) / 1024) : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * Overload: 16x the connections of the other scenarios against a service whose
+ * MAX_INFLIGHT_REQUESTS is 256, on create-order. It must admit what it can at its normal rate,
+ * shed the rest with 503 at once, and keep its memory flat.
+ */
+async function overload(pid: number | undefined, url: string, setupRequest: (r: Record<string, unknown>) => Record<string, unknown>): Promise<OverloadResult> {
+  const rssStart = rssMb(pid);
+  let rssMax = rssStart;
+  const sampler = setInterval(() => (rssMax = Math.max(rssMax, rssMb(pid))), 200);
+  const result = await autocannon({ url, connections: connections * 16, duration, requests: [{ setupRequest: setupRequest as never }] });
+  clearInterval(sampler);
+  const stats = (result as unknown as { statusCodeStats?: Record<string, { count: number }> }).statusCodeStats ?? {};
+  return {
+    connections: connections * 16,
+    admittedPerSecond: Math.round((stats['200']?.count ?? result['2xx']) / duration),
+    shed: stats['503']?.count ?? 0,
+    p99: result.latency.p99,
+    rssStartMb: rssStart,
+    rssMaxMb: rssMax,
+  };
+}
+
 interface DeliveryResult {
   delivered: number;
   perSecond: number;
@@ -329,6 +369,20 @@ async function main() {
       process.stderr.write(`running ${s.name} for ${duration}s at ${connections} connections...\n`);
       results.push(await s.go());
     }
+    let over: OverloadResult | null = null;
+    if (!only || only.includes('overload')) {
+      const oport = await freePort();
+      const odir = mkdtempSync(path.join(os.tmpdir(), 'combo-bench-overload-'));
+      const osvc = await startChild(['dist/src/main.js'], {
+        PORT: String(oport), HOST: '127.0.0.1', DATA_DIR: odir, ADMIN_TOKEN: ADMIN, LOG_LEVEL: 'warn',
+        MAX_INFLIGHT_REQUESTS: '256', CLIENT_RATE_LIMIT_PER_SECOND: '1000000',
+      }, false, `http://127.0.0.1:${oport}`);
+      children.push(osvc.child);
+      const og = (await adminCall(osvc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Bench', rate_limit_per_second: 1_000_000 })) as { secret_key: string };
+      await adminCall(osvc.address, 'PUT', `/admin/v1/games/${game}/products/gem_60`, { name: '60 gems', price: 600, currency: 'CNY' });
+      process.stderr.write(`running overload for ${duration}s at ${connections * 16} connections...\n`);
+      over = await overload(osvc.child.pid, osvc.address, presigned(n * 2, (i) => ({ path: '/v1/server/create-order', body: orderBody(i + 10_000_000) }), game, og.secret_key));
+    }
     let delivery: DeliveryResult | null = null;
     if (!only || only.includes('notifications')) {
       process.stderr.write('running notifications: paying orders, a local receiver answers 200...\n');
@@ -343,6 +397,11 @@ async function main() {
       const ratio = bareRps ? (r.rps / bareRps).toFixed(2) : '-';
       const cpuRatio = bareCpu ? (bareCpu / r.cpuUsPerReq).toFixed(2) : '-';
       console.log(`| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${ratio} | ${r.cpuUsPerReq} | ${cpuRatio} | ${r.non2xx} | ${r.errors} |`);
+    }
+    if (over) {
+      console.log(`\n| overload (create-order, MAX_INFLIGHT_REQUESTS=256) | connections | admitted (200)/s | shed (503) | p99 ms (all answers) | RSS start MB | RSS max MB |`);
+      console.log('|---|---|---|---|---|---|---|');
+      console.log(`| ${over.connections} connections | ${over.connections} | ${over.admittedPerSecond} | ${over.shed} | ${over.p99} | ${over.rssStartMb} | ${over.rssMaxMb} |`);
     }
     if (delivery) {
       console.log(`\n| notifications | backlog delivered | deliveries/s (backlog drain) | orders created+paid/s | paid-to-received p50 ms | p99 ms |`);

@@ -12,6 +12,7 @@ import { packageVersion } from './lib/package-info.js';
 import { createFastify, type AuthKind } from './http/app.js';
 import { verifyAdminToken, verifySignedRequest, type CallerDirectory } from './http/auth.js';
 import { registerHealthRoutes } from './http/health.js';
+import { installLoadShedding } from './http/load-shedding.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { IdGenerator } from './lib/ids.js';
 import { SecretBox } from './lib/secret-box.js';
@@ -235,6 +236,10 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
 
   // The OpenAPI generator listens to route registration: it goes first.
   await registerOpenApi(app, { publicBaseUrl: config.publicBaseUrl, version: packageVersion() });
+  const shedding = installLoadShedding(app, {
+    maxInflight: config.maxInflightRequests,
+    maxEventLoopDelayMs: config.maxEventLoopDelayMs || Number.POSITIVE_INFINITY,
+  });
   registerApiDocsRoutes(app);
   // production: one log line and one metrics sample per request; GET /metrics.
   installRequestObservability(app, metrics);
@@ -307,6 +312,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
         await app.close();
         clearTimeout(force);
         await Promise.all(jobs.map((j) => j.stop()));
+        shedding.close();
         await outbound.close();
         await limiter.close();
         await nppaClient.close();

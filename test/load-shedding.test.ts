@@ -1,0 +1,55 @@
+/**
+ * Overload protection: past MAX_INFLIGHT_REQUESTS the service answers new requests 503
+ * service_unavailable with Retry-After at once (before reading their bodies) instead of
+ * queueing them; health checks are exempt; capacity comes back when requests finish.
+ * Requests are held in flight by a GM server that does not answer (a query-binding waits on it).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeGm, createPartner, partnerGet, queryUri, role } from './helpers/partners.js';
+import { createGame, signed, startService, type TestService } from './helpers/service.js';
+import { until } from './helpers/receiver.js';
+
+let t: TestService;
+let gm: FakeGm;
+const keys = new Map<string, string[]>();
+
+beforeAll(async () => {
+  t = await startService({ env: { MAX_INFLIGHT_REQUESTS: '2', ROLE_CACHE_TTL_SECONDS: '0' } });
+  gm = await new FakeGm(() => keys, () => Date.now()).start();
+});
+afterAll(async () => {
+  await gm?.stop();
+  await t?.stop();
+});
+
+describe('load shedding', () => {
+  it('sheds requests beyond MAX_INFLIGHT_REQUESTS with 503 and Retry-After, and recovers', async () => {
+    const game = await createGame(t, { gm_url: gm.url });
+    keys.set(game.gameId, [game.secret]);
+    const partner = await createPartner(t, [game.gameId]);
+    gm.roles.set('c1', [role('r1')]);
+    const b = await signed(t, game, 'POST', '/v1/server/bind-partner-user', { partner_id: partner.partnerId, partner_user_id: 'u1', combo_id: 'c1', role_id: 'r1' });
+    expect(b.status).toBe(200);
+
+    gm.mode = { kind: 'hold' };
+    const held = [partnerGet(t, partner, queryUri(game.gameId, 'u1')), partnerGet(t, partner, queryUri(game.gameId, 'u1'))];
+    // Both queries are in the service, waiting on one shared GM call.
+    await until('two queries wait on the GM', () => (t.service.roleCache.waiting() >= 2 ? true : null));
+
+    const shed = await signed(t, game, 'POST', '/v1/server/enter-game', { combo_id: 'c1', session_id: 's-shed' });
+    expect(shed.status).toBe(503);
+    expect(shed.body).toEqual({ error: 'service_unavailable', message: expect.stringContaining('capacity') });
+    expect(shed.headers.get('retry-after')).toBe('1');
+    expect(shed.headers.get('x-trace-id')).toBeTruthy();
+    expect((await fetch(`${t.url}/healthz`)).status).toBe(200);
+    // Nothing of the shed request was stored.
+    const sessions = await t.service.database.db.selectFrom('sessions').selectAll().where('game_id', '=', game.gameId).execute();
+    expect(sessions).toHaveLength(0);
+
+    gm.mode = { kind: 'roles' };
+    gm.release();
+    expect((await Promise.all(held)).map((r) => r.status)).toEqual([200, 200]);
+    const again = await signed(t, game, 'POST', '/v1/server/enter-game', { combo_id: 'c1', session_id: 's-after' });
+    expect(again.status).toBe(200);
+  });
+});
