@@ -9,6 +9,7 @@ import { registerGameRoutes } from './games/routes.js';
 import { createFastify, type AuthKind } from './http/app.js';
 import { verifyAdminToken, verifySignedRequest, type CallerDirectory } from './http/auth.js';
 import { registerHealthRoutes } from './http/health.js';
+import { defaultConsoleDir, registerConsoleRoutes } from './http/console.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { IdGenerator } from './lib/ids.js';
 import { SecretBox } from './lib/secret-box.js';
@@ -135,6 +136,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   registerSessionRoutes(app, sessions);
   registerPartnerRoutes(app, partners);
   registerBindingRoutes(app, bindings);
+  registerConsoleRoutes(app, { dir: defaultConsoleDir() });
 
   const jobs: BackgroundJob[] = [];
   let stopped: Promise<void> | null = null;
