@@ -69,10 +69,10 @@ function CreateGame() {
         <SecretOnce secret={created} onDone={() => navigate(`/games/${encodeURIComponent(created.game_id)}`)} />
       ) : (
         <form className="grid-form" onSubmit={submit}>
-          <Field label="Game id">
+          <Field label="New game id">
             <input name="new_game_id" value={gameId} onChange={(e) => setGameId(e.target.value)} />
           </Field>
-          <Field label="Name">
+          <Field label="New game name">
             <input name="new_game_name" value={name} onChange={(e) => setName(e.target.value)} />
           </Field>
           <ErrorBox error={action.error} />
@@ -151,7 +151,7 @@ function Settings({ game, onSaved }: { game: Game; onSaved: (g: Game) => void })
           onChange={(v) => patch({ sandbox_payments: v })}
         />
       </div>
-      <form className="grid-form" onSubmit={save}>
+      <form className="grid-form" onSubmit={save} noValidate>
         <Field label="Name">
           <input name="name" value={name} onChange={(e) => setName(e.target.value)} />
         </Field>
@@ -270,7 +270,7 @@ function Products({ gameId }: { gameId: string }) {
       </table>
       {list.data?.raw !== undefined && <Json value={list.data.raw} label="Unrecognised answer" open />}
       <h3>{editing ? `Edit ${form.product_id}` : 'Add a product'}</h3>
-      <form className="grid-form" onSubmit={save}>
+      <form className="grid-form" onSubmit={save} noValidate>
         <Field label="Product id">
           <input name="product_id" value={form.product_id} disabled={editing} onChange={(e) => setForm({ ...form, product_id: e.target.value })} />
         </Field>

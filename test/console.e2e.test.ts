@@ -1,0 +1,196 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN, admin, createGame, startService, type TestService } from './helpers/service.js';
+
+// The web console driven in a real headless Chromium against a real service.
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+const SHOTS = path.resolve('test-output');
+const haveChromium = existsSync(CHROMIUM);
+if (!haveChromium && process.env.CI) throw new Error(`Chromium is required in CI for the console tests (not found at ${CHROMIUM})`);
+if (!haveChromium) console.warn(`*** console e2e tests SKIPPED: no Chromium at ${CHROMIUM} (apt-get install chromium) ***`);
+
+/** dist/console is made by `npm run build`; build just the console when it is missing. */
+function ensureConsoleBuilt(): void {
+  if (existsSync(path.resolve('dist/console/index.html'))) return;
+  const r = spawnSync('npx', ['vite', 'build', '--config', 'console/vite.config.ts', '--logLevel', 'warn'], { stdio: 'inherit' });
+  if (r.status !== 0) throw new Error('building the console failed');
+}
+
+describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
+  let t: TestService;
+  let ctx: BrowserContext;
+  let page: Page;
+  let userDir: string;
+  const problems: string[] = [];
+
+  const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `console-${name}.png`), fullPage: true });
+  const go = (p: string) => page.goto(`${t.url}/console${p}`);
+
+  async function signIn(token = ADMIN_TOKEN) {
+    await page.getByLabel('Admin token').fill(token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+  }
+
+  beforeAll(async () => {
+    ensureConsoleBuilt();
+    mkdirSync(SHOTS, { recursive: true });
+    t = await startService();
+    userDir = mkdtempSync(path.join(os.tmpdir(), 'console-chromium-'));
+    ctx = await chromium.launchPersistentContext(userDir, {
+      executablePath: CHROMIUM,
+      args: ARGS,
+      headless: true,
+      viewport: { width: 1280, height: 900 },
+    });
+    page = ctx.pages()[0] ?? (await ctx.newPage());
+    page.setDefaultTimeout(15_000);
+    // Script errors and CSP refusals would go unnoticed in a headless browser: collect them.
+    page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+    page.on('console', (m) => {
+      if (m.type() === 'error' && !/status of 40[01]/.test(m.text())) problems.push(`console: ${m.text()}`);
+    });
+  }, 240_000);
+
+  afterAll(async () => {
+    await ctx?.close();
+    await t?.stop();
+    if (userDir) rmSync(userDir, { recursive: true, force: true });
+  });
+
+  it('refuses a wrong token and signs in with the admin token', async () => {
+    await go('/');
+    await expect(page.getByRole('heading', { name: 'Combo platform console' }).isVisible()).resolves.toBe(true);
+    await signIn('not-the-token');
+    await page.getByRole('alert').waitFor();
+    expect(await page.getByRole('alert').textContent()).toContain('401');
+    await shot('signin');
+    await page.getByLabel('Admin token').fill('');
+    await signIn();
+    await page.getByRole('heading', { name: /^Overview/ }).waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem('combo.console.token'))).toBe(ADMIN_TOKEN);
+  });
+
+  it('toggles the IAP switch of a game (checked through the API)', async () => {
+    const game = await createGame(t);
+    await go('/games');
+    await page.getByLabel('Game id', { exact: true }).fill(game.gameId);
+    await page.getByRole('button', { name: 'Open' }).click();
+    const iap = page.getByTestId('iap-switch');
+    await iap.waitFor({ state: 'attached' });
+    expect(await iap.isChecked()).toBe(true);
+    await iap.click();
+    await page.waitForFunction(() => !(document.querySelector('[data-testid="iap-switch"]') as HTMLInputElement).checked);
+    await expect.poll(async () => (await admin(t, 'GET', `/admin/v1/games/${game.gameId}`)).body.iap_enabled).toBe(false);
+    // The page shows the service's answer after a reload too.
+    await page.reload();
+    await iap.waitFor({ state: 'attached' });
+    expect(await iap.isChecked()).toBe(false);
+    await shot('game');
+    // Remembered as a recently used game.
+    await go('/games');
+    await page.getByRole('link', { name: game.gameId }).waitFor();
+  });
+
+  it('saves order TTL and gm_url, and shows the API error for a bad value', async () => {
+    const game = await createGame(t);
+    await go(`/games/${game.gameId}`);
+    await page.getByLabel('Order TTL (seconds)').fill('900');
+    await page.getByLabel('GM URL').fill('https://gm.example.com/combo');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await expect
+      .poll(async () => {
+        const g = (await admin(t, 'GET', `/admin/v1/games/${game.gameId}`)).body;
+        return [g.order_ttl_seconds, g.gm_url];
+      })
+      .toEqual([900, 'https://gm.example.com/combo']);
+    await page.getByLabel('Order TTL (seconds)').fill('59');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByRole('alert').waitFor();
+    expect(await page.getByRole('alert').textContent()).toContain('400 invalid_request');
+  });
+
+  it('creates a signing key and shows its secret once', async () => {
+    const game = await createGame(t);
+    await go(`/games/${game.gameId}`);
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const secret = page.getByTestId('secret-value');
+    await secret.waitFor();
+    const value = (await secret.textContent()) ?? '';
+    expect(value).toMatch(/^sk_/);
+    const g = (await admin(t, 'GET', `/admin/v1/games/${game.gameId}`)).body;
+    expect(g.key_ids).toHaveLength(2);
+    await page.getByRole('cell', { name: g.key_ids[0] }).waitFor();
+    await shot('key');
+    await page.getByRole('button', { name: 'I have stored it' }).click();
+    await secret.waitFor({ state: 'detached' });
+    await page.reload();
+    await page.getByRole('cell', { name: g.key_ids[0] }).waitFor();
+    expect(await page.content()).not.toContain(value);
+  });
+
+  it('creates and edits a product', async () => {
+    const game = await createGame(t);
+    await go(`/games/${game.gameId}`);
+    await page.getByLabel('Product id').fill('gem_300');
+    await page.getByLabel('Name', { exact: true }).last().fill('300 gems');
+    await page.getByLabel('Price (minor units)').fill('3000');
+    await page.getByRole('button', { name: 'Add product' }).click();
+    await page.getByRole('cell', { name: 'gem_300' }).waitFor();
+    await page.getByRole('cell', { name: '30.00 CNY' }).waitFor();
+    const p = (await admin(t, 'GET', `/admin/v1/games/${game.gameId}/products/gem_300`)).body;
+    expect(p).toMatchObject({ product_id: 'gem_300', name: '300 gems', price: 3000, currency: 'CNY', active: true });
+    await page.getByRole('row', { name: /gem_300/ }).getByRole('button', { name: 'Edit' }).click();
+    await page.getByLabel('Price (minor units)').fill('2500');
+    await page.getByRole('button', { name: 'Save product' }).click();
+    await page.getByRole('cell', { name: '25.00 CNY' }).waitFor();
+    expect((await admin(t, 'GET', `/admin/v1/games/${game.gameId}/products/gem_300`)).body.price).toBe(2500);
+    await shot('products');
+  });
+
+  it('creates a partner (secret once), lists it and disables it', async () => {
+    const game = await createGame(t);
+    const partnerId = `p_${game.gameId}`;
+    await go('/partners');
+    await page.getByLabel('Partner id').fill(partnerId);
+    await page.getByLabel('Name', { exact: true }).fill('Test partner');
+    await page.getByLabel('Granted games').fill(game.gameId);
+    await page.getByRole('button', { name: 'Create partner' }).click();
+    expect(await page.getByTestId('secret-value').textContent()).toMatch(/^sk_/);
+    await page.getByRole('link', { name: partnerId }).waitFor();
+    await shot('partners');
+    await page.getByRole('button', { name: 'I have stored it' }).click();
+    await page.getByTestId('partner-enabled').waitFor({ state: 'attached' });
+    expect(await page.getByTestId('partner-enabled').isChecked()).toBe(true);
+    await page.getByTestId('partner-enabled').click();
+    await expect.poll(async () => (await admin(t, 'GET', `/admin/v1/partners/${partnerId}`)).body.enabled).toBe(false);
+    expect((await admin(t, 'GET', `/admin/v1/partners/${partnerId}`)).body.games).toEqual([game.gameId]);
+  });
+
+  it('returns to sign-in when the API answers 401', async () => {
+    await go('/partners');
+    await page.evaluate(() => sessionStorage.setItem('combo.console.token', 'revoked-token'));
+    await page.reload();
+    await page.getByLabel('Admin token').waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem('combo.console.token'))).toBeNull();
+    await signIn();
+    await page.getByRole('heading', { name: 'Partners', exact: true }).waitFor();
+  });
+
+  it('ran without script errors or CSP refusals', () => {
+    expect(problems).toEqual([]);
+  });
+});
