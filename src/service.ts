@@ -14,6 +14,10 @@ import { systemClock, type Clock } from './lib/clock.js';
 import { IdGenerator } from './lib/ids.js';
 import { SecretBox } from './lib/secret-box.js';
 import { OutboundClient } from './lib/outbound.js';
+import { NotificationDispatcher } from './notifications/dispatcher.js';
+import { registerNotificationRoutes } from './notifications/routes.js';
+import { NotificationService } from './notifications/service.js';
+import { NotificationStore } from './notifications/store.js';
 import { OrderService } from './orders/service.js';
 import { OrderStore } from './orders/store.js';
 import { registerOrderRoutes } from './orders/routes.js';
@@ -49,6 +53,8 @@ export interface Service {
   partners: PartnerService;
   /** Role data cache of the binding query (observable by tests and metrics). */
   roleCache: RoleCache;
+  /** Delivers notifications; kick() after a transaction that wrote some commits. */
+  dispatcher: NotificationDispatcher;
   jobs: BackgroundJob[];
   listen(): Promise<string>;
   /** Graceful stop: refuse new requests, finish in-flight ones, stop jobs, close the database. */
@@ -91,6 +97,18 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     clock,
     logger,
   });
+  const notificationStore = new NotificationStore(database.db, database.dialect, database.transaction);
+  // Domains that write notifications (payments, refunds) call dispatcher.kick() after commit.
+  const dispatcher = new NotificationDispatcher({
+    store: notificationStore,
+    keys: games,
+    outbound,
+    clock,
+    ids,
+    logger: logger.child({ job: 'notifications' }),
+    settings: config.notify,
+  });
+  const notifications = new NotificationService({ store: notificationStore, clock, ids, onRedeliver: () => dispatcher.kick() });
 
   const directory: CallerDirectory<unknown, unknown> = {
     game: async (id) => {
@@ -136,9 +154,10 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   registerSessionRoutes(app, sessions);
   registerPartnerRoutes(app, partners);
   registerBindingRoutes(app, bindings);
+  registerNotificationRoutes(app, notifications);
   registerConsoleRoutes(app, { dir: defaultConsoleDir() });
 
-  const jobs: BackgroundJob[] = [];
+  const jobs: BackgroundJob[] = [dispatcher];
   let stopped: Promise<void> | null = null;
   return {
     app,
@@ -146,6 +165,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     games,
     partners,
     roleCache,
+    dispatcher,
     jobs,
     async listen() {
       const address = await app.listen({ port: config.port, host: config.host });

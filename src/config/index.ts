@@ -31,6 +31,8 @@ export interface Config {
     concurrency: number;
     perHostConcurrency: number;
     pollIntervalMs: number;
+    /** First retry delay; each later one is 3x the previous, capped (docs/notifications.md). */
+    retryBaseMs: number;
   };
   sweepIntervalMs: number;
   sessionTimeoutMs: number;
@@ -144,6 +146,7 @@ export function loadConfig(env: Env = process.env): Config {
       concurrency: int('NOTIFY_CONCURRENCY', 64, 1, 4096),
       perHostConcurrency: int('NOTIFY_PER_HOST_CONCURRENCY', 16, 1, 1024),
       pollIntervalMs: int('NOTIFY_POLL_INTERVAL_MS', 1000, 10, 60_000),
+      retryBaseMs: int('NOTIFY_RETRY_BASE_MS', 10_000, 1, 3_600_000),
     },
     sweepIntervalMs: int('SWEEP_INTERVAL_MS', 1000, 10, 600_000),
     sessionTimeoutMs: int('SESSION_TIMEOUT_SECONDS', 86_400, 60, 30 * 86_400) * 1000,

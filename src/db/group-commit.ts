@@ -1,5 +1,12 @@
-import type { ControlledTransaction, Kysely, Transaction } from 'kysely';
+import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
 import type { DB } from './schema.js';
+
+const BEGIN = CompiledQuery.raw('begin');
+const COMMIT = CompiledQuery.raw('commit');
+const ROLLBACK = CompiledQuery.raw('rollback');
+const SAVEPOINT = CompiledQuery.raw('savepoint job');
+const RELEASE = CompiledQuery.raw('release savepoint job');
+const ROLLBACK_TO = CompiledQuery.raw('rollback to savepoint job');
 
 export type TransactionRunner = <T>(fn: (trx: Transaction<DB>) => Promise<T>) => Promise<T>;
 
@@ -45,33 +52,36 @@ export class GroupCommitter {
   }
 
   private async flush(batch: Job[]): Promise<void> {
-    let trx: ControlledTransaction<DB>;
+    const failed = new Set<Job>();
     try {
-      trx = await this.db.startTransaction().execute();
-    } catch (e) {
-      for (const j of batch) j.reject(e);
-      return;
-    }
-    const done: Job[] = [];
-    try {
-      for (const job of batch) {
-        const sp = await trx.savepoint('job').execute();
+      // One connection, held for the whole batch; the control statements are fixed text.
+      await this.db.connection().execute(async (conn) => {
+        const trx = conn as unknown as Transaction<DB>;
+        await conn.executeQuery(BEGIN);
         try {
-          job.result = await job.fn(sp);
-          await sp.releaseSavepoint('job').execute();
-          done.push(job);
+          for (const job of batch) {
+            await conn.executeQuery(SAVEPOINT);
+            try {
+              job.result = await job.fn(trx);
+              await conn.executeQuery(RELEASE);
+            } catch (e) {
+              await conn.executeQuery(ROLLBACK_TO);
+              await conn.executeQuery(RELEASE);
+              failed.add(job);
+              job.reject(e); // nothing of it is kept: it can answer at once
+            }
+          }
+          await conn.executeQuery(COMMIT);
         } catch (e) {
-          await sp.rollbackToSavepoint('job').execute();
-          await sp.releaseSavepoint('job').execute();
-          job.reject(e); // nothing of it is kept: it can answer at once
+          await conn.executeQuery(ROLLBACK).catch(() => {});
+          throw e;
         }
-      }
-      await trx.commit().execute();
+      });
     } catch (e) {
-      await trx.rollback().execute().catch(() => {});
-      for (const j of done) j.reject(e);
+      // BEGIN or COMMIT failed: no job of the batch is durable.
+      for (const j of batch) if (!failed.has(j)) j.reject(e);
       return;
     }
-    for (const j of done) j.resolve(j.result);
+    for (const j of batch) if (!failed.has(j)) j.resolve(j.result);
   }
 }

@@ -107,6 +107,8 @@ export interface NotificationsTable {
   created_at: number;
   updated_at: number;
   delivered_at: number | null;
+  /** Start of the retry window; null = created_at (added by 0002_notifications_window). */
+  window_started_at: number | null;
 }
 
 export interface NotificationAttemptsTable {

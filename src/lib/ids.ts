@@ -34,14 +34,23 @@ export function idTime(id: string): number {
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
+// Random bytes are drawn from the CSPRNG in 4 KiB blocks: one syscall per block, not per id.
+let pool = Buffer.alloc(0);
+let poolPos = 0;
+function randomByte(): number {
+  if (poolPos >= pool.length) {
+    pool = randomBytes(4096);
+    poolPos = 0;
+  }
+  return pool[poolPos++] as number;
+}
+
 /** Uniformly random base62 string (rejection sampling: no modulo bias). */
 export function randomBase62(length: number): string {
   let out = '';
   while (out.length < length) {
-    for (const b of randomBytes(length * 2)) {
-      if (b < 248) out += BASE62[b % 62];
-      if (out.length === length) break;
-    }
+    const b = randomByte();
+    if (b < 248) out += BASE62[b % 62];
   }
   return out;
 }
@@ -49,4 +58,15 @@ export function randomBase62(length: number): string {
 /** Readable-prefix id for internal records: `ntf_...`, `key_...`, time-ordered. */
 export function prefixedId(prefix: string, gen: IdGenerator): string {
   return `${prefix}_${BigInt(gen.next()).toString(36).padStart(13, '0')}${randomBase62(4)}`;
+}
+
+const HEX = '0123456789abcdef';
+/** Random lower-case hex string from the pooled CSPRNG bytes. */
+export function randomHex(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    const b = randomByte();
+    out += HEX[b >> 4]! + HEX[b & 15]!;
+  }
+  return out.slice(0, length);
 }

@@ -1,24 +1,40 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { TransactionRunner } from '../db/group-commit.js';
 import type { DB, OrdersTable } from '../db/schema.js';
+import { prepare } from '../db/prepared.js';
 
 export type OrderRow = Selectable<OrdersTable>;
 type Q = Kysely<DB> | Transaction<DB>;
 
+/** Column order of a full order row (the prepared insert's parameter order). */
+const ORDER_COLUMNS = [
+  'order_id', 'game_id', 'reference_id', 'combo_id', 'product_id', 'platform', 'notify_url', 'quantity', 'meta',
+  'context', 'amount', 'currency', 'status', 'token_secret', 'request_hash', 'is_sandbox', 'late_payment',
+  'created_at', 'expires_at', 'updated_at', 'paid_at', 'delivered_at', 'expired_at', 'canceled_at', 'refunded_at',
+] as const satisfies readonly (keyof OrderRow)[];
+
 /** Queries for orders. */
 export class OrderStore {
+  // The create-order path runs these on every request: compiled once (see db/prepared.ts).
+  private readonly byReference;
+  private readonly insertRow;
+
   constructor(
     readonly db: Kysely<DB>,
     private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
-  ) {}
+  ) {
+    this.byReference = prepare(db, (d) => d.selectFrom('orders').selectAll().where('game_id', '=', '').where('reference_id', '=', ''));
+    const sample = Object.fromEntries(ORDER_COLUMNS.map((c) => [c, null])) as unknown as OrderRow;
+    this.insertRow = prepare(db, (d) => d.insertInto('orders').values(sample));
+  }
 
   /** A transaction that has committed when the promise settles (group commit on SQLite). */
   transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
     return this.tx(fn);
   }
 
-  findByReference(q: Q, gameId: string, referenceId: string): Promise<OrderRow | undefined> {
-    return q.selectFrom('orders').selectAll().where('game_id', '=', gameId).where('reference_id', '=', referenceId).executeTakeFirst();
+  async findByReference(q: Q, gameId: string, referenceId: string): Promise<OrderRow | undefined> {
+    return (await this.byReference(q, [gameId, referenceId])).rows[0] as OrderRow | undefined;
   }
 
   findById(q: Q, orderId: string): Promise<OrderRow | undefined> {
@@ -26,7 +42,7 @@ export class OrderStore {
   }
 
   async insert(q: Q, row: OrderRow): Promise<void> {
-    await q.insertInto('orders').values(row).execute();
+    await this.insertRow(q, ORDER_COLUMNS.map((c) => row[c]));
   }
 }
 

@@ -1,16 +1,27 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { TransactionRunner } from '../db/group-commit.js';
 import type { DB, NppaEventsTable, SessionsTable } from '../db/schema.js';
+import { prepare } from '../db/prepared.js';
 
 export type SessionRow = Selectable<SessionsTable>;
 export type BehaviourEventRow = Selectable<NppaEventsTable>;
 type Q = Kysely<DB> | Transaction<DB>;
 
+const SESSION_COLUMNS = ['game_id', 'session_id', 'combo_id', 'entered_at', 'left_at', 'close_reason', 'created_at'] as const satisfies readonly (keyof SessionRow)[];
+
 export class SessionStore {
+  // enter-game runs this on every request: compiled once (see db/prepared.ts).
+  private readonly insertNew;
+
   constructor(
     readonly db: Kysely<DB>,
     private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
-  ) {}
+  ) {
+    const sample = Object.fromEntries(SESSION_COLUMNS.map((c) => [c, null])) as unknown as SessionRow;
+    this.insertNew = prepare(db, (d) =>
+      d.insertInto('sessions').values(sample).onConflict((oc) => oc.columns(['game_id', 'session_id']).doNothing()),
+    );
+  }
 
   /** A transaction that has committed when the promise settles (group commit on SQLite). */
   transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
@@ -27,12 +38,8 @@ export class SessionStore {
 
   /** One statement: inserts unless the session exists; true when this call created it. */
   async insertIfAbsent(q: Q, row: SessionRow): Promise<boolean> {
-    const r = await q
-      .insertInto('sessions')
-      .values(row)
-      .onConflict((oc) => oc.columns(['game_id', 'session_id']).doNothing())
-      .executeTakeFirst();
-    return Number(r.numInsertedOrUpdatedRows ?? 0n) > 0;
+    const r = await this.insertNew(q, SESSION_COLUMNS.map((c) => row[c]));
+    return Number(r.numAffectedRows ?? 0n) > 0;
   }
 
   /** Guarded close: only an open session is closed, so a concurrent leave closes it once. */

@@ -25,9 +25,10 @@ export function parseTimestamp(ts: string): number | null {
   const m = TS_RE.exec(ts);
   if (!m) return null;
   const [y, mo, d, h, mi, s] = m.slice(1).map(Number) as [number, number, number, number, number, number];
-  const ms = Date.UTC(y, mo - 1, d, h, mi, s);
-  // Reject values Date.UTC silently rolls over (month 13, second 61, ...).
-  return formatTimestamp(ms) === ts ? ms : null;
+  // Reject values Date.UTC would silently roll over (month 13, day 31 of a short month, ...).
+  if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || s > 59) return null;
+  if (d > new Date(Date.UTC(y, mo, 0)).getUTCDate()) return null;
+  return Date.UTC(y, mo - 1, d, h, mi, s);
 }
 
 export function sha256Hex(body: Uint8Array | string): string {

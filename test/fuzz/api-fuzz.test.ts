@@ -14,17 +14,20 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authorizationHeader, formatTimestamp } from '../../src/signing/signer.js';
 import { ADMIN_TOKEN, createGame, orderBody, startService, type TestGame, type TestService } from '../helpers/service.js';
+import { createPartner, type TestPartner } from '../helpers/partners.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 2000);
 
 let t: TestService;
 let game: TestGame;
+let partner: TestPartner;
 let agent: http.Agent;
 let port: number;
 
 beforeAll(async () => {
   t = await startService();
   game = await createGame(t);
+  partner = await createPartner(t, [game.gameId]);
   port = Number(new URL(t.url).port);
   agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
 });
@@ -33,7 +36,7 @@ afterAll(async () => {
   await t?.stop();
 });
 
-type Auth = 'game' | 'admin' | 'none';
+type Auth = 'game' | 'partner' | 'admin' | 'none';
 interface Endpoint {
   method: string;
   path: () => string;
@@ -52,6 +55,12 @@ const endpoints = (): Endpoint[] => [
   { method: 'PATCH', path: () => `/admin/v1/games/${game.gameId}`, auth: 'admin', body: () => ({ name: 'fuzzed' }) },
   { method: 'PUT', path: () => `/admin/v1/games/${game.gameId}/products/p${randomBytes(3).toString('hex')}`, auth: 'admin', body: () => ({ name: 'x', price: 100, currency: 'CNY' }) },
   { method: 'GET', path: () => `/admin/v1/games/${game.gameId}/products`, auth: 'admin' },
+  { method: 'POST', path: () => '/v1/server/bind-partner-user', auth: 'game', body: () => ({ partner_id: partner.partnerId, partner_user_id: `u${randomBytes(3).toString('hex')}`, combo_id: 'fz', role_id: 'r1' }) },
+  { method: 'POST', path: () => '/v1/server/unbind-partner-user', auth: 'game', body: () => ({ partner_id: partner.partnerId, partner_user_id: 'u1' }) },
+  { method: 'GET', path: () => `/v1/query-binding?game_id=${game.gameId}&partner_user_id=u1`, auth: 'partner' },
+  { method: 'POST', path: () => '/admin/v1/partners', auth: 'admin', body: () => ({ partner_id: `fp${randomBytes(4).toString('hex')}`, name: 'fuzz', games: [game.gameId] }) },
+  { method: 'PATCH', path: () => `/admin/v1/partners/${partner.partnerId}`, auth: 'admin', body: () => ({ rate_limit_per_second: 100 }) },
+  { method: 'GET', path: () => '/admin/v1/bindings', auth: 'admin' },
   { method: 'GET', path: () => '/healthz', auth: 'none' },
   { method: 'GET', path: () => '/readyz', auth: 'none' },
   { method: 'GET', path: () => '/v1/nothing-here', auth: 'none' },
@@ -110,7 +119,9 @@ async function stateFingerprint(): Promise<string> {
     select (select count(*) from orders) || ':' || (select count(*) from sessions) || ':' ||
            (select count(*) from games) || ':' || (select count(*) from products) || ':' ||
            (select count(*) from game_keys) || ':' || (select count(*) from nppa_events) || ':' ||
-           (select count(*) from audit_log) || ':' || (select coalesce(max(updated_at), 0) from games) as f`.execute(t.service.database.db);
+           (select count(*) from audit_log) || ':' || (select coalesce(max(updated_at), 0) from games) || ':' ||
+           (select count(*) from partners) || ':' || (select count(*) from bindings) || ':' ||
+           (select coalesce(max(bound_at), 0) from bindings) || ':' || (select coalesce(max(updated_at), 0) from partners) as f`.execute(t.service.database.db);
   return String(r.rows[0]!.f);
 }
 
@@ -153,6 +164,7 @@ describe('API fuzzing', () => {
           case 'valid':
             if (ep.auth === 'admin') headers.authorization = `Bearer ${ADMIN_TOKEN}`;
             if (ep.auth === 'game') headers.authorization = authorizationHeader({ kind: 'game', id: game.gameId }, game.secret, method, path, raw, now);
+            if (ep.auth === 'partner') headers.authorization = authorizationHeader({ kind: 'partner', id: partner.partnerId }, partner.secret, method, path, raw, now);
             break;
           case 'wrong-key':
             headers.authorization = authorizationHeader({ kind: 'game', id: game.gameId }, 'sk_wrong_key_for_fuzzing', method, path, raw, now);

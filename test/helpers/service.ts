@@ -20,7 +20,9 @@ export interface TestService {
 }
 
 /** A real service on a random port over a fresh database of the suite's kind. */
-export async function startService(opts: { env?: Record<string, string>; clock?: Clock; db?: TestDatabase } = {}): Promise<TestService> {
+export async function startService(
+  opts: { env?: Record<string, string>; clock?: Clock; db?: TestDatabase; secretsKey?: Buffer } = {},
+): Promise<TestService> {
   const db = opts.db ?? (await createTestDatabase());
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'combo-data-'));
   const config = loadConfig({
@@ -36,7 +38,8 @@ export async function startService(opts: { env?: Record<string, string>; clock?:
   const service = await createService({
     config,
     logger: createLogger(config.logLevel),
-    secretsKey: randomBytes(32),
+    // Instances sharing a database (db given) must share the key that seals secrets at rest.
+    secretsKey: opts.secretsKey ?? randomBytes(32),
     clock: opts.clock,
   });
   const url = await service.listen();

@@ -108,7 +108,7 @@ describe('timestamps', () => {
     expect(checkTimestamp('20261122T093000Z', t + 301_000)).not.toBeNull();
     expect(checkTimestamp('20261122T093000Z', t - 301_000)).not.toBeNull();
   });
-  it.each(['2026-11-22T09:30:00Z', '20261322T093000Z', '20261122T096000Z', '20261122T093000', '20261122t093000z', ''])('rejects %s', (ts) => {
+  it.each(['2026-11-22T09:30:00Z', '20260230T000000Z', '20261131T000000Z', '20261122T240000Z', '20261322T093000Z', '20261122T096000Z', '20261122T093000', '20261122t093000z', ''])('rejects %s', (ts) => {
     expect(parseTimestamp(ts)).toBeNull();
   });
   it('accepts either of two rotation keys', () => {

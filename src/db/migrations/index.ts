@@ -1,5 +1,6 @@
 import type { Migration } from 'kysely';
 import * as m0001 from './0001_initial.js';
+import * as m0002n from './0002_notifications_window.js';
 
 /**
  * Versioned migrations, applied in name order, forward only. Add a new file
@@ -7,4 +8,5 @@ import * as m0001 from './0001_initial.js';
  */
 export const migrations: Record<string, Migration> = {
   '0001_initial': m0001,
+  '0002_notifications_window': m0002n,
 };

@@ -1,0 +1,193 @@
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Clock } from '../lib/clock.js';
+import { prefixedId, type IdGenerator } from '../lib/ids.js';
+import type { OutboundClient } from '../lib/outbound.js';
+import { nextAttemptAt } from './backoff.js';
+import { sendNotification, type SendResult } from './sender.js';
+import type { AttemptOutcome, NotificationRow, NotificationStore } from './store.js';
+
+export interface DispatcherSettings {
+  timeoutMs: number;
+  maxAgeMs: number;
+  concurrency: number;
+  perHostConcurrency: number;
+  pollIntervalMs: number;
+  retryBaseMs: number;
+}
+
+/** Where the dispatcher gets a game's current signing key (GameService.snapshot fits). */
+export interface SigningKeys {
+  snapshot(gameId: string): Promise<{ secrets: string[] } | null>;
+}
+
+export interface DispatcherDeps {
+  store: NotificationStore;
+  keys: SigningKeys;
+  outbound: OutboundClient;
+  clock: Clock;
+  ids: IdGenerator;
+  logger: Logger;
+  settings: DispatcherSettings;
+  random?: () => number;
+}
+
+/** How long past the HTTP time-out a claim stays ours (covers the recording transaction). */
+const LEASE_MARGIN_MS = 60_000;
+
+/**
+ * Delivers due notifications (PROTOCOL 5). Polls every pollIntervalMs and wakes at once on
+ * kick() (called after a transaction that wrote notifications commits). Several processes may
+ * run one each over one database: rows are claimed with a lease, so each attempt is made by
+ * one dispatcher, and a crashed dispatcher's rows are retried when the lease runs out.
+ * Concurrency is capped in total and per notify_url host (per process).
+ */
+export class NotificationDispatcher {
+  private readonly name = `dsp_${randomBytes(6).toString('hex')}`;
+  private claims = 0;
+  private running = false;
+  private timer: NodeJS.Timeout | null = null;
+  private ticking: Promise<void> | null = null;
+  private again = false;
+  private readonly inflight = new Set<Promise<void>>();
+  private readonly perHost = new Map<string, number>();
+
+  constructor(private readonly d: DispatcherDeps) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.schedule(0);
+  }
+
+  /** Look for due notifications now (new ones were written, or a slot freed up). */
+  kick(): void {
+    if (!this.running) return;
+    if (this.ticking) this.again = true;
+    else this.schedule(0);
+  }
+
+  /** Stops claiming and waits for attempts in flight (each ends within timeoutMs). */
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.ticking;
+    await Promise.allSettled([...this.inflight]);
+  }
+
+  private schedule(ms: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.ticking = this.tick().finally(() => {
+        this.ticking = null;
+        if (this.running) this.schedule(this.again ? 0 : this.d.settings.pollIntervalMs);
+        this.again = false;
+      });
+    }, ms);
+  }
+
+  private async tick(): Promise<void> {
+    const { store, clock, settings, logger } = this.d;
+    const free = settings.concurrency - this.inflight.size;
+    if (free <= 0) return;
+    const now = clock.now();
+    const token = `${this.name}:${++this.claims}`;
+    let claimed: NotificationRow[];
+    try {
+      claimed = await store.claimDue(now, free, now + settings.timeoutMs + LEASE_MARGIN_MS, token);
+    } catch (e) {
+      logger.warn({ err: e }, 'notification claim failed; retrying at the next poll');
+      return;
+    }
+    // A full batch means more may be due: look again as soon as this round is launched.
+    if (claimed.length === free) this.again = true;
+    for (const n of claimed) await this.launch(n, token);
+  }
+
+  private async launch(n: NotificationRow, token: string): Promise<void> {
+    const host = hostOf(n.notify_url);
+    const busy = this.perHost.get(host) ?? 0;
+    if (busy >= this.d.settings.perHostConcurrency || !this.running) {
+      // Give the row back a little later rather than queueing it here, so one slow host's
+      // backlog cannot hold claims that other hosts' notifications are waiting for.
+      const later = this.d.clock.now() + Math.round(this.d.settings.pollIntervalMs * (0.5 + this.random()));
+      await this.d.store.defer(n.notification_id, token, later).catch((e) => this.d.logger.warn({ err: e }, 'notification defer failed'));
+      return;
+    }
+    this.perHost.set(host, busy + 1);
+    const p: Promise<void> = this.attempt(n, token)
+      .catch((e) => this.d.logger.error({ err: e, notification_id: n.notification_id }, 'notification attempt could not be recorded'))
+      .finally(() => {
+        this.inflight.delete(p);
+        const left = (this.perHost.get(host) ?? 1) - 1;
+        if (left > 0) this.perHost.set(host, left);
+        else this.perHost.delete(host);
+        this.kick();
+      });
+    this.inflight.add(p);
+  }
+
+  /** One attempt: send, then record the attempt and the new state in one transaction. */
+  private async attempt(n: NotificationRow, token: string): Promise<void> {
+    const { keys, outbound, clock, ids, store, settings, logger } = this.d;
+    const at = clock.now();
+    let secret: string | undefined;
+    let keyProblem = 'the game has no signing key';
+    try {
+      secret = (await keys.snapshot(n.game_id))?.secrets[0];
+    } catch (e) {
+      // Recorded as a failed attempt (and retried) rather than holding the lease silently.
+      logger.error({ err: e, game_id: n.game_id }, 'signing key unavailable for a notification');
+      keyProblem = 'the game signing key could not be loaded';
+    }
+    const result: SendResult = secret
+      ? await sendNotification(outbound, { gameId: n.game_id, notifyUrl: n.notify_url, body: n.body }, secret, clock.now(), settings.timeoutMs)
+      : { statusCode: null, error: keyProblem, snippet: null, latencyMs: 0 };
+    const now = clock.now();
+    const outcome = this.outcomeOf(n, result, now);
+    const applied = await store.recordAttempt(
+      { notificationId: n.notification_id, token, now },
+      {
+        attempt_id: prefixedId('nta', ids),
+        notification_id: n.notification_id,
+        at,
+        status_code: result.statusCode,
+        latency_ms: result.latencyMs,
+        error: result.error,
+        response_snippet: result.snippet,
+      },
+      outcome,
+      outcome.status === 'succeeded' && n.type === 'ship_order'
+        ? { orderId: n.order_id, eventId: prefixedId('oev', ids), notificationId: n.notification_id }
+        : null,
+    );
+    if (!applied) logger.warn({ notification_id: n.notification_id }, 'notification lease was lost before the attempt was recorded');
+    else if (outcome.status === 'failed') logger.warn({ notification_id: n.notification_id, game_id: n.game_id }, 'notification failed: retry window exhausted');
+  }
+
+  /** 2xx: succeeded; 410: gone (no more retries); else retry per the schedule, or failed. */
+  private outcomeOf(n: NotificationRow, r: SendResult, now: number): AttemptOutcome {
+    const attempts = n.attempts + 1;
+    const code = r.statusCode;
+    if (code !== null && code >= 200 && code < 300) {
+      return { status: 'succeeded', attempts, next_attempt_at: n.next_attempt_at, last_error: null, delivered_at: now };
+    }
+    if (code === 410) return { status: 'gone', attempts, next_attempt_at: n.next_attempt_at, last_error: r.error, delivered_at: null };
+    const { maxAgeMs, retryBaseMs } = this.d.settings;
+    const next = nextAttemptAt(attempts, now, { startedAt: n.window_started_at ?? n.created_at, maxAgeMs, baseMs: retryBaseMs }, this.random);
+    if (next === null) return { status: 'failed', attempts, next_attempt_at: n.next_attempt_at, last_error: r.error, delivered_at: null };
+    return { status: 'pending', attempts, next_attempt_at: next, last_error: r.error, delivered_at: null };
+  }
+
+  private readonly random = (): number => (this.d.random ?? Math.random)();
+}
+
+function hostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return '';
+  }
+}

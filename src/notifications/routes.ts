@@ -1,0 +1,50 @@
+import type { FastifyInstance } from 'fastify';
+import { Type, type Static } from 'typebox';
+import { actorOf } from '../admin/actor.js';
+import { responses } from '../http/errors-schema.js';
+import {
+  GameParams,
+  ListNotificationsQuery,
+  NotificationDetail,
+  NotificationPage,
+  NotificationParams,
+  RedeliverCount,
+  RedeliverSinceBody,
+} from './schemas.js';
+import type { NotificationService } from './service.js';
+
+const ADMIN_ERRORS = [400, 401, 404, 405, 409, 413, 415];
+const admin = { auth: 'admin' as const };
+
+/** Operator API for delivery notifications (PROTOCOL 11). */
+export function registerNotificationRoutes(app: FastifyInstance, notifications: NotificationService): void {
+  app.get('/admin/v1/notifications', {
+    config: admin,
+    schema: { tags: ['admin'], querystring: ListNotificationsQuery, response: responses({ 200: NotificationPage }, ADMIN_ERRORS) },
+    handler: async (req) => notifications.list(req.query as ListNotificationsQuery),
+  });
+
+  app.get('/admin/v1/notifications/:notification_id', {
+    config: admin,
+    schema: { tags: ['admin'], params: NotificationParams, response: responses({ 200: NotificationDetail }, ADMIN_ERRORS) },
+    handler: async (req) => notifications.get((req.params as Static<typeof NotificationParams>).notification_id),
+  });
+
+  app.post('/admin/v1/notifications/:notification_id/redeliver', {
+    config: admin,
+    schema: {
+      tags: ['admin'],
+      params: NotificationParams,
+      body: Type.Object({}),
+      response: responses({ 200: NotificationDetail }, ADMIN_ERRORS),
+    },
+    handler: async (req) => notifications.redeliver((req.params as Static<typeof NotificationParams>).notification_id, actorOf(req)),
+  });
+
+  app.post('/admin/v1/games/:game_id/notifications/redeliver', {
+    config: admin,
+    schema: { tags: ['admin'], params: GameParams, body: RedeliverSinceBody, response: responses({ 200: RedeliverCount }, ADMIN_ERRORS) },
+    handler: async (req) =>
+      notifications.redeliverSince((req.params as Static<typeof GameParams>).game_id, (req.body as RedeliverSinceBody).since, actorOf(req)),
+  });
+}

@@ -1,0 +1,116 @@
+import { recordAudit } from '../admin/audit.js';
+import type { NotificationStatus } from '../db/schema.js';
+import { Errors } from '../errors.js';
+import type { Clock } from '../lib/clock.js';
+import type { IdGenerator } from '../lib/ids.js';
+import { decodeCursor, encodeCursor } from '../lib/page-cursor.js';
+import type { ListNotificationsQuery, Notification, NotificationAttempt, NotificationDetail, NotificationPage } from './schemas.js';
+import type { AttemptRow, NotificationRow, NotificationStore } from './store.js';
+
+export interface NotificationServiceDeps {
+  store: NotificationStore;
+  clock: Clock;
+  ids: IdGenerator;
+  /** Wakes the dispatcher after a redelivery committed. */
+  onRedeliver: () => void;
+}
+
+/** What an operator may redeliver one by one: anything no longer pending. */
+const FINISHED: NotificationStatus[] = ['succeeded', 'failed', 'gone'];
+/** What "redeliver all of a game since" picks up: the ones that never got through. */
+const UNDELIVERED: NotificationStatus[] = ['failed', 'gone'];
+
+const ID_RE = /^ntf_[0-9a-z]{13}[0-9A-Za-z]{4}$/;
+
+/** Operator view of delivery notifications and redelivery (PROTOCOL 5, 11). */
+export class NotificationService {
+  constructor(private readonly d: NotificationServiceDeps) {}
+
+  /** Newest first; the cursor is opaque to clients (the last id of the page, encoded). */
+  async list(q: ListNotificationsQuery): Promise<NotificationPage> {
+    const limit = q.limit ?? 50;
+    const beforeId = q.cursor === undefined ? undefined : decodeCursor<string>(q.cursor, (v) => typeof v === 'string' && ID_RE.test(v));
+    const rows = await this.d.store.list({ status: q.status, gameId: q.game_id, beforeId, limit: limit + 1 });
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return { data: page.map(toNotification), next_cursor: rows.length > limit && last ? encodeCursor(last.notification_id) : null };
+  }
+
+  async get(notificationId: string): Promise<NotificationDetail> {
+    const { store } = this.d;
+    const row = await store.find(store.db, notificationId);
+    if (!row) throw Errors.notFound(`notification ${notificationId} not found`);
+    const attempts = await store.attemptsOf(store.db, [notificationId]);
+    return { ...toNotification(row), body: row.body, attempts: attempts.map(toAttempt) };
+  }
+
+  /** Notifications of an order with their attempts (for the order's admin view). */
+  async ofOrder(orderId: string): Promise<NotificationDetail[]> {
+    const { store } = this.d;
+    const rows = await store.ofOrder(store.db, orderId);
+    const attempts = await store.attemptsOf(store.db, rows.map((r) => r.notification_id));
+    return rows.map((r) => ({
+      ...toNotification(r),
+      body: r.body,
+      attempts: attempts.filter((a) => a.notification_id === r.notification_id).map(toAttempt),
+    }));
+  }
+
+  /** Pending and due now, with a fresh retry window. 409 while it is still pending. */
+  async redeliver(notificationId: string, actor: string): Promise<NotificationDetail> {
+    const { store, clock, ids } = this.d;
+    const now = clock.now();
+    await store.transaction(async (trx) => {
+      const row = await store.find(trx, notificationId);
+      if (!row) throw Errors.notFound(`notification ${notificationId} not found`);
+      const changed = await store.redeliver(trx, { notificationId, statuses: FINISHED }, now);
+      if (changed === 0) throw Errors.invalidState(`notification ${notificationId} is pending: it is already being delivered`);
+      await recordAudit(trx, ids, now, { actor, action: 'notification.redeliver', target: notificationId, detail: { previous_status: row.status } });
+    });
+    this.d.onRedeliver();
+    return this.get(notificationId);
+  }
+
+  /** Redelivers every failed or gone notification of a game created at or after `since`. */
+  async redeliverSince(gameId: string, since: number, actor: string): Promise<{ count: number }> {
+    const { store, clock, ids } = this.d;
+    const now = clock.now();
+    const count = await store.transaction(async (trx) => {
+      if (!(await store.gameExists(trx, gameId))) throw Errors.notFound(`game ${gameId} not found`);
+      const n = await store.redeliver(trx, { gameId, createdSince: since, statuses: UNDELIVERED }, now);
+      await recordAudit(trx, ids, now, { actor, action: 'notification.redeliver_all', target: gameId, detail: { since, count: n } });
+      return n;
+    });
+    if (count > 0) this.d.onRedeliver();
+    return { count };
+  }
+}
+
+export function toNotification(r: NotificationRow): Notification {
+  return {
+    notification_id: r.notification_id,
+    order_id: r.order_id,
+    game_id: r.game_id,
+    notification_type: r.type,
+    notify_url: r.notify_url,
+    status: r.status,
+    attempt_count: r.attempts,
+    next_attempt_at: r.status === 'pending' ? r.next_attempt_at : null,
+    last_error: r.last_error,
+    window_started_at: r.window_started_at ?? r.created_at,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    delivered_at: r.delivered_at,
+  };
+}
+
+function toAttempt(a: AttemptRow): NotificationAttempt {
+  return {
+    attempt_id: a.attempt_id,
+    at: a.at,
+    status_code: a.status_code,
+    latency_ms: a.latency_ms,
+    error: a.error,
+    response_snippet: a.response_snippet,
+  };
+}

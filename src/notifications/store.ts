@@ -1,0 +1,229 @@
+import { type Kysely, type Selectable, type Transaction } from 'kysely';
+import type { TransactionRunner } from '../db/group-commit.js';
+import type { Dialect } from '../db/index.js';
+import type { DB, NotificationAttemptsTable, NotificationsTable, NotificationStatus } from '../db/schema.js';
+
+export type NotificationRow = Selectable<NotificationsTable>;
+export type AttemptRow = Selectable<NotificationAttemptsTable>;
+type Q = Kysely<DB> | Transaction<DB>;
+
+/** The notification's state after an attempt (the lock is always released with it). */
+export interface AttemptOutcome {
+  status: NotificationStatus;
+  attempts: number;
+  next_attempt_at: number;
+  last_error: string | null;
+  delivered_at: number | null;
+}
+
+/** Order `paid` -> `delivered` once its ship_order was acknowledged (PROTOCOL 6). */
+export interface OrderDelivery {
+  orderId: string;
+  eventId: string;
+  notificationId: string;
+}
+
+export interface ListFilter {
+  status?: NotificationStatus;
+  gameId?: string;
+  /** Only ids older than this one (cursor paging, newest first). */
+  beforeId?: string;
+  limit: number;
+}
+
+/** Queries for notifications and their attempts. */
+export class NotificationStore {
+  constructor(
+    readonly db: Kysely<DB>,
+    private readonly dialect: Dialect,
+    private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
+  ) {}
+
+  /** A transaction that has committed when the promise settles (group commit on SQLite). */
+  transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+    return this.tx(fn);
+  }
+
+  /**
+   * Claims up to `limit` due notifications for one delivery attempt: one guarded UPDATE sets
+   * the lease (locked_until/locked_by), so two dispatchers (processes) never claim the same
+   * row; on PostgreSQL the candidate rows are also picked with FOR UPDATE SKIP LOCKED so
+   * concurrent claimers do not queue behind each other. A lease that runs out (the claimer
+   * crashed) makes the row claimable again. A refund waits while its order's ship_order is
+   * still pending (PROTOCOL 5).
+   */
+  async claimDue(now: number, limit: number, lockedUntil: number, token: string): Promise<NotificationRow[]> {
+    if (this.dialect === 'sqlite') {
+      // SQLite runs one writer at a time and evaluates the IN list once: one statement.
+      return this.lease(this.db, this.dueIds(this.db, now, limit), now, lockedUntil, token);
+    }
+    // PostgreSQL: pick and lock the ids first. (Inside one UPDATE ... IN (SELECT ... LIMIT n
+    // SKIP LOCKED) the planner may rescan the subquery and lease more than n rows.)
+    return this.transaction(async (trx) => {
+      const ids = (await this.dueIds(trx, now, limit).forUpdate('n').skipLocked().execute()).map((r) => r.notification_id);
+      return ids.length ? this.lease(trx, ids, now, lockedUntil, token) : [];
+    });
+  }
+
+  /** Due notifications, oldest due first; a refund waits while its ship_order is pending. */
+  private dueIds(q: Q, now: number, limit: number) {
+    return q
+      .selectFrom('notifications as n')
+      .select('n.notification_id')
+      .where('n.status', '=', 'pending')
+      .where('n.next_attempt_at', '<=', now)
+      .where('n.locked_until', '<', now)
+      .where((eb) =>
+        eb.or([
+          eb('n.type', '=', 'ship_order'),
+          eb.not(
+            eb.exists(
+              eb
+                .selectFrom('notifications as s')
+                .select('s.notification_id')
+                .whereRef('s.order_id', '=', 'n.order_id')
+                .where('s.type', '=', 'ship_order')
+                .where('s.status', '=', 'pending'),
+            ),
+          ),
+        ]),
+      )
+      .orderBy('n.next_attempt_at')
+      .limit(limit);
+  }
+
+  /** The guarded lease: only rows still pending, due and unlocked are taken. */
+  private lease(
+    q: Q,
+    ids: string[] | ReturnType<NotificationStore['dueIds']>,
+    now: number,
+    lockedUntil: number,
+    token: string,
+  ): Promise<NotificationRow[]> {
+    return q
+      .updateTable('notifications')
+      .set({ locked_until: lockedUntil, locked_by: token })
+      .where('notification_id', 'in', ids)
+      .where('status', '=', 'pending')
+      .where('next_attempt_at', '<=', now)
+      .where('locked_until', '<', now)
+      .returningAll()
+      .execute();
+  }
+
+  /** Gives a claimed row back, due again at `dueAt` (no attempt made: its host was busy). */
+  async defer(notificationId: string, token: string, dueAt: number): Promise<void> {
+    await this.db
+      .updateTable('notifications')
+      .set({ locked_until: 0, locked_by: null, next_attempt_at: dueAt })
+      .where('notification_id', '=', notificationId)
+      .where('locked_by', '=', token)
+      .where('status', '=', 'pending')
+      .execute();
+  }
+
+  /**
+   * Records an attempt and the notification's new state in one transaction, and for an
+   * acknowledged ship_order moves the order to `delivered` in the same transaction. The state
+   * update is guarded by the lease: a dispatcher whose lease was taken over (it stalled past
+   * locked_until) still records its attempt but changes nothing else. Returns whether the
+   * state was applied.
+   */
+  recordAttempt(
+    n: { notificationId: string; token: string; now: number },
+    attempt: AttemptRow,
+    outcome: AttemptOutcome,
+    delivery: OrderDelivery | null,
+  ): Promise<boolean> {
+    return this.transaction(async (trx) => {
+      await trx.insertInto('notification_attempts').values(attempt).execute();
+      const r = await trx
+        .updateTable('notifications')
+        .set({ ...outcome, locked_until: 0, locked_by: null, updated_at: n.now })
+        .where('notification_id', '=', n.notificationId)
+        .where('locked_by', '=', n.token)
+        .where('status', '=', 'pending')
+        .executeTakeFirst();
+      if (Number(r.numUpdatedRows) !== 1) return false;
+      if (delivery) await markDelivered(trx, delivery, n.now);
+      return true;
+    });
+  }
+
+  find(q: Q, notificationId: string): Promise<NotificationRow | undefined> {
+    return q.selectFrom('notifications').selectAll().where('notification_id', '=', notificationId).executeTakeFirst();
+  }
+
+  list(f: ListFilter): Promise<NotificationRow[]> {
+    let q = this.db.selectFrom('notifications').selectAll();
+    if (f.gameId !== undefined) q = q.where('game_id', '=', f.gameId);
+    if (f.status !== undefined) q = q.where('status', '=', f.status);
+    if (f.beforeId !== undefined) q = q.where('notification_id', '<', f.beforeId);
+    return q.orderBy('notification_id', 'desc').limit(f.limit).execute();
+  }
+
+  /** Attempts of some notifications, oldest first. */
+  attemptsOf(q: Q, notificationIds: string[]): Promise<AttemptRow[]> {
+    if (notificationIds.length === 0) return Promise.resolve([]);
+    return q
+      .selectFrom('notification_attempts')
+      .selectAll()
+      .where('notification_id', 'in', notificationIds)
+      .orderBy('at')
+      .orderBy('attempt_id')
+      .execute();
+  }
+
+  /** Notifications of one order, oldest first (for the order's admin view). */
+  ofOrder(q: Q, orderId: string): Promise<NotificationRow[]> {
+    return q.selectFrom('notifications').selectAll().where('order_id', '=', orderId).orderBy('created_at').orderBy('notification_id').execute();
+  }
+
+  async gameExists(q: Q, gameId: string): Promise<boolean> {
+    return (await q.selectFrom('games').select('game_id').where('game_id', '=', gameId).executeTakeFirst()) !== undefined;
+  }
+
+  /**
+   * Makes notifications pending and due now with a fresh retry window, guarded by their
+   * current status (a pending one is left alone). Returns how many changed.
+   */
+  async redeliver(
+    q: Q,
+    where: { notificationId?: string; gameId?: string; createdSince?: number; statuses: NotificationStatus[] },
+    now: number,
+  ): Promise<number> {
+    let u = q
+      .updateTable('notifications')
+      .set({
+        status: 'pending',
+        attempts: 0,
+        next_attempt_at: now,
+        window_started_at: now,
+        locked_until: 0,
+        locked_by: null,
+        delivered_at: null,
+        updated_at: now,
+      })
+      .where('status', 'in', where.statuses);
+    if (where.notificationId !== undefined) u = u.where('notification_id', '=', where.notificationId);
+    if (where.gameId !== undefined) u = u.where('game_id', '=', where.gameId);
+    if (where.createdSince !== undefined) u = u.where('created_at', '>=', where.createdSince);
+    const r = await u.executeTakeFirst();
+    return Number(r.numUpdatedRows);
+  }
+}
+
+/** Guarded `paid` -> `delivered`: a refunded (or already delivered) order is left alone. */
+async function markDelivered(trx: Transaction<DB>, d: OrderDelivery, now: number): Promise<void> {
+  const r = await trx
+    .updateTable('orders')
+    .set({ status: 'delivered', delivered_at: now, updated_at: now })
+    .where('order_id', '=', d.orderId)
+    .where('status', '=', 'paid')
+    .executeTakeFirst();
+  if (Number(r.numUpdatedRows) !== 1) return;
+  await trx
+    .insertInto('order_events')
+    .values({ event_id: d.eventId, order_id: d.orderId, from_status: 'paid', to_status: 'delivered', at: now, detail: JSON.stringify({ notification_id: d.notificationId }) })
+    .execute();
+}

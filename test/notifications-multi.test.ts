@@ -1,0 +1,108 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Receiver, until } from './helpers/receiver.js';
+import { attemptRows, notificationRow, paidOrder } from './helpers/paid-orders.js';
+import { createGame, startService, type TestGame, type TestService } from './helpers/service.js';
+
+const keys = new Map<string, string[]>();
+let receiver: Receiver;
+beforeAll(async () => {
+  receiver = await new Receiver({ keys, now: () => Date.now() }).start();
+});
+afterAll(async () => receiver?.close());
+
+async function game(t: TestService): Promise<TestGame> {
+  const g = await createGame(t);
+  keys.set(g.gameId, [g.secret]);
+  return g;
+}
+
+const allSettled = (t: TestService, ids: string[]) =>
+  until(
+    `${ids.length} notifications to succeed`,
+    async () => {
+      for (const id of ids) if ((await notificationRow(t, id)).status !== 'succeeded') return false;
+      return true;
+    },
+    30_000,
+  );
+
+describe('two service instances on one database', () => {
+  let a: TestService;
+  let b: TestService;
+  beforeAll(async () => {
+    const env = { NOTIFY_POLL_INTERVAL_MS: '20', NOTIFY_CONCURRENCY: '8' };
+    const secretsKey = randomBytes(32);
+    a = await startService({ env, secretsKey });
+    b = await startService({ env, secretsKey, db: a.db });
+  });
+  afterAll(async () => {
+    await b?.stop();
+    await a?.stop();
+  });
+
+  it('never deliver one notification twice when all succeed', async () => {
+    const g = await game(a);
+    const path = '/multi';
+    receiver.script(path, () => ({ kind: 'status', status: 200, body: 'ok', delayMs: 5 }));
+    const ids: string[] = [];
+    for (let i = 0; i < 60; i++) {
+      const { notificationId } = await paidOrder(i % 2 ? a : b, g, receiver.url + path);
+      ids.push(notificationId);
+      a.service.dispatcher.kick();
+      b.service.dispatcher.kick();
+    }
+    await allSettled(a, ids);
+    const got = receiver.on(path);
+    expect(got.every((r) => r.signatureProblem === null)).toBe(true);
+    const perId = new Map<string, number>();
+    for (const r of got) perId.set(r.body.notification_id, (perId.get(r.body.notification_id) ?? 0) + 1);
+    expect(perId.size).toBe(60);
+    expect([...perId.values()].every((n) => n === 1)).toBe(true);
+    for (const id of ids) expect((await attemptRows(a, id)).length).toBe(1);
+    const delivered = await a.service.database.db
+      .selectFrom('order_events')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .innerJoin('orders', 'orders.order_id', 'order_events.order_id')
+      .where('orders.game_id', '=', g.gameId)
+      .where('to_status', '=', 'delivered')
+      .executeTakeFirstOrThrow();
+    expect(Number(delivered.n)).toBe(60);
+  });
+});
+
+describe('concurrency caps', () => {
+  it('keeps at most NOTIFY_PER_HOST_CONCURRENCY requests open to one host', async () => {
+    const t = await startService({ env: { NOTIFY_PER_HOST_CONCURRENCY: '2', NOTIFY_POLL_INTERVAL_MS: '20' } });
+    try {
+      const g = await game(t);
+      const path = '/per-host';
+      receiver.maxInflight = 0;
+      receiver.script(path, () => ({ kind: 'status', status: 200, delayMs: 30 }));
+      const ids = [];
+      for (let i = 0; i < 10; i++) ids.push((await paidOrder(t, g, receiver.url + path)).notificationId);
+      await allSettled(t, ids);
+      expect(receiver.maxInflight).toBeGreaterThanOrEqual(1);
+      expect(receiver.maxInflight).toBeLessThanOrEqual(2);
+    } finally {
+      await t.stop();
+    }
+  });
+
+  it('keeps at most NOTIFY_CONCURRENCY requests open in total', async () => {
+    const t = await startService({ env: { NOTIFY_CONCURRENCY: '3', NOTIFY_POLL_INTERVAL_MS: '20' } });
+    try {
+      const g = await game(t);
+      const path = '/total';
+      receiver.maxInflight = 0;
+      receiver.script(path, () => ({ kind: 'status', status: 200, delayMs: 30 }));
+      const ids = [];
+      for (let i = 0; i < 12; i++) ids.push((await paidOrder(t, g, receiver.url + path)).notificationId);
+      await allSettled(t, ids);
+      expect(receiver.maxInflight).toBeGreaterThanOrEqual(1);
+      expect(receiver.maxInflight).toBeLessThanOrEqual(3);
+    } finally {
+      await t.stop();
+    }
+  });
+});

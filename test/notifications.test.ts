@@ -1,0 +1,386 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Receiver, ok, status, until } from './helpers/receiver.js';
+import { attemptRows, notificationRow, paidOrder } from './helpers/paid-orders.js';
+import { IdGenerator } from '../src/lib/ids.js';
+import { NotificationService } from '../src/notifications/service.js';
+import { NotificationStore } from '../src/notifications/store.js';
+import { admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
+
+const RETRY_BASE_MS = 40;
+const keys = new Map<string, string[]>();
+let receiver: Receiver;
+let t: TestService;
+
+beforeAll(async () => {
+  receiver = await new Receiver({ keys, now: () => Date.now() }).start();
+  t = await startService({
+    env: { NOTIFY_TIMEOUT_MS: '1500', NOTIFY_RETRY_BASE_MS: String(RETRY_BASE_MS), NOTIFY_POLL_INTERVAL_MS: '50' },
+  });
+});
+afterAll(async () => {
+  await t?.stop();
+  await receiver?.close();
+});
+
+let paths = 0;
+/** A fresh notify path per test, so scripts and receipts do not mix. */
+const newPath = () => `/notify/${++paths}`;
+
+async function game(): Promise<TestGame> {
+  const g = await createGame(t);
+  keys.set(g.gameId, [g.secret]);
+  return g;
+}
+
+const settled = (id: string) =>
+  until(`notification ${id} to settle`, async () => {
+    const r = await notificationRow(t, id);
+    return r.status !== 'pending' ? r : null;
+  });
+
+describe('delivery', () => {
+  it('POSTs the signed notification, and the order becomes delivered', async () => {
+    const g = await game();
+    const path = newPath();
+    const { order, notificationId } = await paidOrder(t, g, `${receiver.url}${path}?b=2&a=x%20y`);
+    const row = await settled(notificationId);
+    expect(row.status).toBe('succeeded');
+    expect(row.delivered_at).toBeGreaterThan(0);
+
+    const got = receiver.on(path);
+    expect(got).toHaveLength(1);
+    const rec = got[0]!;
+    expect(rec.signatureProblem).toBeNull();
+    expect(rec.url).toBe(`${path}?b=2&a=x%20y`);
+    expect(rec.headers['content-type']).toBe('application/json');
+    expect(rec.headers.authorization).toMatch(new RegExp(`^SEAYOO-HMAC-SHA256 Game=${g.gameId},Timestamp=\\d{8}T\\d{6}Z,Signature=[0-9a-f]{64}$`));
+    expect(rec.body).toEqual({
+      version: '1.0',
+      notification_id: notificationId,
+      notification_type: 'ship_order',
+      data: {
+        order_id: order.order_id,
+        reference_id: order.reference_id,
+        combo_id: order.combo_id,
+        product_id: 'gem_60',
+        quantity: 2,
+        currency: 'CNY',
+        amount: 1200,
+        context: 'ctx-1',
+        is_sandbox: true,
+      },
+    });
+
+    const db = t.service.database.db;
+    const o = await db.selectFrom('orders').selectAll().where('order_id', '=', order.order_id).executeTakeFirstOrThrow();
+    expect(o.status).toBe('delivered');
+    expect(o.delivered_at).toBe(row.delivered_at);
+    const events = await db.selectFrom('order_events').selectAll().where('order_id', '=', order.order_id).execute();
+    expect(events.map((e) => [e.from_status, e.to_status])).toEqual([['paid', 'delivered']]);
+
+    const attempts = await attemptRows(t, notificationId);
+    expect(attempts).toHaveLength(1);
+    expect(attempts[0]).toMatchObject({ status_code: 200, error: null, response_snippet: '{"ok":true}' });
+    expect(attempts[0]!.latency_ms).toBeGreaterThanOrEqual(0);
+  });
+
+  it('omits context when the order had none', async () => {
+    const g = await game();
+    const path = newPath();
+    const { notificationId } = await paidOrder(t, g, receiver.url + path, { context: null, sandbox: false });
+    expect((await settled(notificationId)).status).toBe('succeeded');
+    const data = receiver.on(path)[0]!.body.data;
+    expect('context' in data).toBe(false);
+    expect(data.is_sandbox).toBe(false);
+  });
+
+  it('signs with the newest key after a rotation', async () => {
+    const g = await game();
+    const k = await admin(t, 'POST', `/admin/v1/games/${g.gameId}/keys`, {});
+    expect(k.status).toBe(201);
+    keys.set(g.gameId, [k.body.secret_key]); // the receiver knows only the new key
+    const path = newPath();
+    const { notificationId } = await paidOrder(t, g, receiver.url + path);
+    expect((await settled(notificationId)).status).toBe('succeeded');
+    expect(receiver.on(path).map((r) => r.signatureProblem)).toEqual([null]);
+  });
+
+  it('retries after 500, time-out, connection reset, 503; then succeeds, each attempt signed afresh', async () => {
+    const g = await game();
+    const path = newPath();
+    receiver.sequence(path, status(500), { kind: 'hang' }, { kind: 'reset' }, status(503), ok());
+    const { order, notificationId } = await paidOrder(t, g, receiver.url + path);
+    const row = await settled(notificationId);
+    expect(row.status).toBe('succeeded');
+    expect(row.attempts).toBe(5);
+
+    const got = receiver.on(path);
+    expect(got).toHaveLength(5);
+    expect(got.every((r) => r.signatureProblem === null && r.body.notification_id === notificationId)).toBe(true);
+    expect(new Set(got.map((r) => r.raw)).size).toBe(1); // same body bytes every time
+
+    const attempts = await attemptRows(t, notificationId);
+    expect(attempts.map((a) => a.status_code)).toEqual([500, null, null, 503, 200]);
+    expect(attempts[0]!.error).toBe('HTTP 500');
+    expect(attempts[1]!.error).toBe('timed out after 1500 ms');
+    expect(attempts[2]!.error).toMatch(/closed|reset|socket/i);
+    expect(attempts[3]!.error).toBe('HTTP 503');
+    expect(attempts[4]!.error).toBeNull();
+    // Each retry waited at least the schedule's minimum (half the nominal delay).
+    for (let i = 1; i < attempts.length; i++) {
+      expect(attempts[i]!.at - attempts[i - 1]!.at).toBeGreaterThanOrEqual((RETRY_BASE_MS * 3 ** (i - 1)) / 2);
+    }
+    const o = await t.service.database.db.selectFrom('orders').select('status').where('order_id', '=', order.order_id).executeTakeFirstOrThrow();
+    expect(o.status).toBe('delivered');
+  });
+
+  it('stops at once on 410 (gone); the order stays paid', async () => {
+    const g = await game();
+    const path = newPath();
+    receiver.sequence(path, status(410, '{"error":"gone"}'));
+    const { order, notificationId } = await paidOrder(t, g, receiver.url + path);
+    const row = await settled(notificationId);
+    expect(row).toMatchObject({ status: 'gone', attempts: 1, last_error: 'HTTP 410', locked_by: null });
+    expect(receiver.on(path)).toHaveLength(1);
+    const o = await t.service.database.db.selectFrom('orders').select('status').where('order_id', '=', order.order_id).executeTakeFirstOrThrow();
+    expect(o.status).toBe('paid');
+  });
+
+  it('does not follow a redirect: a 302 is a failed attempt', async () => {
+    const g = await game();
+    const path = newPath();
+    receiver.sequence(path, { kind: 'redirect', location: `${receiver.url}/elsewhere` }, ok());
+    const { notificationId } = await paidOrder(t, g, receiver.url + path);
+    expect((await settled(notificationId)).status).toBe('succeeded');
+    const attempts = await attemptRows(t, notificationId);
+    expect(attempts.map((a) => [a.status_code, a.error])).toEqual([
+      [302, 'HTTP 302'],
+      [200, null],
+    ]);
+    expect(receiver.on('/elsewhere')).toHaveLength(0);
+  });
+
+  it('records the first 1 KiB of the answer body', async () => {
+    const g = await game();
+    const path = newPath();
+    receiver.sequence(path, status(500, 'e'.repeat(3000)), ok('x'.repeat(1024)), ok());
+    const { notificationId } = await paidOrder(t, g, receiver.url + path);
+    expect((await settled(notificationId)).status).toBe('succeeded');
+    const attempts = await attemptRows(t, notificationId);
+    expect(attempts.map((a) => a.response_snippet)).toEqual(['e'.repeat(1024), 'x'.repeat(1024)]);
+  });
+
+  it('delivers a refund only after the ship_order succeeded', async () => {
+    const g = await game();
+    const path = newPath();
+    receiver.script(path, (r, n) => (r.body.notification_type === 'ship_order' && n < 3 ? status(500) : ok()));
+    const { order, notificationId, refundId } = await paidOrder(t, g, receiver.url + path, { refund: true });
+    const refund = await settled(refundId!);
+    expect(refund.status).toBe('succeeded');
+    expect((await notificationRow(t, notificationId)).status).toBe('succeeded');
+    const types = receiver.on(path).map((r) => `${r.body.notification_type}:${r.answered}`);
+    expect(types).toEqual(['ship_order:500', 'ship_order:500', 'ship_order:500', 'ship_order:200', 'refund:200']);
+    const refundBody = receiver.on(path)[4]!.body;
+    expect(refundBody.data.order_id).toBe(order.order_id);
+    expect('is_sandbox' in refundBody.data).toBe(false);
+    // Refunded before the game acknowledged: the order stays refunded, never "delivered".
+    const o = await t.service.database.db.selectFrom('orders').select('status').where('order_id', '=', order.order_id).executeTakeFirstOrThrow();
+    expect(o.status).toBe('refunded');
+  });
+
+  it('delivers a refund after the ship_order was gone', async () => {
+    const g = await game();
+    const path = newPath();
+    receiver.script(path, (r) => (r.body.notification_type === 'ship_order' ? status(410) : ok()));
+    const { notificationId, refundId } = await paidOrder(t, g, receiver.url + path, { refund: true });
+    expect((await settled(refundId!)).status).toBe('succeeded');
+    expect((await notificationRow(t, notificationId)).status).toBe('gone');
+    expect(receiver.on(path).map((r) => r.body.notification_type)).toEqual(['ship_order', 'refund']);
+  });
+});
+
+describe('operator API', () => {
+  it('lists newest first with cursor paging and filters', async () => {
+    const g = await game();
+    const path = newPath();
+    const made: string[] = [];
+    for (let i = 0; i < 3; i++) made.push((await paidOrder(t, g, receiver.url + path)).notificationId);
+    for (const id of made) await settled(id);
+    const p1 = await admin(t, 'GET', `/admin/v1/notifications?game_id=${g.gameId}&limit=2`);
+    expect(p1.status).toBe(200);
+    expect(p1.body.data.map((n: any) => n.notification_id)).toEqual([made[2], made[1]]);
+    expect(typeof p1.body.next_cursor).toBe('string');
+    const p2 = await admin(t, 'GET', `/admin/v1/notifications?game_id=${g.gameId}&limit=2&cursor=${p1.body.next_cursor}`);
+    expect(p2.body.data.map((n: any) => n.notification_id)).toEqual([made[0]]);
+    expect(p2.body.next_cursor).toBeNull();
+    expect(p2.body.data[0]).toMatchObject({
+      game_id: g.gameId,
+      notification_type: 'ship_order',
+      status: 'succeeded',
+      attempt_count: 1,
+      next_attempt_at: null,
+      notify_url: receiver.url + path,
+    });
+    const none = await admin(t, 'GET', `/admin/v1/notifications?game_id=${g.gameId}&status=failed`);
+    expect(none.body).toEqual({ data: [], next_cursor: null });
+    const all = await admin(t, 'GET', `/admin/v1/notifications`);
+    expect(all.body.data.length).toBeGreaterThanOrEqual(3);
+    expect(all.body.data.length).toBeLessThanOrEqual(50);
+  });
+
+  it("gives an order's notifications with their attempts (for the order admin view)", async () => {
+    const g = await game();
+    const path = newPath();
+    receiver.script(path, (r, n) => (r.body.notification_type === 'ship_order' && n === 0 ? status(502) : ok()));
+    const { order, notificationId, refundId } = await paidOrder(t, g, receiver.url + path, { refund: true });
+    await settled(refundId!);
+    const db = t.service.database;
+    const svc = new NotificationService({
+      store: new NotificationStore(db.db, db.dialect, db.transaction),
+      clock: { now: () => Date.now() },
+      ids: new IdGenerator(),
+      onRedeliver: () => {},
+    });
+    const list = await svc.ofOrder(order.order_id);
+    expect(list.map((n) => [n.notification_id, n.notification_type, n.status, n.attempts.map((a) => a.status_code)])).toEqual([
+      [notificationId, 'ship_order', 'succeeded', [502, 200]],
+      [refundId, 'refund', 'succeeded', [200]],
+    ]);
+  });
+
+  it('validates limit, status and cursor', async () => {
+    const q = (s: string) => admin(t, 'GET', `/admin/v1/notifications?${s}`);
+    expect((await q('limit=0')).status).toBe(400);
+    expect((await q('limit=1')).status).toBe(200);
+    expect((await q('limit=200')).status).toBe(200);
+    const over = await q('limit=201');
+    expect(over.status).toBe(400);
+    expect(over.body.message).toContain('limit');
+    expect((await q('limit=abc')).status).toBe(400);
+    expect((await q('status=done')).status).toBe(400);
+    const bad = await q('cursor=bm9wZQ');
+    expect(bad.status).toBe(400);
+    expect(bad.body.message).toContain('cursor');
+    expect((await q('game_id=bad%20id')).status).toBe(400);
+    expect((await q(`game_id=${'g'.repeat(64)}`)).status).toBe(200);
+    expect((await q(`game_id=${'g'.repeat(65)}`)).status).toBe(400);
+    expect((await q(`cursor=${'A'.repeat(201)}`)).status).toBe(400);
+    expect((await admin(t, 'GET', `/admin/v1/notifications/${'n'.repeat(64)}`)).status).toBe(404);
+    expect((await admin(t, 'GET', `/admin/v1/notifications/${'n'.repeat(65)}`)).status).toBe(400);
+    const noAuth = await fetch(`${t.url}/admin/v1/notifications`);
+    expect(noAuth.status).toBe(401);
+  });
+
+  it('shows one notification with its attempts', async () => {
+    const g = await game();
+    const path = newPath();
+    receiver.sequence(path, status(500, 'boom'), ok());
+    const { notificationId } = await paidOrder(t, g, receiver.url + path);
+    await settled(notificationId);
+    const r = await admin(t, 'GET', `/admin/v1/notifications/${notificationId}`);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ notification_id: notificationId, status: 'succeeded', attempt_count: 2 });
+    expect(JSON.parse(r.body.body).notification_id).toBe(notificationId);
+    expect(r.body.attempts.map((a: any) => [a.status_code, a.error, a.response_snippet])).toEqual([
+      [500, 'HTTP 500', 'boom'],
+      [200, null, '{"ok":true}'],
+    ]);
+    expect((await admin(t, 'GET', '/admin/v1/notifications/ntf_nope')).status).toBe(404);
+  });
+
+  it('redelivers one notification (gone -> pending -> succeeded) and audits it', async () => {
+    const g = await game();
+    const path = newPath();
+    receiver.sequence(path, status(410), ok());
+    const { notificationId } = await paidOrder(t, g, receiver.url + path);
+    expect((await settled(notificationId)).status).toBe('gone');
+
+    const r = await admin(t, 'POST', `/admin/v1/notifications/${notificationId}/redeliver`, {});
+    expect(r.status).toBe(200);
+    expect(r.body.notification_id).toBe(notificationId);
+    const row = await settled(notificationId);
+    expect(row).toMatchObject({ status: 'succeeded', attempts: 1 });
+    expect(row.window_started_at).toBeGreaterThanOrEqual(row.created_at);
+    expect(receiver.on(path).map((x) => x.answered)).toEqual(['410', '200']);
+    expect((await attemptRows(t, notificationId)).map((a) => a.status_code)).toEqual([410, 200]);
+
+    const audit = await t.service.database.db.selectFrom('audit_log').selectAll().where('target', '=', notificationId).execute();
+    expect(audit.map((a) => a.action)).toEqual(['notification.redeliver']);
+    expect(JSON.parse(audit[0]!.detail!)).toEqual({ previous_status: 'gone' });
+
+    // A succeeded one may be sent again too (the receiver dedupes on notification_id).
+    const again = await admin(t, 'POST', `/admin/v1/notifications/${notificationId}/redeliver`, {});
+    expect(again.status).toBe(200);
+    await until('second redelivery', () => receiver.on(path).length === 3);
+    expect((await settled(notificationId)).status).toBe('succeeded');
+  });
+
+  it('refuses to redeliver a pending notification (409) and an unknown one (404)', async () => {
+    const g = await game();
+    const path = newPath();
+    receiver.script(path, () => status(500));
+    const { notificationId } = await paidOrder(t, g, receiver.url + path);
+    const r = await admin(t, 'POST', `/admin/v1/notifications/${notificationId}/redeliver`, {});
+    expect(r.status).toBe(409);
+    expect(r.body.error).toBe('invalid_state');
+    expect((await admin(t, 'POST', '/admin/v1/notifications/ntf_nope/redeliver', {})).status).toBe(404);
+  });
+
+  it('redelivers all failed and gone notifications of a game since a time', async () => {
+    const g = await game();
+    const other = await game();
+    const path = newPath();
+    let open = false;
+    receiver.script(path, () => (open ? ok() : status(410)));
+    const old = await paidOrder(t, g, receiver.url + path, { now: Date.now() - 60_000 });
+    const since = Date.now() - 1000;
+    const a = await paidOrder(t, g, receiver.url + path);
+    const b = await paidOrder(t, g, receiver.url + path);
+    const o = await paidOrder(t, other, receiver.url + path);
+    for (const n of [old, a, b, o]) expect((await settled(n.notificationId)).status).toBe('gone');
+
+    open = true;
+    const r = await admin(t, 'POST', `/admin/v1/games/${g.gameId}/notifications/redeliver`, { since });
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ count: 2 });
+    expect((await settled(a.notificationId)).status).toBe('succeeded');
+    expect((await settled(b.notificationId)).status).toBe('succeeded');
+    expect((await notificationRow(t, old.notificationId)).status).toBe('gone');
+    expect((await notificationRow(t, o.notificationId)).status).toBe('gone');
+    const audit = await t.service.database.db.selectFrom('audit_log').selectAll().where('target', '=', g.gameId).where('action', '=', 'notification.redeliver_all').execute();
+    expect(JSON.parse(audit[0]!.detail!)).toEqual({ since, count: 2 });
+
+    const body = (s: unknown) => admin(t, 'POST', `/admin/v1/games/${g.gameId}/notifications/redeliver`, s);
+    expect((await body({ since: -1 })).status).toBe(400);
+    expect((await body({ since: 0 })).body).toEqual({ count: 1 }); // the old one
+    expect((await settled(old.notificationId)).status).toBe('succeeded');
+    expect((await body({ since: 0 })).body).toEqual({ count: 0 });
+    expect((await body({ since: 253_402_300_799_999 })).body).toEqual({ count: 0 });
+    expect((await body({ since: 253_402_300_800_000 })).status).toBe(400);
+    expect((await body({ since: 1.5 })).status).toBe(400);
+    expect((await body({ since: '5' })).status).toBe(400);
+    expect((await body({})).status).toBe(400);
+    expect((await admin(t, 'POST', '/admin/v1/games/nope/notifications/redeliver', { since: 0 })).status).toBe(404);
+  });
+});
+
+describe('outbound safety in production', () => {
+  it('refuses a notify_url on a private address, records the refusal, and keeps retrying', async () => {
+    const p = await startService({
+      env: { NODE_ENV: 'production', ALLOW_PRIVATE_NOTIFY_URLS: '0', NOTIFY_RETRY_BASE_MS: '20', NOTIFY_POLL_INTERVAL_MS: '50' },
+    });
+    try {
+      const g = await createGame(p);
+      const path = newPath();
+      const { notificationId } = await paidOrder(p, g, receiver.url + path);
+      await until('two refused attempts', async () => (await attemptRows(p, notificationId)).length >= 2);
+      const attempts = await attemptRows(p, notificationId);
+      expect(attempts[0]).toMatchObject({ status_code: null, latency_ms: expect.any(Number) });
+      expect(attempts[0]!.error).toMatch(/^refused: .*internal address/);
+      expect((await notificationRow(p, notificationId)).status).toBe('pending');
+      expect(receiver.on(path)).toHaveLength(0);
+    } finally {
+      await p.stop();
+    }
+  });
+});
