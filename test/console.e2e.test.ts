@@ -4,7 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, admin, createGame, startService, type TestService } from './helpers/service.js';
+import { paidOrder } from './helpers/paid-orders.js';
+import { Receiver, ok, status, until } from './helpers/receiver.js';
+import { ADMIN_TOKEN, admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
 
 // The web console driven in a real headless Chromium against a real service.
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -35,6 +37,8 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
   let ctx: BrowserContext;
   let page: Page;
   let userDir: string;
+  let receiver: Receiver;
+  const keys = new Map<string, string[]>();
   const problems: string[] = [];
 
   const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `console-${name}.png`), fullPage: true });
@@ -48,7 +52,9 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
   beforeAll(async () => {
     ensureConsoleBuilt();
     mkdirSync(SHOTS, { recursive: true });
-    t = await startService();
+    receiver = await new Receiver({ keys, now: () => Date.now() }).start();
+    // A one-second retry window: a notification whose receiver keeps failing is `failed` at once.
+    t = await startService({ env: { NOTIFY_MAX_AGE_SECONDS: '1', NOTIFY_RETRY_BASE_MS: '50', NOTIFY_POLL_INTERVAL_MS: '50' } });
     userDir = mkdtempSync(path.join(os.tmpdir(), 'console-chromium-'));
     ctx = await chromium.launchPersistentContext(userDir, {
       executablePath: CHROMIUM,
@@ -68,6 +74,7 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
   afterAll(async () => {
     await ctx?.close();
     await t?.stop();
+    await receiver?.close();
     if (userDir) rmSync(userDir, { recursive: true, force: true });
   });
 
@@ -188,6 +195,54 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
     expect(await page.evaluate(() => sessionStorage.getItem('combo.console.token'))).toBeNull();
     await signIn();
     await page.getByRole('heading', { name: 'Partners', exact: true }).waitFor();
+  });
+
+  /** A paid order whose ship_order notification failed (the receiver answers 500). */
+  async function failedNotification(game: TestGame, path: string) {
+    receiver.script(path, () => status(500, 'boom'));
+    const { order, notificationId } = await paidOrder(t, game, receiver.url + path);
+    await until(`notification ${notificationId} to fail`, async () => {
+      const r = await admin(t, 'GET', `/admin/v1/notifications/${notificationId}`);
+      return r.body.status === 'failed' ? r.body : null;
+    });
+    return { order, notificationId };
+  }
+
+  async function gameWithKeys(): Promise<TestGame> {
+    const g = await createGame(t);
+    keys.set(g.gameId, [g.secret]);
+    return g;
+  }
+
+  it('lists failed notifications of a game and redelivers one', async () => {
+    const game = await gameWithKeys();
+    const { notificationId, order } = await failedNotification(game, `/n/${game.gameId}/one`);
+    await go(`/notifications?game_id=${game.gameId}`);
+    const row = page.getByRole('row', { name: new RegExp(notificationId) });
+    await row.waitFor();
+    expect(await row.textContent()).toContain('failed');
+    expect(await row.textContent()).toContain(order.order_id);
+    await shot('notifications');
+    receiver.script(`/n/${game.gameId}/one`, () => ok());
+    await row.getByRole('button', { name: 'Redeliver' }).click();
+    await row.getByRole('button', { name: 'Confirm' }).click();
+    await expect.poll(async () => (await admin(t, 'GET', `/admin/v1/notifications/${notificationId}`)).body.status, { timeout: 15_000 }).toBe('succeeded');
+  });
+
+  it('redelivers every failed notification of a game since a time', async () => {
+    const game = await gameWithKeys();
+    const path = `/n/${game.gameId}/bulk`;
+    const a = await failedNotification(game, path);
+    const b = await failedNotification(game, path);
+    receiver.script(path, () => ok());
+    await go(`/notifications?game_id=${game.gameId}`);
+    await page.getByRole('row', { name: new RegExp(b.notificationId) }).waitFor();
+    await page.getByRole('button', { name: 'Redeliver all failed' }).click();
+    await page.getByRole('button', { name: 'Confirm' }).click();
+    expect(await page.getByTestId('bulk-result').textContent()).toBe('2 notifications queued for redelivery.');
+    for (const id of [a.notificationId, b.notificationId]) {
+      await expect.poll(async () => (await admin(t, 'GET', `/admin/v1/notifications/${id}`)).body.status, { timeout: 15_000 }).toBe('succeeded');
+    }
   });
 
   it('ran without script errors or CSP refusals', () => {

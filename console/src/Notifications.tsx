@@ -93,7 +93,7 @@ function Row({ n, onChanged }: { n: Notification; onChanged: () => void }) {
         {n.last_error ?? ''}
         <ErrorBox error={action.error} />
       </td>
-      <td>{time(n.created_at)}</td>
+      <td className="nowrap">{time(n.created_at)}</td>
       <td className="right">
         <ConfirmButton
           label="Redeliver"

@@ -76,7 +76,7 @@ export function OrdersPage() {
                 <td className="mono">
                   <Link to={`/orders/${encodeURIComponent(o.order_id)}`}>{o.order_id}</Link>
                 </td>
-                <td>{time(o.created_at)}</td>
+                <td className="nowrap">{time(o.created_at)}</td>
                 <td className="mono">{o.game_id}</td>
                 <td className="mono">{o.reference_id}</td>
                 <td className="mono">{o.combo_id}</td>
@@ -201,7 +201,7 @@ export function OrderDetailPage({ orderId }: { orderId: string }) {
                     {p.status}
                     {p.late ? ' (late)' : ''}
                   </td>
-                  <td>{time(p.created_at)}</td>
+                  <td className="nowrap">{time(p.created_at)}</td>
                 </tr>
               ))}
             </tbody>
@@ -282,7 +282,7 @@ export function NotificationBlock({ n, onChanged }: { n: Notification; onChanged
         <tbody>
           {(n.attempts ?? []).map((a, i) => (
             <tr key={a.attempt_id ?? i}>
-              <td>{time(a.at)}</td>
+              <td className="nowrap">{time(a.at)}</td>
               <td>{a.status_code ?? '—'}</td>
               <td className="right">{a.latency_ms} ms</td>
               <td>{a.error ?? ''}</td>

@@ -35,7 +35,7 @@ export function Partners() {
                 <td>{p.name}</td>
                 <td>{p.enabled ? 'yes' : 'no'}</td>
                 <td>{(p.games ?? []).join(', ')}</td>
-                <td>{time(p.created_at)}</td>
+                <td className="nowrap">{time(p.created_at)}</td>
               </tr>
             ))}
             {!list.loading && list.items.length === 0 && (

@@ -95,7 +95,7 @@ export function SessionsPage() {
                 <td className="mono">{s.session_id}</td>
                 <td className="mono">{s.game_id}</td>
                 <td className="mono">{s.combo_id}</td>
-                <td>{time(s.entered_at)}</td>
+                <td className="nowrap">{time(s.entered_at)}</td>
                 <td>{s.open ? <span className="badge badge-paid">open</span> : time(s.left_at)}</td>
                 <td>{s.close_reason ?? ''}</td>
                 <td className="right">{duration(s.online_seconds)}</td>
