@@ -66,9 +66,14 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
     page.setDefaultTimeout(15_000);
     // Script errors and CSP refusals would go unnoticed in a headless browser: collect them.
     page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+    // API errors are answers the pages handle; a console file (or anything else) failing is not.
     page.on('console', (m) => {
-      if (m.type() === 'error' && !/status of 40[01]/.test(m.text())) problems.push(`console: ${m.text()}`);
+      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) problems.push(`console: ${m.text()}`);
     });
+    page.on('response', (r) => {
+      if (r.status() >= 400 && !new URL(r.url()).pathname.startsWith('/admin/')) problems.push(`${r.status()} ${r.url()}`);
+    });
+    page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
   }, 240_000);
 
   afterAll(async () => {
@@ -243,6 +248,24 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
     for (const id of [a.notificationId, b.notificationId]) {
       await expect.poll(async () => (await admin(t, 'GET', `/admin/v1/notifications/${id}`)).body.status, { timeout: 15_000 }).toBe('succeeded');
     }
+  });
+
+  it('shows a 24-hour overview of one game', async () => {
+    const game = await gameWithKeys();
+    await failedNotification(game, `/n/${game.gameId}/overview-fail`);
+    const good = await paidOrder(t, game, `${receiver.url}/n/${game.gameId}/overview-ok`);
+    await until('the good notification to succeed', async () => {
+      const r = await admin(t, 'GET', `/admin/v1/notifications/${good.notificationId}`);
+      return r.body.status === 'succeeded' ? r.body : null;
+    });
+    await go(`/?game_id=${game.gameId}`);
+    const tiles = page.getByTestId('overview-tiles');
+    await tiles.waitFor();
+    const tile = (label: string) => tiles.locator('.tile', { hasText: label }).locator('.tile-value').textContent();
+    expect(await tile('Delivery success')).toBe('50.0 %');
+    expect(await tile('Failed')).toBe('1');
+    expect(await tile('Backlog')).toBe('0');
+    await shot('overview');
   });
 
   it('ran without script errors or CSP refusals', () => {

@@ -1,5 +1,5 @@
 import { useState, type FormEvent, type ReactNode } from 'react';
-import { api, recentGames, type Notification, type Order, type Page } from './api';
+import { ApiError, api, recentGames, type Notification, type Order, type Page } from './api';
 import { Link, navigate, useRoute } from './router';
 import { Card, ErrorBox, Field, money, useLoad } from './ui';
 
@@ -34,18 +34,50 @@ interface Stats {
   backlog: number;
   failed: number;
   truncated: boolean;
+  ordersError?: Error;
+  notificationsError?: Error;
 }
 
 const PAID = new Set(['paid', 'delivered', 'refunded']);
 
 async function overview(gameId: string, now: number): Promise<Stats> {
   const from = Math.floor(now / HOUR) * HOUR - WINDOW + HOUR; // 24 hours, the last one still running
-  const [orders, notes, pending, failed] = await Promise.all([
-    collect<Order>((cursor) => api.orders({ game_id: gameId, limit: 200, cursor }), from),
-    collect<Notification>((cursor) => api.notifications({ game_id: gameId, limit: 200, cursor }), from),
-    collect<Notification>((cursor) => api.notifications({ game_id: gameId, status: 'pending', limit: 200, cursor }), 0),
-    collect<Notification>((cursor) => api.notifications({ game_id: gameId, status: 'failed', limit: 200, cursor }), from),
+  const [[orders, ordersError], [notes, notificationsError]] = await Promise.all([
+    settle(collect<Order>((cursor) => api.orders({ game_id: gameId, limit: 200, cursor }), from)),
+    settle(
+      Promise.all([
+        collect<Notification>((cursor) => api.notifications({ game_id: gameId, limit: 200, cursor }), from),
+        collect<Notification>((cursor) => api.notifications({ game_id: gameId, status: 'pending', limit: 200, cursor }), 0),
+        collect<Notification>((cursor) => api.notifications({ game_id: gameId, status: 'failed', limit: 200, cursor }), from),
+      ]),
+    ),
   ]);
+  const [all, pending, failed] = notes ?? [NONE, NONE, NONE];
+  return summarise(from, orders ?? NONE, all, pending, failed, ordersError, notificationsError);
+}
+
+const NONE = { rows: [], truncated: false };
+type Rows<T> = { rows: T[]; truncated: boolean };
+
+/** One list failing (say, an endpoint this service version lacks) leaves the others on show. */
+async function settle<T>(p: Promise<T>): Promise<[T | undefined, Error | undefined]> {
+  try {
+    return [await p, undefined];
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 401) throw e;
+    return [undefined, e as Error];
+  }
+}
+
+function summarise(
+  from: number,
+  orders: Rows<Order>,
+  notes: Rows<Notification>,
+  pending: Rows<Notification>,
+  failed: Rows<Notification>,
+  ordersError: Error | undefined,
+  notificationsError: Error | undefined,
+): Stats {
   const hours = Array.from({ length: 24 }, (_, i) => ({ start: from + i * HOUR, orders: 0, paid: 0, revenue: 0 }));
   const revenue: Record<string, number> = {};
   const sandboxRevenue: Record<string, number> = {};
@@ -81,6 +113,8 @@ async function overview(gameId: string, now: number): Promise<Stats> {
     backlog: pending.rows.length,
     failed: failed.rows.length,
     truncated: orders.truncated || notes.truncated || pending.truncated,
+    ordersError,
+    notificationsError,
   };
 }
 
@@ -111,12 +145,12 @@ export function Overview() {
       </Card>
       <ErrorBox error={stats.error} />
       {stats.loading && gameId && !stats.data && <p className="muted">Loading…</p>}
-      {stats.data && <StatsView s={stats.data} />}
+      {stats.data && <StatsView s={stats.data} gameId={gameId} />}
     </>
   );
 }
 
-function StatsView({ s }: { s: Stats }) {
+function StatsView({ s, gameId }: { s: Stats; gameId: string }) {
   const rate = s.finished ? `${((100 * s.delivered) / s.finished).toFixed(1)} %` : '—';
   const totals = (r: Record<string, number>) =>
     Object.keys(r).length
@@ -132,9 +166,19 @@ function StatsView({ s }: { s: Stats }) {
         <Tile label="Revenue" value={totals(s.revenue)} note={Object.keys(s.sandboxRevenue).length ? `sandbox: ${totals(s.sandboxRevenue)}` : 'sandbox excluded'} />
         <Tile label="Delivery success" value={rate} note={`${s.delivered} of ${s.finished} finished notifications`} />
         <Tile label="Backlog" value={String(s.backlog)} note="notifications pending" />
-        <Tile label="Failed" value={String(s.failed)} note={<Link to="/notifications">see failed</Link>} />
+        <Tile label="Failed" value={String(s.failed)} note={<Link to={`/notifications?game_id=${encodeURIComponent(gameId)}`}>see failed</Link>} />
       </div>
       {s.truncated && <p className="muted small">Busy game: only the newest rows were counted.</p>}
+      {s.ordersError && (
+        <div className="error" role="alert">
+          Orders could not be read: {s.ordersError.message}
+        </div>
+      )}
+      {s.notificationsError && (
+        <div className="error" role="alert">
+          Notifications could not be read: {s.notificationsError.message}
+        </div>
+      )}
       <Card title="Orders per hour (UTC)">
         <Bars values={s.hours.map((h) => h.orders)} labels={s.hours.map((h) => h.start)} format={(v) => String(v)} />
       </Card>
@@ -162,6 +206,7 @@ function Bars({ values, labels, format }: { values: number[]; labels: number[]; 
   const h = 120;
   return (
     <svg className="bars" viewBox={`0 0 ${values.length * w} ${h + 18}`} role="img" aria-label="per hour">
+      <line x1={0} x2={values.length * w} y1={h + 0.5} y2={h + 0.5} className="base" />
       {values.map((v, i) => {
         const bh = Math.round((v / max) * h);
         return (
