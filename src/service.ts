@@ -29,9 +29,30 @@ import { RoleCache } from './bindings/role-cache.js';
 import { PartnerService } from './partners/service.js';
 import { PartnerStore } from './partners/store.js';
 import { registerPartnerRoutes } from './partners/routes.js';
+import { OrderLifecycle } from './orders/lifecycle.js';
+import { OrderSweeper } from './orders/sweeper.js';
+import { OrderAdminService } from './orders/admin-service.js';
+import { OrderAdminStore } from './orders/admin-store.js';
+import { registerOrderAdminRoutes } from './orders/admin-routes.js';
+import { PaymentService } from './payments/service.js';
+import { PaymentStore } from './payments/store.js';
+import { SandboxProvider } from './payments/sandbox.js';
+import { CheckoutService } from './checkout/service.js';
+import { registerCheckoutRoutes } from './checkout/routes.js';
 import { SessionService } from './sessions/service.js';
+// production: rate limits, metrics, request logs
+import { rateLimitHook, requestPolicy } from './http/rate-limit.js';
+import { ServiceMetrics } from './observability/metrics.js';
+import { installRequestObservability, registerMetricsRoute } from './observability/http.js';
+import { createRateLimiter } from './ratelimit/index.js';
 import { SessionStore } from './sessions/store.js';
 import { registerSessionRoutes } from './sessions/routes.js';
+import { SessionSweeper } from './sessions/sweeper.js';
+import { ComplianceStore } from './compliance/store.js';
+import { ComplianceGuard, PlayerService } from './compliance/players.js';
+import { NppaClient } from './compliance/nppa-client.js';
+import { NppaUploader } from './compliance/uploader.js';
+import { registerComplianceRoutes } from './compliance/routes.js';
 
 export interface ServiceOptions {
   config: Config;
@@ -55,6 +76,10 @@ export interface Service {
   roleCache: RoleCache;
   /** Delivers notifications; kick() after a transaction that wrote some commits. */
   dispatcher: NotificationDispatcher;
+  /** Prometheus metrics; domains report through its DomainMetrics methods. */
+  metrics: ServiceMetrics;
+  /** Payment confirmations enter here (provider callbacks; tests drive the provider interface). */
+  payments: PaymentService;
   jobs: BackgroundJob[];
   listen(): Promise<string>;
   /** Graceful stop: refuse new requests, finish in-flight ones, stop jobs, close the database. */
@@ -76,16 +101,51 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     throw e;
   }
   const ids = new IdGenerator(config.nodeId ?? undefined);
-  const secrets = new SecretBox(opts.secretsKey);
+  // SECRETS_KEY_PREVIOUS: during a key rotation, values sealed with the old key still open.
+  const secrets = new SecretBox(opts.secretsKey, config.secretsKeyPrevious ? [config.secretsKeyPrevious] : []);
   // notify_url and gm_url are caller-given: internal addresses are refused in production.
   const outbound = new OutboundClient({
     blockPrivate: config.production && !config.allowPrivateUrls,
     perHostConnections: config.notify.perHostConcurrency,
   });
 
+  // ---- production: metrics and shared rate limits (src/observability, src/ratelimit) ----
+  const metrics = new ServiceMetrics(database, { nodeId: config.nodeId });
+  const limiter = await createRateLimiter({
+    redisUrl: config.redisUrl,
+    keyPrefix: config.redisKeyPrefix,
+    production: config.production,
+    clock,
+    logger,
+  });
+  const rateLimit = rateLimitHook({
+    limiter,
+    policyFor: requestPolicy(config.clientRateLimitPerSecond),
+    onLimited: (p) => metrics.rateLimited(p.key.split(':', 1)[0] as string),
+  });
+  // ---- end production ----
+
   const games = new GameService({ store: new GameStore(database.db, database.transaction), clock, ids, secrets });
-  const orders = new OrderService({ store: new OrderStore(database.db, database.transaction), clock, ids });
-  const sessions = new SessionService({ store: new SessionStore(database.db, database.transaction), clock, ids });
+  const snapshot = (gameId: string) => games.snapshot(gameId);
+  const compliance = new ComplianceStore(database.db, database.dialect, database.transaction);
+  const orderStore = new OrderStore(database.db, database.transaction);
+  const orders = new OrderService({ store: orderStore, clock, ids, guard: new ComplianceGuard(compliance) });
+  const sessions = new SessionService({
+    store: new SessionStore(database.db, database.transaction),
+    clock,
+    ids,
+    games: snapshot,
+    timeoutMs: config.sessionTimeoutMs,
+  });
+  const players = new PlayerService({
+    store: compliance,
+    clock,
+    ids,
+    games: snapshot,
+    onlineByDay: (gameId, comboId) => sessions.onlineByDay(gameId, comboId),
+  });
+  // The national system's base URL is operator configuration (not caller-given): no address blocking.
+  const nppaClient = new NppaClient();
   const partners = new PartnerService({ store: new PartnerStore(database.db, database.transaction), clock, ids, secrets });
   const roleCache = new RoleCache({ clock, ttlMs: config.roleCacheTtlMs, staleTtlMs: config.roleStaleTtlMs });
   const bindings = new BindingService({
@@ -110,6 +170,36 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   });
   const notifications = new NotificationService({ store: notificationStore, clock, ids, onRedeliver: () => dispatcher.kick() });
 
+  const lifecycle = new OrderLifecycle({ store: orderStore, ids });
+  // Wakes the notification dispatcher after a commit that queued a notification.
+  const kickNotifier = () => dispatcher.kick();
+  const payments = new PaymentService({
+    payments: new PaymentStore(database.db, database.transaction),
+    orders: orderStore,
+    lifecycle,
+    providers: [new SandboxProvider()],
+    clock,
+    ids,
+    onPaid: kickNotifier,
+  });
+  const checkout = new CheckoutService({ orders: orderStore, games: (id) => games.snapshot(id), payments, clock });
+  const orderAdmin = new OrderAdminService({
+    store: orderStore,
+    views: new OrderAdminStore(database.db),
+    lifecycle,
+    clock,
+    ids,
+    publicBaseUrl: config.publicBaseUrl,
+    onRefunded: kickNotifier,
+  });
+  const sweeper = new OrderSweeper({
+    store: orderStore,
+    lifecycle,
+    clock,
+    intervalMs: config.sweepIntervalMs,
+    onError: (err) => logger.error({ err }, 'order expiry sweep failed'),
+  });
+
   const directory: CallerDirectory<unknown, unknown> = {
     game: async (id) => {
       const snap = await games.snapshot(id);
@@ -125,8 +215,10 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const app = createFastify({
     logger,
     tls: config.tls,
+    trustProxy: config.trustProxy,
     hooks: {
       isDraining: () => draining,
+      rateLimit,
       authenticate: async (req: FastifyRequest, kind: AuthKind) => {
         if (kind === 'admin') return verifyAdminToken(req, config.adminToken);
         if (kind === 'game' || kind === 'partner') {
@@ -136,6 +228,10 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       },
     },
   });
+
+  // production: one log line and one metrics sample per request; GET /metrics.
+  installRequestObservability(app, metrics);
+  registerMetricsRoute(app, metrics, config.metricsToken);
 
   let migrated = false;
   registerHealthRoutes(app, {
@@ -151,13 +247,31 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   });
   registerGameRoutes(app, games);
   registerOrderRoutes(app, orders);
+  registerOrderAdminRoutes(app, orderAdmin);
+  registerCheckoutRoutes(app, checkout);
   registerSessionRoutes(app, sessions);
   registerPartnerRoutes(app, partners);
   registerBindingRoutes(app, bindings);
   registerNotificationRoutes(app, notifications);
+  registerComplianceRoutes(app, players);
   registerConsoleRoutes(app, { dir: defaultConsoleDir() });
 
-  const jobs: BackgroundJob[] = [dispatcher];
+  const jobs: BackgroundJob[] = [
+    dispatcher,
+    sweeper,
+    new SessionSweeper(sessions, config.sweepIntervalMs, logger),
+    new NppaUploader({
+      store: compliance,
+      client: nppaClient,
+      games: snapshot,
+      clock,
+      logger,
+      baseUrl: config.nppaBaseUrl,
+      pollIntervalMs: config.nppa.pollIntervalMs,
+      retryBaseMs: config.nppa.retryBaseMs,
+      rateLimitPauseMs: config.nppa.rateLimitPauseMs,
+    }),
+  ];
   let stopped: Promise<void> | null = null;
   return {
     app,
@@ -166,6 +280,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     partners,
     roleCache,
     dispatcher,
+    metrics,
+    payments,
     jobs,
     async listen() {
       const address = await app.listen({ port: config.port, host: config.host });
@@ -184,6 +300,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
         clearTimeout(force);
         await Promise.all(jobs.map((j) => j.stop()));
         await outbound.close();
+        await limiter.close();
+        await nppaClient.close();
         await database.close();
       })();
       return stopped;

@@ -40,7 +40,25 @@ export interface Config {
   roleStaleTtlMs: number;
   gmTimeoutMs: number;
   nppaBaseUrl: string;
+  nppa: {
+    /** How often the uploader looks for due behaviour events. */
+    pollIntervalMs: number;
+    /** First back-off after a national-system error; doubles per attempt up to a minute. */
+    retryBaseMs: number;
+    /** Pause of a game's uploads after answer 1006 (over the rate limit). */
+    rateLimitPauseMs: number;
+  };
   redisUrl: string | null;
+  /** Prefix of every Redis key the service writes (several deployments may share a Redis). */
+  redisKeyPrefix: string;
+  /** The previous SECRETS_KEY during a key rotation: still accepted for decryption. */
+  secretsKeyPrevious: Buffer | null;
+  /** Per-IP rate of the client purchase API (PROTOCOL 10). */
+  clientRateLimitPerSecond: number;
+  /** Bearer token required on GET /metrics; null: /metrics is open. */
+  metricsToken: string | null;
+  /** Fastify trustProxy: false, true, a hop count, or proxy addresses/CIDRs. */
+  trustProxy: boolean | number | string[];
 }
 
 export class ConfigError extends Error {
@@ -114,12 +132,23 @@ export function loadConfig(env: Env = process.env): Config {
     }
   }
 
-  let secretsKey: Buffer | null = null;
-  if (env.SECRETS_KEY) {
-    const k = Buffer.from(env.SECRETS_KEY, 'base64');
-    if (k.length !== 32) problems.push('SECRETS_KEY must be 32 bytes, base64-encoded (openssl rand -base64 32)');
-    else secretsKey = k;
-  }
+  const key32 = (name: string): Buffer | null => {
+    if (!env[name]) return null;
+    const k = Buffer.from(env[name] as string, 'base64');
+    if (k.length === 32) return k;
+    problems.push(`${name} must be 32 bytes, base64-encoded (openssl rand -base64 32)`);
+    return null;
+  };
+  const secretsKey = key32('SECRETS_KEY');
+  const secretsKeyPrevious = key32('SECRETS_KEY_PREVIOUS');
+  if (secretsKeyPrevious && !env.SECRETS_KEY) problems.push('SECRETS_KEY_PREVIOUS needs SECRETS_KEY (the new key) to be set');
+
+  const redisUrl = env.REDIS_URL || null;
+  if (redisUrl && !/^rediss?:\/\/.+/.test(redisUrl)) problems.push('REDIS_URL must be redis://host:port[/db] or rediss://...');
+  const metricsToken = env.METRICS_TOKEN || null;
+  if (metricsToken && metricsToken.length < 16) problems.push('METRICS_TOKEN must be at least 16 characters');
+  const trustProxy = parseTrustProxy(str('TRUST_PROXY', '0'));
+  if (trustProxy === null) problems.push('TRUST_PROXY must be 0, 1/true, a hop count "hops:<n>", or comma-separated proxy addresses/CIDRs');
 
   const nodeIdRaw = env.NODE_ID;
   const nodeId = nodeIdRaw === undefined || nodeIdRaw === '' ? null : int('NODE_ID', 0, 0, 1023);
@@ -154,8 +183,28 @@ export function loadConfig(env: Env = process.env): Config {
     roleStaleTtlMs: int('ROLE_STALE_TTL_SECONDS', 3600, 0, 7 * 86_400) * 1000,
     gmTimeoutMs: int('GM_TIMEOUT_MS', 5000, 100, 60_000),
     nppaBaseUrl: url('NPPA_BASE_URL', 'https://api2.wlc.nppa.gov.cn'),
-    redisUrl: env.REDIS_URL || null,
+    nppa: {
+      pollIntervalMs: int('NPPA_POLL_INTERVAL_MS', 1000, 10, 60_000),
+      retryBaseMs: int('NPPA_RETRY_BASE_MS', 2000, 10, 600_000),
+      rateLimitPauseMs: int('NPPA_RATE_LIMIT_PAUSE_MS', 60_000, 10, 600_000),
+    },
+    redisUrl,
+    redisKeyPrefix: str('REDIS_KEY_PREFIX', 'combo:'),
+    secretsKeyPrevious,
+    clientRateLimitPerSecond: int('CLIENT_RATE_LIMIT_PER_SECOND', 20, 1, 1_000_000),
+    metricsToken,
+    trustProxy: trustProxy ?? false,
   };
   if (problems.length) throw new ConfigError(problems);
   return config;
+}
+
+/** TRUST_PROXY: `0`/`false` (default), `1`/`true` (any proxy), `hops:<n>`, or `10.0.0.0/8,127.0.0.1`. */
+function parseTrustProxy(v: string): boolean | number | string[] | null {
+  if (v === '0' || v === 'false') return false;
+  if (v === '1' || v === 'true') return true;
+  const hops = /^hops:(\d{1,2})$/.exec(v);
+  if (hops) return Number(hops[1]);
+  const list = v.split(',').map((x) => x.trim()).filter(Boolean);
+  return list.length && list.every((x) => /^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(x)) ? list : null;
 }

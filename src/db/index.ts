@@ -21,6 +21,8 @@ export interface Database {
   transaction: TransactionRunner;
   /** Cheap reachability probe for /readyz. */
   ping(): Promise<void>;
+  /** Connection pool counters (PostgreSQL only), for /metrics. */
+  poolStats?(): { total: number; idle: number; waiting: number };
   close(): Promise<void>;
 }
 
@@ -98,6 +100,7 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
     ping: async () => {
       await sql`select 1`.execute(db);
     },
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     close: () => db.destroy(),
   };
 }

@@ -144,6 +144,21 @@ export interface NppaEventsTable {
   last_error: string | null;
   created_at: number;
   uploaded_at: number | null;
+  /** Claim of the uploader that is sending the event (0 / null: unclaimed). */
+  locked_until: number;
+  locked_by: string | null;
+  /** The `ot` (Unix seconds) actually accepted, when re-timed; ot_ms keeps the original. */
+  sent_ot: number | null;
+  /** The national system's error code of the last failed attempt. */
+  errcode: number | null;
+  /** 1 after a 3005 (bad time) answer: the next send re-times the event. */
+  retime: number;
+}
+
+export interface NppaLeasesTable {
+  game_id: string;
+  owner: string;
+  expires_at: number;
 }
 
 export interface PlayersTable {
@@ -212,6 +227,7 @@ export interface DB {
   notification_attempts: NotificationAttemptsTable;
   sessions: SessionsTable;
   nppa_events: NppaEventsTable;
+  nppa_leases: NppaLeasesTable;
   players: PlayersTable;
   partners: PartnersTable;
   partner_keys: PartnerKeysTable;

@@ -3,6 +3,7 @@ import { recordAudit } from '../admin/audit.js';
 import type { Clock } from '../lib/clock.js';
 import { prefixedId, randomBase62, type IdGenerator } from '../lib/ids.js';
 import type { SecretBox } from '../lib/secret-box.js';
+import type { RateLimitedCaller } from '../ratelimit/limiter.js';
 import type { CreateGameBody, Game, PatchGameBody, Product, PutProductBody } from './schemas.js';
 import type { GameRow, GameStore, ProductRow } from './store.js';
 
@@ -14,7 +15,7 @@ export function generateSecretKey(): string {
 }
 
 /** A game as the hot paths need it: settings, decrypted keys, products. Cached. */
-export interface GameSnapshot {
+export interface GameSnapshot extends RateLimitedCaller {
   game: GameRow;
   /** Newest first: [0] signs outgoing notifications and GM requests. */
   secrets: string[];
@@ -66,6 +67,7 @@ export class GameService {
       secrets: keys.map((k) => secrets.open(k.secret_enc)),
       products: new Map(products.map((p) => [p.product_id, p])),
       nppaSecret: game.nppa_secret_enc ? secrets.open(game.nppa_secret_enc) : null,
+      rateLimit: { key: `game:${gameId}`, perSecond: game.rate_limit_per_second },
     };
   }
 

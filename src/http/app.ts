@@ -27,12 +27,16 @@ export interface AppHooks {
   authenticate(req: FastifyRequest, kind: AuthKind): Promise<void>;
   /** True while the service drains for shutdown: new requests get 503. */
   isDraining(): boolean;
+  /** Rate limit (PROTOCOL 2): after the signature, before caller-state checks; throws 429. */
+  rateLimit?(req: FastifyRequest, reply: FastifyReply, kind: AuthKind): Promise<void>;
 }
 
 export interface AppOptions {
   logger: Logger;
   tls: { cert: Buffer; key: Buffer } | null;
   hooks: AppHooks;
+  /** Fastify `trustProxy` (TRUST_PROXY): which proxies' X-Forwarded-For gives req.ip. */
+  trustProxy?: boolean | number | string[];
 }
 
 export const BODY_LIMIT = 64 * 1024;
@@ -49,6 +53,8 @@ export function createFastify(opts: AppOptions): FastifyInstance {
     return503OnClosing: false,
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 1024 },
     clientErrorHandler,
+    // A hop count is supported at runtime (proxy-addr) though Fastify's types omit it.
+    trustProxy: (opts.trustProxy ?? false) as boolean,
   };
   const app = (
     opts.tls
@@ -91,9 +97,10 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     done(null, undefined);
   });
 
-  app.addHook('preValidation', async (req) => {
+  app.addHook('preValidation', async (req, reply) => {
     const cfg = req.routeOptions.config;
     await hooks.authenticate(req, cfg.auth ?? 'none');
+    if (hooks.rateLimit) await hooks.rateLimit(req, reply, cfg.auth ?? 'none');
     if (cfg.precheck) await cfg.precheck(req);
     if (BODY_METHODS.has(req.method)) req.body = parseJsonBody(req.rawBody);
     stripEmptyOptionalStrings(req.body, req.routeOptions.schema?.body as JsonSchema | undefined);

@@ -4,7 +4,7 @@ import type { DB } from '../db/schema.js';
 import { Errors } from '../errors.js';
 import type { GameSnapshot } from '../games/service.js';
 import type { Clock } from '../lib/clock.js';
-import type { IdGenerator } from '../lib/ids.js';
+import { prefixedId, type IdGenerator } from '../lib/ids.js';
 import type { CreateOrderBody, CreateOrderResponse, OrderMeta } from './schemas.js';
 import { isUniqueViolation, type OrderRow, type OrderStore } from './store.js';
 import { formatOrderToken, newTokenSecret } from './token.js';
@@ -74,6 +74,8 @@ export class OrderService {
         if (existing) return existing;
         await guard?.check(trx, { gameId: game.game_id, comboId: row.combo_id, amount: row.amount, currency: row.currency, now });
         await store.insert(trx, row);
+        // The timeline in order_events starts with the creation itself.
+        await store.insertEvent(trx, { event_id: prefixedId('oev', this.d.ids), order_id: row.order_id, from_status: null, to_status: 'created', at: now, detail: null });
         return row;
       });
       return this.replay(stored, requestHash);

@@ -1,9 +1,10 @@
-import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { Kysely, Selectable, Transaction, Updateable } from 'kysely';
 import type { TransactionRunner } from '../db/group-commit.js';
-import type { DB, OrdersTable } from '../db/schema.js';
+import type { DB, OrderEventsTable, OrderStatus, OrdersTable } from '../db/schema.js';
 import { prepare } from '../db/prepared.js';
 
 export type OrderRow = Selectable<OrdersTable>;
+export type OrderEventRow = Selectable<OrderEventsTable>;
 type Q = Kysely<DB> | Transaction<DB>;
 
 /** Column order of a full order row (the prepared insert's parameter order). */
@@ -13,7 +14,7 @@ const ORDER_COLUMNS = [
   'created_at', 'expires_at', 'updated_at', 'paid_at', 'delivered_at', 'expired_at', 'canceled_at', 'refunded_at',
 ] as const satisfies readonly (keyof OrderRow)[];
 
-/** Queries for orders. */
+/** Queries for orders and their state-change events. */
 export class OrderStore {
   // The create-order path runs these on every request: compiled once (see db/prepared.ts).
   private readonly byReference;
@@ -43,6 +44,37 @@ export class OrderStore {
 
   async insert(q: Q, row: OrderRow): Promise<void> {
     await this.insertRow(q, ORDER_COLUMNS.map((c) => row[c]));
+  }
+
+  /**
+   * The guarded update of every state change: applies only while the order is still in
+   * `status`, and returns the updated row, or undefined when another writer got there first.
+   */
+  updateIfStatus(q: Q, orderId: string, status: OrderStatus, patch: Updateable<OrdersTable>): Promise<OrderRow | undefined> {
+    return q
+      .updateTable('orders')
+      .set(patch)
+      .where('order_id', '=', orderId)
+      .where('status', '=', status)
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  async insertEvent(q: Q, row: OrderEventRow): Promise<void> {
+    await q.insertInto('order_events').values(row).execute();
+  }
+
+  /** Ids of `created` orders whose expiry has passed, oldest expiry first. */
+  async findExpiredIds(q: Q, now: number, limit: number): Promise<string[]> {
+    const rows = await q
+      .selectFrom('orders')
+      .select('order_id')
+      .where('status', '=', 'created')
+      .where('expires_at', '<=', now)
+      .orderBy('expires_at')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => r.order_id);
   }
 }
 

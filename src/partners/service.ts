@@ -5,11 +5,12 @@ import type { Clock } from '../lib/clock.js';
 import { decodeCursor, encodeCursor } from '../lib/page-cursor.js';
 import { prefixedId, type IdGenerator } from '../lib/ids.js';
 import type { SecretBox } from '../lib/secret-box.js';
+import type { RateLimitedCaller } from '../ratelimit/limiter.js';
 import type { CreatePartnerBody, ListPartnersQuery, Partner, PatchPartnerBody } from './schemas.js';
 import type { PartnerRow, PartnerStore } from './store.js';
 
 /** A partner as request paths need it: settings, granted games, decrypted keys. Cached. */
-export interface PartnerSnapshot {
+export interface PartnerSnapshot extends RateLimitedCaller {
   partner: PartnerRow;
   games: ReadonlySet<string>;
   /** Newest first (two during a key rotation). */
@@ -55,7 +56,12 @@ export class PartnerService {
     const partner = await store.findPartner(store.db, partnerId);
     if (!partner) return null;
     const [keys, games] = await Promise.all([store.listKeys(store.db, partnerId), store.gamesOf(store.db, [partnerId])]);
-    return { partner, games: new Set(games.get(partnerId)), secrets: keys.map((k) => secrets.open(k.secret_enc)) };
+    return {
+      partner,
+      games: new Set(games.get(partnerId)),
+      secrets: keys.map((k) => secrets.open(k.secret_enc)),
+      rateLimit: { key: `partner:${partnerId}`, perSecond: partner.rate_limit_per_second },
+    };
   }
 
   async create(body: CreatePartnerBody, actor: string): Promise<Partner & { key_id: string; secret_key: string }> {

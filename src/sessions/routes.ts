@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { callingGame, SERVER_API_PREFIXES } from '../games/caller.js';
 import { EmptyObject, responses } from '../http/errors-schema.js';
-import { SessionReportBody } from './schemas.js';
+import { SessionListQuery, SessionPage, SessionReportBody } from './schemas.js';
 import type { SessionService } from './service.js';
 
 export function registerSessionRoutes(app: FastifyInstance, sessions: SessionService): void {
@@ -25,4 +25,15 @@ export function registerSessionRoutes(app: FastifyInstance, sessions: SessionSer
       },
     });
   }
+
+  app.get('/admin/v1/sessions', {
+    config: { auth: 'admin' },
+    schema: {
+      tags: ['admin'],
+      summary: 'Sessions, newest first (with a player\'s online time per Beijing day when game_id and combo_id are given)',
+      querystring: SessionListQuery,
+      response: responses({ 200: SessionPage }, [400, 401, 405]),
+    },
+    handler: async (req) => sessions.list(req.query as SessionListQuery),
+  });
 }

@@ -5,14 +5,23 @@ import type { GameSnapshot } from '../games/service.js';
 import type { Clock } from '../lib/clock.js';
 import { prefixedId, type IdGenerator } from '../lib/ids.js';
 import { isUniqueViolation } from '../orders/store.js';
-import type { SessionReportBody } from './schemas.js';
+import { decodeCursor, encodeCursor } from '../lib/page-cursor.js';
+import { beijingDate, beijingDayStart, secondsPerBeijingDay } from '../lib/beijing-time.js';
+import type { SessionPage, SessionReportBody, SessionView } from './schemas.js';
 import type { SessionRow, SessionStore } from './store.js';
 
 export interface SessionServiceDeps {
   store: SessionStore;
   clock: Clock;
   ids: IdGenerator;
+  /** Game settings for sessions closed by the service itself (timeout sweep). */
+  games?: (gameId: string) => Promise<GameSnapshot | null>;
+  /** An open session with no leave for this long is closed with reason `timeout`. */
+  timeoutMs?: number;
 }
+
+const DEFAULT_TIMEOUT_MS = 86_400_000;
+const DAY_MS = 86_400_000;
 
 /**
  * Enter/leave reports (PROTOCOL 4). Times are the service's receive times. Each accepted report
@@ -75,6 +84,66 @@ export class SessionService {
     });
   }
 
+  /**
+   * Closes open sessions with no leave for the timeout (PROTOCOL 4). The close time is the
+   * moment the timeout ran out; the logout behaviour event is written in the same transaction,
+   * and the guarded close makes a concurrent leave or another sweeper win at most once.
+   */
+  async closeTimedOut(limit = 500): Promise<number> {
+    const { store, clock } = this.d;
+    const timeout = this.d.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const expired = await store.findExpired(store.db, clock.now() - timeout, limit);
+    let closed = 0;
+    for (const s of expired) {
+      const snap = await this.d.games?.(s.game_id);
+      const at = (s.entered_at as number) + timeout;
+      await store.transaction(async (trx) => {
+        if (!(await store.close(trx, s.game_id, s.session_id, at, 'timeout'))) return;
+        closed++;
+        if (snap) await this.behaviour(trx, snap, s, 0, at);
+      });
+    }
+    return closed;
+  }
+
+  /** A player's online seconds per Beijing day over the last `days` days (today last). */
+  async onlineByDay(gameId: string, comboId: string, days = 7): Promise<{ date: string; online_seconds: number }[]> {
+    const { store, clock } = this.d;
+    const now = clock.now();
+    const windowStart = beijingDayStart(now) - (days - 1) * DAY_MS;
+    // A session lasts at most the timeout, so older ones cannot reach into the window.
+    const since = windowStart - (this.d.timeoutMs ?? DEFAULT_TIMEOUT_MS) - DAY_MS;
+    const rows = await store.playerSessions(store.db, gameId, comboId, since);
+    const intervals = rows.filter((r) => r.entered_at !== null).map((r) => ({ from: r.entered_at as number, to: r.left_at ?? now }));
+    const perDay = secondsPerBeijingDay(intervals, windowStart, now);
+    return Array.from({ length: days }, (_, i) => {
+      const date = beijingDate(windowStart + i * DAY_MS);
+      return { date, online_seconds: perDay.get(date) ?? 0 };
+    });
+  }
+
+  /** Operator listing, newest first, with cursor paging. */
+  async list(q: { game_id?: string; combo_id?: string; open?: boolean; limit?: number; cursor?: string }): Promise<SessionPage> {
+    const { store, clock } = this.d;
+    const limit = q.limit ?? 50;
+    const rows = await store.list(store.db, {
+      gameId: q.game_id,
+      comboId: q.combo_id,
+      open: q.open,
+      limit: limit + 1,
+      after: q.cursor === undefined ? undefined : parseSessionCursor(q.cursor),
+    });
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    const now = clock.now();
+    const out: SessionPage = {
+      data: page.map((r) => toSessionView(r, now)),
+      next_cursor: rows.length > limit && last ? sessionCursor(last) : null,
+    };
+    if (q.game_id !== undefined && q.combo_id !== undefined) out.online_days = await this.onlineByDay(q.game_id, q.combo_id);
+    return out;
+  }
+
   private async behaviour(trx: Transaction<DB>, snap: GameSnapshot, s: SessionRow, bt: 0 | 1, at: number): Promise<void> {
     if (!snap.game.nppa_app_id) return;
     await this.d.store.insertBehaviourEvent(trx, {
@@ -90,6 +159,11 @@ export class SessionService {
       last_error: null,
       created_at: at,
       uploaded_at: null,
+      locked_until: 0,
+      locked_by: null,
+      sent_ot: null,
+      errcode: null,
+      retime: 0,
     });
   }
 }
@@ -102,3 +176,28 @@ function checkEnterRetry(existing: SessionRow, body: SessionReportBody): void {
 }
 
 const otherPlayer = (sessionId: string) => Errors.invalidRequest(`session_id ${sessionId} belongs to another combo_id`);
+
+function toSessionView(r: SessionRow, now: number): SessionView {
+  return {
+    game_id: r.game_id,
+    session_id: r.session_id,
+    combo_id: r.combo_id,
+    entered_at: r.entered_at,
+    left_at: r.left_at,
+    close_reason: r.close_reason,
+    open: r.left_at === null,
+    online_seconds: r.entered_at === null ? null : Math.floor(((r.left_at ?? now) - r.entered_at) / 1000),
+  };
+}
+
+type SessionCursor = [createdAt: number, gameId: string, sessionId: string];
+
+function sessionCursor(r: SessionRow): string {
+  return encodeCursor([r.created_at, r.game_id, r.session_id] satisfies SessionCursor);
+}
+
+function parseSessionCursor(c: string): { createdAt: number; gameId: string; sessionId: string } {
+  const valid = (v: unknown) => Array.isArray(v) && v.length === 3 && typeof v[0] === 'number' && typeof v[1] === 'string' && typeof v[2] === 'string';
+  const [createdAt, gameId, sessionId] = decodeCursor<SessionCursor>(c, valid);
+  return { createdAt, gameId, sessionId };
+}

@@ -7,6 +7,14 @@ export type SessionRow = Selectable<SessionsTable>;
 export type BehaviourEventRow = Selectable<NppaEventsTable>;
 type Q = Kysely<DB> | Transaction<DB>;
 
+export interface SessionFilter {
+  gameId?: string;
+  comboId?: string;
+  open?: boolean;
+  limit: number;
+  after?: { createdAt: number; gameId: string; sessionId: string };
+}
+
 const SESSION_COLUMNS = ['game_id', 'session_id', 'combo_id', 'entered_at', 'left_at', 'close_reason', 'created_at'] as const satisfies readonly (keyof SessionRow)[];
 
 export class SessionStore {
@@ -52,6 +60,48 @@ export class SessionStore {
       .where('left_at', 'is', null)
       .executeTakeFirst();
     return Number(r.numUpdatedRows) > 0;
+  }
+
+  /** Open sessions entered at or before `enteredBefore` (oldest first): the timeout sweep. */
+  findExpired(q: Q, enteredBefore: number, limit: number): Promise<SessionRow[]> {
+    return q
+      .selectFrom('sessions')
+      .selectAll()
+      .where('left_at', 'is', null)
+      .where('entered_at', '<=', enteredBefore)
+      .orderBy('entered_at')
+      .limit(limit)
+      .execute();
+  }
+
+  /** A player's sessions created at or after `since` (online-time accounting). */
+  playerSessions(q: Q, gameId: string, comboId: string, since: number): Promise<SessionRow[]> {
+    return q
+      .selectFrom('sessions')
+      .selectAll()
+      .where('game_id', '=', gameId)
+      .where('combo_id', '=', comboId)
+      .where('created_at', '>=', since)
+      .execute();
+  }
+
+  /** Newest first, keyset paging on (created_at, game_id, session_id). */
+  list(q: Q, f: SessionFilter): Promise<SessionRow[]> {
+    let query = q.selectFrom('sessions').selectAll();
+    if (f.gameId !== undefined) query = query.where('game_id', '=', f.gameId);
+    if (f.comboId !== undefined) query = query.where('combo_id', '=', f.comboId);
+    if (f.open !== undefined) query = query.where('left_at', f.open ? 'is' : 'is not', null);
+    const c = f.after;
+    if (c) {
+      query = query.where((eb) =>
+        eb.or([
+          eb('created_at', '<', c.createdAt),
+          eb.and([eb('created_at', '=', c.createdAt), eb('game_id', '<', c.gameId)]),
+          eb.and([eb('created_at', '=', c.createdAt), eb('game_id', '=', c.gameId), eb('session_id', '<', c.sessionId)]),
+        ]),
+      );
+    }
+    return query.orderBy('created_at', 'desc').orderBy('game_id', 'desc').orderBy('session_id', 'desc').limit(f.limit).execute();
   }
 
   async insertBehaviourEvent(q: Q, row: BehaviourEventRow): Promise<void> {

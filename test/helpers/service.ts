@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type pino from 'pino';
 import { loadConfig } from '../../src/config/index.js';
 import { createLogger } from '../../src/logger.js';
 import { createService, type Service } from '../../src/service.js';
@@ -20,9 +21,19 @@ export interface TestService {
 }
 
 /** A real service on a random port over a fresh database of the suite's kind. */
-export async function startService(
-  opts: { env?: Record<string, string>; clock?: Clock; db?: TestDatabase; secretsKey?: Buffer } = {},
-): Promise<TestService> {
+export interface StartOptions {
+  env?: Record<string, string>;
+  clock?: Clock;
+  db?: TestDatabase;
+  /** The secrets key (default: random per service). */
+  secretsKey?: Buffer;
+  /** Where the JSON logs go (default: pino's stdout); LOG_LEVEL in env sets the level. */
+  logDestination?: pino.DestinationStream;
+  /** Runs after createService and before listen (e.g. to mount a test-only route). */
+  beforeListen?: (service: Service) => void;
+}
+
+export async function startService(opts: StartOptions = {}): Promise<TestService> {
   const db = opts.db ?? (await createTestDatabase());
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'combo-data-'));
   const config = loadConfig({
@@ -33,15 +44,18 @@ export async function startService(
     DATA_DIR: dataDir,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ALLOW_PRIVATE_NOTIFY_URLS: '1',
+    // Every test client is 127.0.0.1: tests of the per-IP limit set their own rate.
+    CLIENT_RATE_LIMIT_PER_SECOND: '1000000',
     ...opts.env,
   });
   const service = await createService({
     config,
-    logger: createLogger(config.logLevel),
+    logger: createLogger(config.logLevel, opts.logDestination),
     // Instances sharing a database (db given) must share the key that seals secrets at rest.
-    secretsKey: opts.secretsKey ?? randomBytes(32),
+    secretsKey: opts.secretsKey ?? config.secretsKey ?? randomBytes(32),
     clock: opts.clock,
   });
+  opts.beforeListen?.(service);
   const url = await service.listen();
   return {
     url,

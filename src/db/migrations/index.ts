@@ -1,6 +1,8 @@
 import type { Migration } from 'kysely';
 import * as m0001 from './0001_initial.js';
+import * as m0002 from './0002_compliance_nppa.js';
 import * as m0002n from './0002_notifications_window.js';
+import * as m0002o from './0002_orders_listing.js';
 
 /**
  * Versioned migrations, applied in name order, forward only. Add a new file
@@ -8,5 +10,7 @@ import * as m0002n from './0002_notifications_window.js';
  */
 export const migrations: Record<string, Migration> = {
   '0001_initial': m0001,
+  '0002_compliance_nppa': m0002,
   '0002_notifications_window': m0002n,
+  '0002_orders_listing': m0002o,
 };

@@ -1,0 +1,63 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { isApiError } from '../errors.js';
+import { responses } from '../http/errors-schema.js';
+import { pageHeaders, renderCheckoutPage, renderErrorPage } from './page.js';
+import { CheckoutParams, ClientOrder, ClientOrderBody, ClientPayBody, ClientPayResponse } from './schemas.js';
+import type { CheckoutService } from './service.js';
+
+const CLIENT_ERRORS = [400, 401, 405, 413, 415, 429, 500, 503];
+
+/** Client purchase API and the hosted checkout page (PROTOCOL 10). No signature: the token is the credential. */
+export function registerCheckoutRoutes(app: FastifyInstance, checkout: CheckoutService): void {
+  const client = { auth: 'client' as const };
+
+  app.post('/v1/client/order', {
+    config: client,
+    schema: {
+      tags: ['client'],
+      summary: 'The order behind an order_token',
+      body: ClientOrderBody,
+      response: responses({ 200: ClientOrder }, CLIENT_ERRORS),
+    },
+    handler: async (req) => checkout.view((req.body as ClientOrderBody).order_token),
+  });
+
+  app.post('/v1/client/pay', {
+    config: client,
+    schema: {
+      tags: ['client'],
+      summary: 'Pay an order through a channel (`sandbox`: at once, no money moves)',
+      body: ClientPayBody,
+      response: responses({ 200: ClientPayResponse }, [...CLIENT_ERRORS, 403, 409]),
+    },
+    handler: async (req) => {
+      const body = req.body as ClientPayBody;
+      return checkout.pay(body.order_token, body.channel);
+    },
+  });
+
+  // A browser page: its error answers are HTML too (a person reads them, not an SDK).
+  app.get('/checkout/:order_token', {
+    config: client,
+    schema: {
+      tags: ['client'],
+      summary: 'Hosted checkout page (text/html)',
+      params: CheckoutParams,
+      response: { 200: Type.String({ description: 'text/html' }), 401: Type.String({ description: 'text/html error page' }) },
+    },
+    handler: async (req, reply) => {
+      const token = (req.params as CheckoutParams).order_token;
+      const nonce = randomBytes(16).toString('base64');
+      reply.headers(pageHeaders(nonce));
+      try {
+        return renderCheckoutPage(await checkout.page(token), token, nonce);
+      } catch (e) {
+        if (!isApiError(e) || e.status !== 401) throw e;
+        reply.code(401);
+        return renderErrorPage('Order not found', 'This checkout link is not valid. Ask the game for a new one.', nonce);
+      }
+    },
+  });
+}

@@ -1,0 +1,37 @@
+import { Type, type Static } from 'typebox';
+
+const OrderToken = Type.String({ minLength: 1, maxLength: 1024, description: 'The order_token of create-order: the credential of the client API' });
+
+/** Client statuses: the order's status, with `created` past expires_at shown as `expired`. */
+export const ClientOrderStatus = Type.Enum(['created', 'paid', 'delivered', 'expired', 'canceled', 'refunded']);
+
+export const ClientOrderBody = Type.Object({ order_token: OrderToken });
+export type ClientOrderBody = Static<typeof ClientOrderBody>;
+
+export const ClientPayBody = Type.Object({
+  order_token: OrderToken,
+  channel: Type.String({ minLength: 1, maxLength: 32, pattern: '^[a-z0-9_]+$', description: 'Payment channel; `sandbox` confirms at once' }),
+});
+export type ClientPayBody = Static<typeof ClientPayBody>;
+
+/** PROTOCOL 10: what a game client sees of its order. */
+export const ClientOrder = Type.Object({
+  order_id: Type.String(),
+  product_id: Type.String(),
+  product_name: Type.String(),
+  quantity: Type.Integer(),
+  amount: Type.Integer({ description: 'Minor units of `currency`' }),
+  currency: Type.String({ description: 'ISO 4217' }),
+  status: ClientOrderStatus,
+  expires_at: Type.Integer({ description: 'Unix seconds' }),
+});
+export type ClientOrder = Static<typeof ClientOrder>;
+
+export const ClientPayResponse = Type.Intersect([
+  ClientOrder,
+  Type.Object({ redirect_url: Type.Optional(Type.String({ description: 'Channels that need the player to act elsewhere; never for sandbox' })) }),
+]);
+export type ClientPayResponse = Static<typeof ClientPayResponse>;
+
+export const CheckoutParams = Type.Object({ order_token: Type.String() });
+export type CheckoutParams = Static<typeof CheckoutParams>;

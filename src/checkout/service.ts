@@ -1,0 +1,91 @@
+import { Errors } from '../errors.js';
+import type { GameSnapshot } from '../games/service.js';
+import type { Clock } from '../lib/clock.js';
+import type { OrderRow, OrderStore } from '../orders/store.js';
+import { parseOrderToken, tokenSecretMatches } from '../orders/token.js';
+import type { PaymentService } from '../payments/service.js';
+import type { ClientOrder, ClientPayResponse } from './schemas.js';
+
+export interface CheckoutDeps {
+  orders: OrderStore;
+  games: (gameId: string) => Promise<GameSnapshot | null>;
+  payments: PaymentService;
+  clock: Clock;
+}
+
+/** What the hosted checkout page shows. */
+export interface CheckoutView {
+  order: ClientOrder;
+  /** Channels the page may offer for this order's game. */
+  sandboxAvailable: boolean;
+}
+
+const ALREADY_PAID = new Set(['paid', 'delivered', 'refunded']);
+
+/**
+ * The client purchase API (PROTOCOL 10): a game client holding an order_token reads its order
+ * and pays it. The token is the credential: unknown, forged or tampered -> 401 invalid_token,
+ * the same answer for each so a caller learns nothing about which orders exist.
+ */
+export class CheckoutService {
+  constructor(private readonly d: CheckoutDeps) {}
+
+  async view(token: string): Promise<ClientOrder> {
+    const order = await this.authorize(token);
+    return this.toClient(order);
+  }
+
+  async page(token: string): Promise<CheckoutView> {
+    const order = await this.authorize(token);
+    const snap = await this.d.games(order.game_id);
+    return { order: await this.toClient(order, snap), sandboxAvailable: snap?.game.sandbox_payments === 1 };
+  }
+
+  /**
+   * Pays the order through `channel`. An order already paid answers its status (a retry or a
+   * second tab); an expired or canceled one cannot start a payment (409 invalid_state).
+   */
+  async pay(token: string, channel: string): Promise<ClientPayResponse> {
+    const order = await this.authorize(token);
+    const status = this.clientStatus(order);
+    if (ALREADY_PAID.has(status)) return this.toClient(order);
+    if (status !== 'created') throw Errors.invalidState(`order ${order.order_id} is ${status} and cannot be paid`);
+    const snap = await this.d.games(order.game_id);
+    if (!snap) throw Errors.invalidToken('order_token is not valid');
+    const result = await this.d.payments.pay(order, snap.game, channel);
+    const after = (await this.d.orders.findById(this.d.orders.db, order.order_id)) as OrderRow;
+    const view = await this.toClient(after, snap);
+    if (result.kind === 'pending') return { ...view, redirect_url: result.redirect_url };
+    // The order changed under the payment (canceled, or expired and then handled elsewhere).
+    if (!ALREADY_PAID.has(view.status)) throw Errors.invalidState(`order ${order.order_id} is ${view.status} and cannot be paid`);
+    return view;
+  }
+
+  private async authorize(token: string): Promise<OrderRow> {
+    const parsed = parseOrderToken(token);
+    const order = parsed ? await this.d.orders.findById(this.d.orders.db, parsed.orderId) : undefined;
+    // Compare against a dummy when the order is unknown, so both refusals cost the same.
+    const ok = tokenSecretMatches(order?.token_secret ?? 'x'.repeat(32), parsed?.secret ?? '');
+    if (!order || !ok) throw Errors.invalidToken('order_token is not valid');
+    return order;
+  }
+
+  private clientStatus(order: OrderRow): ClientOrder['status'] {
+    // The sweeper moves it to `expired` within seconds; the client sees it at once.
+    return order.status === 'created' && this.d.clock.now() >= order.expires_at ? 'expired' : order.status;
+  }
+
+  private async toClient(order: OrderRow, snap?: GameSnapshot | null): Promise<ClientOrder> {
+    const game = snap === undefined ? await this.d.games(order.game_id) : snap;
+    return {
+      order_id: order.order_id,
+      product_id: order.product_id,
+      product_name: game?.products.get(order.product_id)?.name ?? order.product_id,
+      quantity: order.quantity,
+      amount: order.amount,
+      currency: order.currency,
+      status: this.clientStatus(order),
+      expires_at: Math.floor(order.expires_at / 1000),
+    };
+  }
+}

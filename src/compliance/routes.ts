@@ -1,0 +1,54 @@
+import type { FastifyInstance } from 'fastify';
+import { actorOf } from '../admin/actor.js';
+import { responses } from '../http/errors-schema.js';
+import { GameParams } from '../games/schemas.js';
+import type { PlayerService } from './players.js';
+import { NppaEventPage, NppaEventsQuery, Player, PlayerParams, PutPlayerBody } from './schemas.js';
+
+const ADMIN_ERRORS = [400, 401, 404, 405, 413, 415];
+
+/** Operator API for players (PROTOCOL 12) and the national-system upload queue. */
+export function registerComplianceRoutes(app: FastifyInstance, players: PlayerService): void {
+  const admin = { auth: 'admin' as const };
+
+  app.put('/admin/v1/games/:game_id/players/:combo_id', {
+    config: admin,
+    schema: {
+      tags: ['admin'],
+      summary: 'Record what the operator knows of a player (pi, birth date, ban)',
+      params: PlayerParams,
+      body: PutPlayerBody,
+      response: responses({ 200: Player }, ADMIN_ERRORS),
+    },
+    handler: async (req) => {
+      const p = req.params as PlayerParams;
+      return players.put(p.game_id, p.combo_id, req.body as PutPlayerBody, actorOf(req));
+    },
+  });
+
+  app.get('/admin/v1/games/:game_id/players/:combo_id', {
+    config: admin,
+    schema: {
+      tags: ['admin'],
+      summary: 'A player with month-to-date spending and online time (Beijing time)',
+      params: PlayerParams,
+      response: responses({ 200: Player }, ADMIN_ERRORS),
+    },
+    handler: async (req) => {
+      const p = req.params as PlayerParams;
+      return players.get(p.game_id, p.combo_id);
+    },
+  });
+
+  app.get('/admin/v1/games/:game_id/nppa/events', {
+    config: admin,
+    schema: {
+      tags: ['admin'],
+      summary: 'National-system behaviour events of a game, newest first (status=failed: refused items)',
+      params: GameParams,
+      querystring: NppaEventsQuery,
+      response: responses({ 200: NppaEventPage }, ADMIN_ERRORS),
+    },
+    handler: async (req) => players.events((req.params as { game_id: string }).game_id, req.query as NppaEventsQuery),
+  });
+}

@@ -1,0 +1,241 @@
+import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import type { DB, NppaEventsTable, PlayersTable } from '../db/schema.js';
+import type { Dialect, TransactionRunner } from '../db/index.js';
+
+export type PlayerRow = Selectable<PlayersTable>;
+export type NppaEventRow = Selectable<NppaEventsTable>;
+export type NppaEventStatus = NppaEventRow['status'];
+type Q = Kysely<DB> | Transaction<DB>;
+
+/** Queries for players, minors' spending totals and the national-system upload queue. */
+export class ComplianceStore {
+  constructor(
+    readonly db: Kysely<DB>,
+    readonly dialect: Dialect,
+    private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
+  ) {}
+
+  /** A transaction that has committed when the promise settles (group commit on SQLite). */
+  transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+    return this.tx(fn);
+  }
+
+  // ---- players ----------------------------------------------------------------------------
+
+  findPlayer(q: Q, gameId: string, comboId: string): Promise<PlayerRow | undefined> {
+    return q.selectFrom('players').selectAll().where('game_id', '=', gameId).where('combo_id', '=', comboId).executeTakeFirst();
+  }
+
+  /**
+   * The player row, locked until the transaction ends, so one player's concurrent orders are
+   * checked one after another. PostgreSQL: a row lock. SQLite: a no-op write first, so the
+   * transaction holds the database write lock before it reads the totals.
+   */
+  async lockPlayer(trx: Transaction<DB>, gameId: string, comboId: string): Promise<PlayerRow | undefined> {
+    if (this.dialect === 'postgres') {
+      return trx.selectFrom('players').selectAll().where('game_id', '=', gameId).where('combo_id', '=', comboId).forUpdate().executeTakeFirst();
+    }
+    await trx.updateTable('players').set({ banned: sql`banned` }).where('game_id', '=', gameId).where('combo_id', '=', comboId).execute();
+    return this.findPlayer(trx, gameId, comboId);
+  }
+
+  async upsertPlayer(q: Q, row: PlayerRow): Promise<void> {
+    await q
+      .insertInto('players')
+      .values(row)
+      .onConflict((oc) =>
+        oc.columns(['game_id', 'combo_id']).doUpdateSet({ pi: row.pi, birth_date: row.birth_date, banned: row.banned, updated_at: row.updated_at }),
+      )
+      .execute();
+  }
+
+  /**
+   * CNY amounts of the player's orders created since `since`: `spent` = paid or delivered,
+   * `reserved` = created and not yet expired (counted so open orders cannot pass a limit together).
+   */
+  async monthSpending(q: Q, gameId: string, comboId: string, since: number, now: number): Promise<{ spent: number; reserved: number }> {
+    const rows = await q
+      .selectFrom('orders')
+      .select(['status', 'expires_at', 'amount'])
+      .where('game_id', '=', gameId)
+      .where('combo_id', '=', comboId)
+      .where('created_at', '>=', since)
+      .where('currency', '=', 'CNY')
+      .where('status', 'in', ['created', 'paid', 'delivered'])
+      .execute();
+    let spent = 0;
+    let reserved = 0;
+    for (const r of rows) {
+      if (r.status === 'created') {
+        if (r.expires_at > now) reserved += Number(r.amount);
+      } else spent += Number(r.amount);
+    }
+    return { spent, reserved };
+  }
+
+  async playerPis(q: Q, gameId: string, comboIds: string[]): Promise<Map<string, string>> {
+    if (comboIds.length === 0) return new Map();
+    const rows = await q
+      .selectFrom('players')
+      .select(['combo_id', 'pi'])
+      .where('game_id', '=', gameId)
+      .where('combo_id', 'in', comboIds)
+      .where('pi', 'is not', null)
+      .execute();
+    return new Map(rows.map((r) => [r.combo_id, r.pi as string]));
+  }
+
+  // ---- upload queue -----------------------------------------------------------------------
+
+  /** Games that have events due for upload. */
+  async dueGames(now: number, limit: number): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('nppa_events')
+      .select('game_id')
+      .distinct()
+      .where('status', '=', 'pending')
+      .where('next_attempt_at', '<=', now)
+      .where('locked_until', '<=', now)
+      .limit(limit)
+      .execute();
+    return rows.map((r) => r.game_id);
+  }
+
+  /** Due, unclaimed events of a game, oldest behaviour first. */
+  dueEvents(gameId: string, now: number, limit: number): Promise<NppaEventRow[]> {
+    return this.db
+      .selectFrom('nppa_events')
+      .selectAll()
+      .where('status', '=', 'pending')
+      .where('game_id', '=', gameId)
+      .where('next_attempt_at', '<=', now)
+      .where('locked_until', '<=', now)
+      .orderBy('ot_ms')
+      .orderBy('event_id')
+      .limit(limit)
+      .execute();
+  }
+
+  /** Guarded claim: returns the ids this owner got (another process may have taken some). */
+  async claim(ids: string[], owner: string, now: number, until: number): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = await this.db
+      .updateTable('nppa_events')
+      .set({ locked_until: until, locked_by: owner })
+      .where('event_id', 'in', ids)
+      .where('status', '=', 'pending')
+      .where('locked_until', '<=', now)
+      .returning('event_id')
+      .execute();
+    return new Set(rows.map((r) => r.event_id));
+  }
+
+  /** Accepted by the national system: uploaded, with the `ot` actually sent. Guarded by the claim. */
+  async markUploaded(q: Q, ids: string[], owner: string, shiftMs: number, now: number): Promise<number> {
+    if (ids.length === 0) return 0;
+    const r = await q
+      .updateTable('nppa_events')
+      .set({
+        status: 'uploaded',
+        uploaded_at: now,
+        // A literal, so both databases do integer arithmetic (a bound JS number is REAL in SQLite).
+        sent_ot: sql<number>`(ot_ms + ${sql.lit(Math.trunc(shiftMs))}) / 1000`,
+        locked_until: 0,
+        locked_by: null,
+        attempts: sql<number>`attempts + 1`,
+      })
+      .where('event_id', 'in', ids)
+      .where('locked_by', '=', owner)
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows);
+  }
+
+  /** Not accepted this time: back in the queue at `nextAttemptAt`, with the error recorded. */
+  async reschedule(
+    q: Q,
+    ids: string[],
+    owner: string,
+    f: { nextAttemptAt: number; errcode: number | null; error: string; retime?: boolean },
+  ): Promise<void> {
+    if (ids.length === 0) return;
+    await q
+      .updateTable('nppa_events')
+      .set({
+        next_attempt_at: f.nextAttemptAt,
+        errcode: f.errcode,
+        last_error: f.error.slice(0, 500),
+        attempts: sql<number>`attempts + 1`,
+        locked_until: 0,
+        locked_by: null,
+        ...(f.retime ? { retime: 1 } : {}),
+      })
+      .where('event_id', 'in', ids)
+      .where('locked_by', '=', owner)
+      .where('status', '=', 'pending')
+      .execute();
+  }
+
+  /** Refused for good (a per-item error other than bad time): shown to the operator. */
+  async markFailed(q: Q, ids: string[], owner: string, errcode: number, error: string): Promise<void> {
+    if (ids.length === 0) return;
+    await q
+      .updateTable('nppa_events')
+      .set({ status: 'failed', errcode, last_error: error.slice(0, 500), attempts: sql<number>`attempts + 1`, locked_until: 0, locked_by: null })
+      .where('event_id', 'in', ids)
+      .where('locked_by', '=', owner)
+      .where('status', '=', 'pending')
+      .execute();
+  }
+
+  /** The game has no credentials any more: its pending events are not uploaded. */
+  async skipPending(gameId: string, now: number): Promise<void> {
+    await this.db
+      .updateTable('nppa_events')
+      .set({ status: 'skipped', last_error: 'national-system credentials were removed from the game', locked_until: 0, locked_by: null })
+      .where('game_id', '=', gameId)
+      .where('status', '=', 'pending')
+      .where('locked_until', '<=', now)
+      .execute();
+  }
+
+  /** One uploader per game at a time (the rate limit is per game): a renewable lease. */
+  async acquireLease(gameId: string, owner: string, now: number, until: number): Promise<boolean> {
+    await this.db
+      .insertInto('nppa_leases')
+      .values({ game_id: gameId, owner: '', expires_at: 0 })
+      .onConflict((oc) => oc.column('game_id').doNothing())
+      .execute();
+    const r = await this.db
+      .updateTable('nppa_leases')
+      .set({ owner, expires_at: until })
+      .where('game_id', '=', gameId)
+      .where((eb) => eb.or([eb('owner', '=', owner), eb('expires_at', '<=', now)]))
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  }
+
+  async releaseLease(gameId: string, owner: string): Promise<void> {
+    await this.db.updateTable('nppa_leases').set({ expires_at: 0 }).where('game_id', '=', gameId).where('owner', '=', owner).execute();
+  }
+
+  /** Operator view: a game's events, newest first, keyset paging on event_id. */
+  listEvents(gameId: string, f: { status?: NppaEventStatus; limit: number; before?: string }): Promise<NppaEventRow[]> {
+    let q = this.db.selectFrom('nppa_events').selectAll().where('game_id', '=', gameId);
+    if (f.status) q = q.where('status', '=', f.status);
+    if (f.before) q = q.where('event_id', '<', f.before);
+    return q.orderBy('event_id', 'desc').limit(f.limit).execute();
+  }
+
+  async countEvents(gameId: string): Promise<Record<NppaEventStatus, number>> {
+    const rows = await this.db
+      .selectFrom('nppa_events')
+      .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+      .where('game_id', '=', gameId)
+      .groupBy('status')
+      .execute();
+    const out: Record<NppaEventStatus, number> = { pending: 0, uploaded: 0, failed: 0, skipped: 0 };
+    for (const r of rows) out[r.status] = Number(r.n);
+    return out;
+  }
+}

@@ -1,0 +1,66 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Errors } from '../errors.js';
+import { policyOfCaller, type RateLimiter, type RateLimitPolicy, type TakeResult } from '../ratelimit/limiter.js';
+import type { AuthKind } from './app.js';
+
+export interface RateLimitHookOptions {
+  limiter: RateLimiter;
+  /** The request's policy once its caller is known; null: the route is not rate limited. */
+  policyFor(req: FastifyRequest, kind: AuthKind): RateLimitPolicy | null;
+  /** Told of every refusal (metrics). */
+  onLimited?(policy: RateLimitPolicy): void;
+}
+
+/**
+ * Runs after authentication (PROTOCOL 2: the caller is known) and before caller-state checks.
+ * Sets the IETF RateLimit headers on every answer of a limited route and throws 429
+ * `rate_limited` with `Retry-After` when the bucket is empty.
+ */
+export function rateLimitHook(o: RateLimitHookOptions) {
+  return async (req: FastifyRequest, reply: FastifyReply, kind: AuthKind): Promise<void> => {
+    const policy = o.policyFor(req, kind);
+    if (!policy) return;
+    const result = await o.limiter.take(policy);
+    // Failing open, the service knows nothing true to advertise: no headers rather than made-up ones.
+    if (result.degraded) return;
+    const headers = rateLimitHeaders(policy, result);
+    if (result.allowed) {
+      reply.headers(headers);
+      return;
+    }
+    o.onLimited?.(policy);
+    const retryAfter = Math.max(1, Math.ceil(result.retryAfterMs / 1000));
+    throw Errors.rateLimited(`over the rate limit of ${policy.perSecond} requests per second; retry after ${retryAfter} s`, {
+      ...headers,
+      'retry-after': String(retryAfter),
+    });
+  };
+}
+
+/**
+ * draft-ietf-httpapi-ratelimit-headers-09/-10 (structured fields):
+ *   RateLimit-Policy: "<name>";q=<requests>;w=1       the quota: q requests per 1-second window
+ *   RateLimit: "<name>";r=<remaining>;t=<seconds>     what is left now, and when it refills
+ * <name> is the caller kind (`game`, `partner`, `ip`), never the caller's id.
+ */
+export function rateLimitHeaders(policy: RateLimitPolicy, r: TakeResult): Record<string, string> {
+  const name = policy.key.split(':', 1)[0] || 'default';
+  const t = Math.ceil((r.allowed ? r.resetMs : r.retryAfterMs) / 1000);
+  return {
+    'ratelimit-policy': `"${name}";q=${Math.floor(policy.perSecond)};w=1`,
+    ratelimit: `"${name}";r=${r.remaining};t=${Math.max(0, t)}`,
+  };
+}
+
+/**
+ * Which bucket a request draws from: signed callers (games, partners) carry their own policy
+ * (RateLimitedCaller, e.g. GameSnapshot.rateLimit); the client purchase API is limited per IP
+ * (PROTOCOL 10; req.ip honours TRUST_PROXY). Admin and unauthenticated routes are not limited.
+ */
+export function requestPolicy(clientPerSecond: number) {
+  return (req: FastifyRequest, kind: AuthKind): RateLimitPolicy | null => {
+    if (kind === 'client') return { key: `ip:${req.ip}`, perSecond: clientPerSecond };
+    if (kind === 'game' || kind === 'partner') return policyOfCaller(req.caller);
+    return null;
+  };
+}

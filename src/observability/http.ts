@@ -1,0 +1,52 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { Errors } from '../errors.js';
+import { responses } from '../http/errors-schema.js';
+import type { ServiceMetrics } from './metrics.js';
+
+/** Label and log value for requests that matched no route (never the raw path: it may hold a token). */
+export const UNMATCHED_ROUTE = '(unmatched)';
+
+/**
+ * One log line and one metrics sample per answered request. The line carries method, route
+ * pattern, status, latency and trace id, and deliberately nothing else: no headers, no query
+ * string, no body (they hold signatures, tokens and secrets).
+ */
+export function installRequestObservability(app: FastifyInstance, metrics: ServiceMetrics): void {
+  app.addHook('onResponse', async (req, reply) => {
+    const route = req.routeOptions.url ?? UNMATCHED_ROUTE;
+    const seconds = reply.elapsedTime / 1000;
+    metrics.observeRequest(req.method, route, reply.statusCode, seconds);
+    req.log.info(
+      { method: req.method, route, status: reply.statusCode, latencyMs: Math.round(reply.elapsedTime * 100) / 100, traceId: req.id },
+      'request',
+    );
+  });
+}
+
+/** GET /metrics (Prometheus text format); with METRICS_TOKEN set, only with that bearer token. */
+export function registerMetricsRoute(app: FastifyInstance, metrics: ServiceMetrics, token: string | null): void {
+  app.get('/metrics', {
+    schema: {
+      tags: ['ops'],
+      summary: 'Prometheus metrics (Bearer METRICS_TOKEN when configured)',
+      response: responses({ 200: Type.String({ description: 'Prometheus text exposition format' }) }, [401]),
+    },
+    handler: async (req, reply) => {
+      if (token) checkBearer(req, token);
+      const text = await metrics.render();
+      return reply.type(metrics.contentType).send(text);
+    },
+  });
+}
+
+function checkBearer(req: FastifyRequest, token: string): void {
+  const h = req.headers.authorization;
+  const m = typeof h === 'string' ? /^Bearer (.+)$/.exec(h) : null;
+  if (!m) throw Errors.unauthorized('Authorization: Bearer <METRICS_TOKEN> is required');
+  // Hashing both sides gives equal lengths, so the comparison is constant-time.
+  const a = createHash('sha256').update(m[1] as string).digest();
+  const b = createHash('sha256').update(token).digest();
+  if (!timingSafeEqual(a, b)) throw Errors.unauthorized('metrics token is not valid');
+}

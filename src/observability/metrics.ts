@@ -1,0 +1,161 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Database } from '../db/index.js';
+import type { OrderStatus } from '../db/schema.js';
+import { ObservabilityStore } from './store.js';
+
+const ORDER_STATUSES: OrderStatus[] = ['created', 'paid', 'delivered', 'expired', 'canceled', 'refunded'];
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export type AttemptResult = 'success' | 'failure';
+
+/**
+ * What other domains report to /metrics. Call sites stay one line and know nothing of
+ * Prometheus: `metrics.notificationAttempt('success', latencyMs)`.
+ */
+export interface DomainMetrics {
+  /** One delivery attempt of a notification: 2xx answer = success, anything else = failure. */
+  notificationAttempt(result: AttemptResult, latencyMs?: number): void;
+  /** One upload batch to the national anti-addiction system. */
+  nppaUpload(result: AttemptResult, events?: number): void;
+}
+
+/**
+ * The service's Prometheus metrics, in a Registry of its own (not prom-client's global one,
+ * so several services in one process, as in tests, never mix their numbers).
+ */
+export class ServiceMetrics implements DomainMetrics {
+  readonly registry = new Registry();
+  private readonly store: ObservabilityStore;
+  private inflight: Promise<void> | null = null;
+
+  private readonly httpRequests = new Counter({
+    name: 'combo_http_requests_total',
+    help: 'HTTP requests answered, by route pattern and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+  private readonly httpLatency = new Histogram({
+    name: 'combo_http_request_duration_seconds',
+    help: 'HTTP request latency, by route pattern and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly rateLimitedTotal = new Counter({
+    name: 'combo_rate_limited_total',
+    help: 'Requests refused with 429 rate_limited, by caller kind',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  private readonly notificationAttempts = new Counter({
+    name: 'combo_notification_attempts_total',
+    help: 'Notification delivery attempts, by result',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+  private readonly notificationLatency = new Histogram({
+    name: 'combo_notification_attempt_duration_seconds',
+    help: 'Notification delivery attempt latency',
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly nppaUploads = new Counter({
+    name: 'combo_nppa_uploads_total',
+    help: 'Upload batches to the national anti-addiction system, by result',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+  private readonly nppaUploadedEvents = new Counter({
+    name: 'combo_nppa_uploaded_events_total',
+    help: 'Session events in upload batches, by result',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+  private readonly orders = new Gauge({
+    name: 'combo_orders',
+    help: 'Orders in the database by status (read from the database on scrape; same on every instance)',
+    labelNames: ['status'] as const,
+    registers: [this.registry],
+  });
+  private readonly notificationsPending = new Gauge({
+    name: 'combo_notifications_pending',
+    help: 'Notifications not yet delivered nor given up (read from the database on scrape)',
+    registers: [this.registry],
+  });
+  private readonly nppaPending = new Gauge({
+    name: 'combo_nppa_events_pending',
+    help: 'Session events waiting for upload to the national system (read from the database on scrape)',
+    registers: [this.registry],
+  });
+  private readonly databaseUp = new Gauge({
+    name: 'combo_database_up',
+    help: '1 when the last scrape could read the database, else 0',
+    registers: [this.registry],
+  });
+  private readonly pool = new Gauge({
+    name: 'combo_db_pool_connections',
+    help: 'PostgreSQL pool connections: total, idle, and waiting (requests queued for a connection)',
+    labelNames: ['state'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(private readonly database: Database, opts: { defaultMetrics?: boolean; nodeId?: number | null } = {}) {
+    this.store = new ObservabilityStore(database.db);
+    if (opts.nodeId !== undefined && opts.nodeId !== null) this.registry.setDefaultLabels({ node_id: String(opts.nodeId) });
+    if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+  }
+
+  observeRequest(method: string, route: string, status: number, seconds: number): void {
+    const labels = { method, route, status: String(status) };
+    this.httpRequests.inc(labels);
+    this.httpLatency.observe(labels, seconds);
+  }
+
+  rateLimited(kind: string): void {
+    this.rateLimitedTotal.inc({ kind });
+  }
+
+  notificationAttempt(result: AttemptResult, latencyMs?: number): void {
+    this.notificationAttempts.inc({ result });
+    if (latencyMs !== undefined) this.notificationLatency.observe(latencyMs / 1000);
+  }
+
+  nppaUpload(result: AttemptResult, events = 0): void {
+    this.nppaUploads.inc({ result });
+    if (events > 0) this.nppaUploadedEvents.inc({ result }, events);
+  }
+
+  /** The exposition text; reads the database gauges first (concurrent scrapes share one read). */
+  async render(): Promise<string> {
+    this.inflight ??= this.collectDatabase().finally(() => {
+      this.inflight = null;
+    });
+    await this.inflight;
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  private async collectDatabase(): Promise<void> {
+    const stats = this.database.poolStats?.();
+    if (stats) {
+      this.pool.set({ state: 'total' }, stats.total);
+      this.pool.set({ state: 'idle' }, stats.idle);
+      this.pool.set({ state: 'waiting' }, stats.waiting);
+    }
+    try {
+      const b = await this.store.backlog();
+      this.orders.reset();
+      for (const s of ORDER_STATUSES) this.orders.set({ status: s }, 0);
+      for (const r of b.ordersByStatus) this.orders.set({ status: r.status }, r.n);
+      this.notificationsPending.set(b.notificationsPending);
+      this.nppaPending.set(b.nppaEventsPending);
+      this.databaseUp.set(1);
+    } catch {
+      // The scrape still answers (process metrics stay useful); the gauges keep their last value.
+      this.databaseUp.set(0);
+    }
+  }
+}

@@ -1,0 +1,53 @@
+import type { FastifyInstance } from 'fastify';
+import { actorOf } from '../admin/actor.js';
+import { responses } from '../http/errors-schema.js';
+import { AdminOrder, AdminOrderDetail, ListOrdersQuery, OrderActionBody, OrderPage, OrderParams } from './admin-schemas.js';
+import type { OrderAdminService } from './admin-service.js';
+
+const ADMIN_ERRORS = [400, 401, 404, 405, 413, 415];
+
+/** Operator API for orders (PROTOCOL 11). */
+export function registerOrderAdminRoutes(app: FastifyInstance, orders: OrderAdminService): void {
+  const admin = { auth: 'admin' as const };
+
+  app.get('/admin/v1/orders', {
+    config: admin,
+    schema: { tags: ['admin'], summary: 'Orders, newest first, cursor paging', querystring: ListOrdersQuery, response: responses({ 200: OrderPage }, ADMIN_ERRORS) },
+    handler: async (req) => orders.list(req.query as ListOrdersQuery),
+  });
+
+  app.get('/admin/v1/orders/:order_id', {
+    config: admin,
+    schema: {
+      tags: ['admin'],
+      summary: 'An order with its events, payments and notifications (with their attempts)',
+      params: OrderParams,
+      response: responses({ 200: AdminOrderDetail }, ADMIN_ERRORS),
+    },
+    handler: async (req) => orders.detail((req.params as OrderParams).order_id),
+  });
+
+  app.post('/admin/v1/orders/:order_id/refund', {
+    config: admin,
+    schema: {
+      tags: ['admin'],
+      summary: 'Refund a paid or delivered order (queues a refund notification)',
+      params: OrderParams,
+      body: OrderActionBody,
+      response: responses({ 200: AdminOrder }, [...ADMIN_ERRORS, 409]),
+    },
+    handler: async (req) => orders.refund((req.params as OrderParams).order_id, actorOf(req), (req.body as OrderActionBody).reason),
+  });
+
+  app.post('/admin/v1/orders/:order_id/cancel', {
+    config: admin,
+    schema: {
+      tags: ['admin'],
+      summary: 'Cancel an unpaid order',
+      params: OrderParams,
+      body: OrderActionBody,
+      response: responses({ 200: AdminOrder }, [...ADMIN_ERRORS, 409]),
+    },
+    handler: async (req) => orders.cancel((req.params as OrderParams).order_id, actorOf(req), (req.body as OrderActionBody).reason),
+  });
+}

@@ -1,0 +1,158 @@
+import type { Transaction } from 'kysely';
+import type { DB } from '../db/schema.js';
+import { recordAudit } from '../admin/audit.js';
+import { Errors } from '../errors.js';
+import type { Clock } from '../lib/clock.js';
+import type { IdGenerator } from '../lib/ids.js';
+import { decodeCursor, encodeCursor } from '../lib/page-cursor.js';
+import type { OrderAdminStore, OrderCursor } from './admin-store.js';
+import type { AdminOrder, AdminOrderDetail, ListOrdersQuery, OrderPage } from './admin-schemas.js';
+import type { OperatorAction, OrderLifecycle, TransitionResult } from './lifecycle.js';
+import type { OrderRow, OrderStore } from './store.js';
+import { formatOrderToken } from './token.js';
+
+export interface OrderAdminDeps {
+  store: OrderStore;
+  views: OrderAdminStore;
+  lifecycle: OrderLifecycle;
+  clock: Clock;
+  ids: IdGenerator;
+  /** PUBLIC_BASE_URL: the checkout links in order details point there. */
+  publicBaseUrl: string;
+  /** Called after a refund (and its notification) committed, e.g. to wake the notifier. */
+  onRefunded?: (orderId: string) => void;
+}
+
+/** Operator views and actions on orders (PROTOCOL 11). */
+export class OrderAdminService {
+  constructor(private readonly d: OrderAdminDeps) {}
+
+  /** Newest first; `next_cursor` is null on the last page. */
+  async list(q: ListOrdersQuery): Promise<OrderPage> {
+    const limit = q.limit ?? 50;
+    const after = q.cursor === undefined ? null : orderCursor(q.cursor);
+    const filter = { gameId: q.game_id, status: q.status, comboId: q.combo_id, referenceId: q.reference_id };
+    const rows = await this.d.views.list(filter, after, limit + 1);
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return { data: page.map(toAdminOrder), next_cursor: rows.length > limit && last ? encodeCursor([last.created_at, last.order_id]) : null };
+  }
+
+  async detail(orderId: string): Promise<AdminOrderDetail> {
+    const { store, views } = this.d;
+    const order = await store.findById(store.db, orderId);
+    if (!order) throw Errors.notFound(`order ${orderId} not found`);
+    const [events, payments, notifications] = await Promise.all([views.events(orderId), views.payments(orderId), views.notifications(orderId)]);
+    return {
+      ...toAdminOrder(order),
+      checkout_url: `${this.d.publicBaseUrl}/checkout/${formatOrderToken(order.order_id, order.token_secret)}`,
+      events: events.map((e) => ({ from_status: e.from_status, to_status: e.to_status, at: e.at, detail: parseJson(e.detail) })),
+      payments: payments.map((p) => ({
+        payment_id: p.payment_id,
+        provider: p.provider,
+        provider_txn_id: p.provider_txn_id,
+        amount: p.amount,
+        currency: p.currency,
+        status: p.status,
+        late: p.late === 1,
+        detail: parseJson(p.detail),
+        created_at: p.created_at,
+      })),
+      notifications: notifications.map(({ notification: n, attempts }) => ({
+        notification_id: n.notification_id,
+        type: n.type,
+        status: n.status,
+        notify_url: n.notify_url,
+        attempt_count: n.attempts,
+        next_attempt_at: n.next_attempt_at,
+        last_error: n.last_error,
+        created_at: n.created_at,
+        updated_at: n.updated_at,
+        delivered_at: n.delivered_at,
+        attempts: attempts.map((a) => ({
+          attempt_id: a.attempt_id,
+          at: a.at,
+          status_code: a.status_code,
+          latency_ms: a.latency_ms,
+          error: a.error,
+          response_snippet: a.response_snippet,
+        })),
+      })),
+    };
+  }
+
+  /** paid|delivered -> refunded; queues the `refund` notification. 409 from any other state. */
+  async refund(orderId: string, actor: string, reason?: string): Promise<AdminOrder> {
+    const by = { actor, reason };
+    const order = await this.act(orderId, by, 'order.refund', (trx, now) => this.d.lifecycle.refund(trx, orderId, now, by));
+    this.d.onRefunded?.(orderId);
+    return order;
+  }
+
+  /** created -> canceled. 409 from any other state. */
+  cancel(orderId: string, actor: string, reason?: string): Promise<AdminOrder> {
+    const by = { actor, reason };
+    return this.act(orderId, by, 'order.cancel', (trx, now) => this.d.lifecycle.cancel(trx, orderId, now, by));
+  }
+
+  /** One operator transition and its audit record, in one transaction. */
+  private async act(
+    orderId: string,
+    by: OperatorAction,
+    action: string,
+    change: (trx: Transaction<DB>, now: number) => Promise<TransitionResult>,
+  ): Promise<AdminOrder> {
+    const { store, clock, ids } = this.d;
+    const now = clock.now();
+    const row = await store.transaction(async (trx) => {
+      const r = await change(trx, now);
+      if (!r.order) throw Errors.notFound(`order ${orderId} not found`);
+      if (!r.changed) throw Errors.invalidState(`order ${orderId} is ${r.order.status}; ${action.replace('order.', '')} is not allowed`);
+      await recordAudit(trx, ids, now, { actor: by.actor, action, target: orderId, detail: { from: r.from, to: r.order.status, reason: by.reason } });
+      return r.order;
+    });
+    return toAdminOrder(row);
+  }
+}
+
+export function toAdminOrder(o: OrderRow): AdminOrder {
+  return {
+    order_id: o.order_id,
+    game_id: o.game_id,
+    reference_id: o.reference_id,
+    combo_id: o.combo_id,
+    product_id: o.product_id,
+    platform: o.platform,
+    notify_url: o.notify_url,
+    quantity: o.quantity,
+    meta: parseJson(o.meta),
+    context: o.context,
+    amount: o.amount,
+    currency: o.currency,
+    status: o.status,
+    is_sandbox: o.is_sandbox === 1,
+    late_payment: o.late_payment === 1,
+    created_at: o.created_at,
+    expires_at: o.expires_at,
+    updated_at: o.updated_at,
+    paid_at: o.paid_at,
+    delivered_at: o.delivered_at,
+    expired_at: o.expired_at,
+    canceled_at: o.canceled_at,
+    refunded_at: o.refunded_at,
+  };
+}
+
+function parseJson(s: string | null): Record<string, unknown> | null {
+  return s === null ? null : (JSON.parse(s) as Record<string, unknown>);
+}
+
+/** The sort key of the last row of a page: [created_at, order_id]. */
+function isOrderCursor(v: unknown): v is [number, string] {
+  return Array.isArray(v) && v.length === 2 && Number.isSafeInteger(v[0]) && typeof v[1] === 'string' && /^\d{1,20}$/.test(v[1]);
+}
+
+function orderCursor(cursor: string): OrderCursor {
+  const [createdAt, orderId] = decodeCursor<[number, string]>(cursor, isOrderCursor);
+  return { createdAt, orderId };
+}

@@ -1,0 +1,70 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { DB, NotificationAttemptsTable, NotificationsTable, OrderStatus, PaymentsTable } from '../db/schema.js';
+import type { OrderEventRow, OrderRow } from './store.js';
+
+export interface OrderFilter {
+  gameId?: string;
+  status?: OrderStatus;
+  comboId?: string;
+  referenceId?: string;
+}
+
+/** Position after the last row of a page: newest first by (created_at, order_id). */
+export interface OrderCursor {
+  createdAt: number;
+  orderId: string;
+}
+
+export type NotificationRow = Selectable<NotificationsTable>;
+export type AttemptRow = Selectable<NotificationAttemptsTable>;
+
+/** Read-only queries of the operator order views, across orders, payments and notifications. */
+export class OrderAdminStore {
+  constructor(readonly db: Kysely<DB>) {}
+
+  list(filter: OrderFilter, after: OrderCursor | null, limit: number): Promise<OrderRow[]> {
+    let q = this.db.selectFrom('orders').selectAll();
+    if (filter.gameId !== undefined) q = q.where('game_id', '=', filter.gameId);
+    if (filter.status !== undefined) q = q.where('status', '=', filter.status);
+    if (filter.comboId !== undefined) q = q.where('combo_id', '=', filter.comboId);
+    if (filter.referenceId !== undefined) q = q.where('reference_id', '=', filter.referenceId);
+    if (after) {
+      q = q.where((eb) =>
+        eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('order_id', '<', after.orderId)])]),
+      );
+    }
+    return q.orderBy('created_at', 'desc').orderBy('order_id', 'desc').limit(limit).execute();
+  }
+
+  events(orderId: string): Promise<OrderEventRow[]> {
+    return this.db.selectFrom('order_events').selectAll().where('order_id', '=', orderId).orderBy('at').orderBy('event_id').execute();
+  }
+
+  payments(orderId: string): Promise<Selectable<PaymentsTable>[]> {
+    return this.db.selectFrom('payments').selectAll().where('order_id', '=', orderId).orderBy('created_at').orderBy('payment_id').execute();
+  }
+
+  /** The order's notifications, oldest first, each with its delivery attempts in time order. */
+  async notifications(orderId: string): Promise<{ notification: NotificationRow; attempts: AttemptRow[] }[]> {
+    const ntfs = await this.db
+      .selectFrom('notifications')
+      .selectAll()
+      .where('order_id', '=', orderId)
+      .orderBy('created_at')
+      .orderBy('notification_id')
+      .execute();
+    if (ntfs.length === 0) return [];
+    const attempts = await this.db
+      .selectFrom('notification_attempts')
+      .selectAll()
+      .where(
+        'notification_id',
+        'in',
+        ntfs.map((n) => n.notification_id),
+      )
+      .orderBy('at')
+      .orderBy('attempt_id')
+      .execute();
+    return ntfs.map((n) => ({ notification: n, attempts: attempts.filter((a) => a.notification_id === n.notification_id) }));
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * Token buckets for PROTOCOL 2 rate limits: one bucket per caller (`game:<id>`,
+ * `partner:<id>`, `ip:<address>`), refilled at `perSecond` tokens per second, holding at most
+ * one second's worth (burst = perSecond). Every request takes one token.
+ */
+
+/** What a rate-limited caller is limited by. The authenticated caller (req.caller) provides it. */
+export interface RateLimitPolicy {
+  /** Bucket key, e.g. `game:<game_id>`, `partner:<partner_id>`, `ip:<address>`. */
+  key: string;
+  /** Sustained rate; also the bucket size (burst = one second's worth). */
+  perSecond: number;
+}
+
+/** A caller object that carries its own policy (game and partner snapshots). */
+export interface RateLimitedCaller {
+  rateLimit: RateLimitPolicy;
+}
+
+export interface TakeResult {
+  allowed: boolean;
+  /** Whole tokens left after this request. */
+  remaining: number;
+  /** When refused: milliseconds until one token is available; 0 when allowed. */
+  retryAfterMs: number;
+  /** Milliseconds until the bucket is full again. */
+  resetMs: number;
+  /** True when the store could not be asked and the request was let through (fail open). */
+  degraded?: boolean;
+}
+
+export interface RateLimiter {
+  /** Takes one token from the policy's bucket. Never throws: on a store failure it allows. */
+  take(policy: RateLimitPolicy): Promise<TakeResult>;
+  close(): Promise<void>;
+}
+
+/** The refill arithmetic shared by the in-memory bucket and the Redis script (kept identical). */
+export function refill(tokens: number, lastMs: number, nowMs: number, perSecond: number): number {
+  const elapsed = Math.max(0, nowMs - lastMs);
+  return Math.min(perSecond, tokens + (elapsed * perSecond) / 1000);
+}
+
+export function outcome(tokensAfter: number, allowed: boolean, perSecond: number): TakeResult {
+  return {
+    allowed,
+    remaining: Math.max(0, Math.floor(tokensAfter)),
+    retryAfterMs: allowed ? 0 : Math.ceil(((1 - tokensAfter) * 1000) / perSecond),
+    resetMs: Math.ceil(((perSecond - tokensAfter) * 1000) / perSecond),
+  };
+}
+
+/** The caller's own policy, when it carries one (see RateLimitedCaller). */
+export function policyOfCaller(caller: unknown): RateLimitPolicy | null {
+  const p = (caller as Partial<RateLimitedCaller> | null | undefined)?.rateLimit;
+  return p && typeof p.key === 'string' && p.perSecond > 0 ? p : null;
+}

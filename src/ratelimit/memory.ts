@@ -1,0 +1,39 @@
+import type { Clock } from '../lib/clock.js';
+import { outcome, refill, type RateLimiter, type RateLimitPolicy, type TakeResult } from './limiter.js';
+
+interface Bucket {
+  tokens: number;
+  at: number;
+  perSecond: number;
+}
+
+/**
+ * Buckets in this process's memory: right for one instance (the embedded default). With
+ * several instances each would allow the full rate, so REDIS_URL must be set there.
+ */
+export class MemoryRateLimiter implements RateLimiter {
+  private readonly buckets = new Map<string, Bucket>();
+
+  constructor(private readonly clock: Clock, private readonly maxBuckets = 100_000) {}
+
+  async take(policy: RateLimitPolicy): Promise<TakeResult> {
+    const now = this.clock.now();
+    const { key, perSecond } = policy;
+    const b = this.buckets.get(key);
+    let tokens = b ? refill(b.tokens, b.at, now, perSecond) : perSecond;
+    const allowed = tokens >= 1;
+    if (allowed) tokens -= 1;
+    if (!b && this.buckets.size >= this.maxBuckets) this.evictFull(now);
+    this.buckets.set(key, { tokens, at: now, perSecond });
+    return outcome(tokens, allowed, perSecond);
+  }
+
+  /** A full bucket carries no information (a missing one is full): dropping it bounds memory, as IP keys are unbounded. */
+  private evictFull(now: number): void {
+    for (const [k, v] of this.buckets) if (refill(v.tokens, v.at, now, v.perSecond) >= v.perSecond) this.buckets.delete(k);
+    // Every bucket in use (a flood of distinct addresses): start over rather than grow without bound.
+    if (this.buckets.size >= this.maxBuckets) this.buckets.clear();
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,111 @@
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Clock } from '../lib/clock.js';
+import { outcome, type RateLimiter, type RateLimitPolicy, type TakeResult } from './limiter.js';
+
+/**
+ * One atomic step of a token bucket, run inside Redis so every service instance shares it.
+ * Same arithmetic as `refill` in limiter.ts. `at` never moves backwards, so an instance whose
+ * clock lags cannot mint tokens. A missing key is a full bucket; it expires once it would be
+ * full anyway (one second of refill, plus margin).
+ */
+const TAKE_SCRIPT = `
+local now = tonumber(ARGV[1])
+local rate = tonumber(ARGV[2])
+local b = redis.call('HMGET', KEYS[1], 't', 'at')
+local tokens = tonumber(b[1])
+local at = tonumber(b[2])
+if tokens == nil or at == nil then
+  tokens = rate
+  at = now
+end
+local elapsed = now - at
+if elapsed < 0 then elapsed = 0 end
+tokens = math.min(rate, tokens + elapsed * rate / 1000)
+local allowed = 0
+if tokens >= 1 then
+  tokens = tokens - 1
+  allowed = 1
+end
+if now > at then at = now end
+redis.call('HSET', KEYS[1], 't', string.format('%.6f', tokens), 'at', tostring(at))
+redis.call('PEXPIRE', KEYS[1], 5000)
+return {allowed, string.format('%.6f', tokens)}
+`;
+
+type BucketRedis = Redis & { takeToken(key: string, now: number, rate: number): Promise<[number, string]> };
+
+export interface RedisRateLimiterOptions {
+  url: string;
+  /** Prefix of every key this service writes (REDIS_KEY_PREFIX); `rl:` is appended. */
+  keyPrefix: string;
+  clock: Clock;
+  logger: Logger;
+  /** A Redis command slower than this counts as a failure (fail open). */
+  commandTimeoutMs?: number;
+}
+
+/**
+ * Buckets in Redis, shared by all instances. When Redis is unreachable or slow the request is
+ * ALLOWED (fail open) and a warning is logged at most every 10 s: a rate limiter outage must
+ * not become a payment outage; the limit protects capacity, it is not a security boundary.
+ */
+export class RedisRateLimiter implements RateLimiter {
+  private readonly redis: BucketRedis;
+  private lastWarnAt = 0;
+
+  constructor(private readonly o: RedisRateLimiterOptions) {
+    this.redis = new Redis(o.url, {
+      keyPrefix: `${o.keyPrefix}rl:`,
+      lazyConnect: true,
+      // Commands fail at once while disconnected instead of queueing behind a dead server.
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      commandTimeout: o.commandTimeoutMs ?? 500,
+      retryStrategy: (times) => Math.min(times * 200, 2000),
+    }) as BucketRedis;
+    this.redis.defineCommand('takeToken', { numberOfKeys: 1, lua: TAKE_SCRIPT });
+    this.redis.on('error', (err: Error) => this.warn(err));
+  }
+
+  /** Connects; on failure the service still starts (fail open) and ioredis keeps retrying. */
+  async connect(timeoutMs = 2000): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    });
+    try {
+      await Promise.race([this.redis.connect(), timeout]);
+    } catch (err) {
+      this.warn(err as Error);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async take(policy: RateLimitPolicy): Promise<TakeResult> {
+    try {
+      const [allowed, tokens] = await this.redis.takeToken(policy.key, this.o.clock.now(), policy.perSecond);
+      return outcome(Number(tokens), allowed === 1, policy.perSecond);
+    } catch (err) {
+      this.warn(err as Error);
+      return { allowed: true, remaining: policy.perSecond, retryAfterMs: 0, resetMs: 0, degraded: true };
+    }
+  }
+
+  private warn(err: Error): void {
+    const now = Date.now();
+    if (now - this.lastWarnAt < 10_000) return;
+    this.lastWarnAt = now;
+    this.o.logger.warn({ err: { message: err.message } }, 'rate limiter: Redis unavailable, allowing requests (fail open)');
+  }
+
+  async close(): Promise<void> {
+    try {
+      if (this.redis.status === 'ready') await this.redis.quit();
+      else this.redis.disconnect();
+    } catch {
+      this.redis.disconnect();
+    }
+  }
+}

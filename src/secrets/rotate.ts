@@ -1,0 +1,82 @@
+import type { Kysely, Transaction } from 'kysely';
+import { recordAudit } from '../admin/audit.js';
+import type { DB } from '../db/schema.js';
+import type { IdGenerator } from '../lib/ids.js';
+import type { SecretBox } from '../lib/secret-box.js';
+
+/**
+ * Every column that holds a SecretBox-sealed value, with the primary key that addresses its
+ * row. A domain that adds a sealed column adds it here, so `rotate-secrets` re-seals it too.
+ */
+export const SEALED_COLUMNS: readonly { table: keyof DB; id: string; column: string }[] = [
+  { table: 'game_keys', id: 'key_id', column: 'secret_enc' },
+  { table: 'partner_keys', id: 'key_id', column: 'secret_enc' },
+  { table: 'games', id: 'game_id', column: 'nppa_secret_enc' },
+];
+
+export interface RotationReport {
+  /** Per `table.column`: values re-sealed, and values already sealed with the current key. */
+  columns: { name: string; resealed: number; current: number }[];
+  resealed: number;
+  dryRun: boolean;
+}
+
+/**
+ * Re-seals every sealed value with the box's current key, in ONE transaction: either every
+ * value moves to the new key or (on any value that cannot be opened) nothing changes. Each
+ * update is guarded by the old value, so a concurrent operator change is never overwritten
+ * (that change was sealed by a running instance, with the current key).
+ */
+export async function rotateSecrets(
+  db: Kysely<DB>,
+  box: SecretBox,
+  opts: { ids: IdGenerator; now: number; dryRun?: boolean },
+): Promise<RotationReport> {
+  const dryRun = opts.dryRun ?? false;
+  return db.transaction().execute(async (trx) => {
+    const columns: RotationReport['columns'] = [];
+    for (const c of SEALED_COLUMNS) columns.push(await rotateColumn(trx, box, c, dryRun));
+    const resealed = columns.reduce((n, c) => n + c.resealed, 0);
+    if (!dryRun) {
+      await recordAudit(trx, opts.ids, opts.now, {
+        actor: 'cli',
+        action: 'secrets.rotate',
+        target: `key:${box.currentKeyId}`,
+        detail: { resealed, columns },
+      });
+    }
+    return { columns, resealed, dryRun };
+  });
+}
+
+async function rotateColumn(
+  trx: Transaction<DB>,
+  box: SecretBox,
+  c: { table: keyof DB; id: string; column: string },
+  dryRun: boolean,
+): Promise<RotationReport['columns'][number]> {
+  // The table and column names come from SEALED_COLUMNS above, never from input.
+  const q = trx as unknown as Kysely<Record<string, Record<string, string | null>>>;
+  const rows = await q.selectFrom(c.table).select([c.id, c.column]).where(c.column, 'is not', null).execute();
+  let resealed = 0;
+  let current = 0;
+  for (const row of rows) {
+    const id = row[c.id] as string;
+    const sealed = row[c.column] as string;
+    if (box.isCurrent(sealed)) {
+      current++;
+      continue;
+    }
+    let plain: string;
+    try {
+      plain = box.open(sealed);
+    } catch (e) {
+      throw new Error(`${c.table}.${c.column} of ${id}: ${(e as Error).message}; nothing was changed`);
+    }
+    if (!dryRun) {
+      await q.updateTable(c.table).set({ [c.column]: box.seal(plain) }).where(c.id, '=', id).where(c.column, '=', sealed).execute();
+    }
+    resealed++;
+  }
+  return { name: `${c.table}.${c.column}`, resealed, current };
+}

@@ -1,0 +1,200 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
+import { createOrder, pay, type CreatedOrder } from './helpers/orders.js';
+
+let t: TestService;
+beforeAll(async () => {
+  t = await startService({ env: { PUBLIC_BASE_URL: 'https://pay.example.com/base' } });
+});
+afterAll(async () => t?.stop());
+
+const list = (query: string) => admin(t, 'GET', `/admin/v1/orders${query}`);
+
+/** Expected listing order: newest first by (created_at, order_id). */
+async function newestFirst(gameId: string): Promise<string[]> {
+  const rows = await t.service.database.db.selectFrom('orders').select(['order_id', 'created_at']).where('game_id', '=', gameId).execute();
+  rows.sort((a, b) => b.created_at - a.created_at || (BigInt(b.order_id) > BigInt(a.order_id) ? 1 : -1));
+  return rows.map((r) => r.order_id);
+}
+
+async function createMany(game: TestGame, n: number, overrides: Record<string, unknown> = {}): Promise<CreatedOrder[]> {
+  const out: CreatedOrder[] = [];
+  for (let i = 0; i < n; i += 10) {
+    out.push(...(await Promise.all(Array.from({ length: Math.min(10, n - i) }, () => createOrder(t, game, overrides)))));
+  }
+  return out;
+}
+
+describe('GET /admin/v1/orders', () => {
+  let game: TestGame;
+  let orders: CreatedOrder[];
+  beforeAll(async () => {
+    game = await createGame(t);
+    orders = await createMany(game, 55);
+  });
+
+  it('pages newest first with the default limit 50, then the rest, then next_cursor null', async () => {
+    const first = await list(`?game_id=${game.gameId}`);
+    expect(first.status).toBe(200);
+    expect(first.body.data).toHaveLength(50);
+    expect(typeof first.body.next_cursor).toBe('string');
+    const second = await list(`?game_id=${game.gameId}&cursor=${encodeURIComponent(first.body.next_cursor)}`);
+    expect(second.body.data).toHaveLength(5);
+    expect(second.body.next_cursor).toBeNull();
+    const seen = [...first.body.data, ...second.body.data].map((o: { order_id: string }) => o.order_id);
+    expect(seen).toEqual(await newestFirst(game.gameId));
+    expect(new Set(seen)).toEqual(new Set(orders.map((o) => o.order_id)));
+  });
+
+  it('pages with a small limit without gaps or repeats', async () => {
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const r: { status: number; body: { data: { order_id: string }[]; next_cursor: string | null } } = await list(
+        `?game_id=${game.gameId}&limit=7${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
+      expect(r.status).toBe(200);
+      expect(r.body.data.length).toBeLessThanOrEqual(7);
+      seen.push(...r.body.data.map((o) => o.order_id));
+      cursor = r.body.next_cursor;
+      pages++;
+    } while (cursor);
+    expect(pages).toBe(8);
+    expect(seen).toEqual(await newestFirst(game.gameId));
+  });
+
+  it('a page that ends exactly at the last order has next_cursor null', async () => {
+    const g = await createGame(t);
+    await createMany(g, 4);
+    const a = await list(`?game_id=${g.gameId}&limit=2`);
+    const b = await list(`?game_id=${g.gameId}&limit=2&cursor=${a.body.next_cursor}`);
+    expect(b.body.data).toHaveLength(2);
+    expect(b.body.next_cursor).toBeNull();
+  });
+
+  it('filters by status, combo_id, reference_id and game_id', async () => {
+    const g = await createGame(t);
+    const a = await createOrder(t, g, { combo_id: 'player-a' });
+    const b = await createOrder(t, g, { combo_id: 'player-b', reference_id: 'ref-filter-b-0001' });
+    await createOrder(t, g, { combo_id: 'player-b' });
+    await pay(t, a.order_token);
+
+    const paid = await list(`?game_id=${g.gameId}&status=paid`);
+    expect(paid.body.data.map((o: { order_id: string }) => o.order_id)).toEqual([a.order_id]);
+    expect(paid.body.data[0]).toMatchObject({ status: 'paid', is_sandbox: true, combo_id: 'player-a' });
+
+    const byCombo = await list(`?game_id=${g.gameId}&combo_id=player-b`);
+    expect(byCombo.body.data).toHaveLength(2);
+    const byRef = await list(`?reference_id=ref-filter-b-0001&game_id=${g.gameId}`);
+    expect(byRef.body.data.map((o: { order_id: string }) => o.order_id)).toEqual([b.order_id]);
+    const created = await list(`?game_id=${g.gameId}&status=created&combo_id=player-b&limit=1`);
+    expect(created.body.data).toHaveLength(1);
+    expect(created.body.next_cursor).not.toBeNull();
+    expect((await list(`?game_id=no-such-game`)).body).toEqual({ data: [], next_cursor: null });
+    // Without game_id: across games, still newest first.
+    const all = await list('?limit=3');
+    expect(all.body.data).toHaveLength(3);
+  });
+
+  it('never exposes the token secret or request hash', async () => {
+    const r = await list(`?game_id=${game.gameId}&limit=5`);
+    for (const o of r.body.data) {
+      expect(o).not.toHaveProperty('token_secret');
+      expect(o).not.toHaveProperty('request_hash');
+      expect(o).not.toHaveProperty('checkout_url');
+    }
+    for (const o of orders) expect(r.text).not.toContain(o.order_token.split('_')[2]);
+  });
+
+  it.each([
+    ['limit=0', 'limit'],
+    ['limit=201', 'limit'],
+    ['limit=abc', 'limit'],
+    ['limit=1.5', 'limit'],
+    ['status=lost', 'status'],
+    ['cursor=bm9wZQ', 'cursor'],
+    ['cursor=', 'cursor'],
+    [`combo_id=${'x'.repeat(65)}`, 'combo_id'],
+    ['combo_id=a%00b', 'combo_id'],
+    ['reference_id=%00', 'reference_id'],
+    ['game_id=%00', 'game_id'],
+  ])('400 invalid_request for %s', async (q, field) => {
+    const r = await list(`?${q}`);
+    expect(r.status).toBe(400);
+    expect(r.body.error).toBe('invalid_request');
+    expect(r.body.message).toContain(field);
+  });
+
+  it('accepts the limit bounds 1 and 200', async () => {
+    expect((await list(`?game_id=${game.gameId}&limit=1`)).body.data).toHaveLength(1);
+    expect((await list(`?game_id=${game.gameId}&limit=200`)).body.data).toHaveLength(55);
+  });
+
+  it('401 without the admin token', async () => {
+    const r = await fetch(`${t.url}/admin/v1/orders`);
+    expect(r.status).toBe(401);
+    expect((await r.json()).error).toBe('unauthorized');
+  });
+});
+
+describe('GET /admin/v1/orders/:order_id', () => {
+  it('shows the order with its timeline, payments, notifications and their attempts', async () => {
+    const game = await createGame(t);
+    const o = await createOrder(t, game, { context: 'ctx', meta: { role_id: 'r1', role_level: 3 } });
+    await pay(t, o.order_token);
+    const db = t.service.database.db;
+    const ntf = await db.selectFrom('notifications').selectAll().where('order_id', '=', o.order_id).executeTakeFirstOrThrow();
+    // Stands in for the notification dispatcher: one failed delivery attempt.
+    await db
+      .insertInto('notification_attempts')
+      .values({ attempt_id: 'att_test_1', notification_id: ntf.notification_id, at: Date.now(), status_code: 500, latency_ms: 12, error: 'HTTP 500', response_snippet: 'oops' })
+      .execute();
+    expect((await admin(t, 'POST', `/admin/v1/orders/${o.order_id}/refund`, {})).status).toBe(200);
+
+    const r = await admin(t, 'GET', `/admin/v1/orders/${o.order_id}`);
+    expect(r.status).toBe(200);
+    const d = r.body;
+    expect(d).toMatchObject({
+      order_id: o.order_id,
+      game_id: game.gameId,
+      status: 'refunded',
+      amount: 600,
+      currency: 'CNY',
+      context: 'ctx',
+      meta: { role_id: 'r1', role_level: 3 },
+      is_sandbox: true,
+      late_payment: false,
+      checkout_url: `https://pay.example.com/base/checkout/${o.order_token}`,
+    });
+    expect(d).not.toHaveProperty('token_secret');
+    expect(d).not.toHaveProperty('request_hash');
+    expect(d.events.map((e: { from_status: string | null; to_status: string }) => [e.from_status, e.to_status])).toEqual([
+      [null, 'created'],
+      ['created', 'paid'],
+      ['paid', 'refunded'],
+    ]);
+    expect(d.events[2].detail).toEqual({ actor: 'admin' });
+    expect(d.payments).toHaveLength(1);
+    expect(d.payments[0]).toMatchObject({ provider: 'sandbox', provider_txn_id: `sbx_${o.order_id}`, status: 'accepted', amount: 600, late: false });
+    expect(d.notifications.map((n: { type: string }) => n.type)).toEqual(['ship_order', 'refund']);
+    // The dispatcher runs too (game.example.com does not resolve here): the recorded attempt is
+    // among the notification's attempts, with every field.
+    expect(d.notifications[0].attempts).toContainEqual(
+      { attempt_id: 'att_test_1', at: expect.any(Number), status_code: 500, latency_ms: 12, error: 'HTTP 500', response_snippet: 'oops' },
+    );
+    // The refund waits for the ship_order, which keeps failing: never attempted.
+    expect(d.notifications[1]).toMatchObject({ status: 'pending', attempts: [] });
+  });
+
+  it('404 not_found for an unknown order; 400 for an order id that is not one', async () => {
+    const r = await admin(t, 'GET', '/admin/v1/orders/42');
+    expect(r.status).toBe(404);
+    expect(r.body.error).toBe('not_found');
+    for (const id of ['abc', '%00', '1'.repeat(21)]) {
+      const b = await admin(t, 'GET', `/admin/v1/orders/${id}`);
+      expect([id, b.status, b.body.error]).toEqual([id, 400, 'invalid_request']);
+      expect((await admin(t, 'POST', `/admin/v1/orders/${id}/refund`, {})).status).toBe(400);
+    }
+  });
+});

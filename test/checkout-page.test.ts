@@ -1,0 +1,119 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
+import { createOrder, notificationsOf, orderRow, paymentsOf } from './helpers/orders.js';
+
+/** Debian's Chromium (`apt-get install chromium`; .ci/run installs it). */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const haveChromium = existsSync(CHROMIUM);
+if (!haveChromium) {
+  if (process.env.CI === 'true') throw new Error(`${CHROMIUM} is missing: the checkout browser test needs it in CI`);
+  console.warn(`*** checkout browser test SKIPPED: ${CHROMIUM} not found (apt-get install chromium)`);
+}
+
+const OUT = 'test-output';
+
+describe.skipIf(!haveChromium)('hosted checkout page in headless Chromium', () => {
+  let t: TestService;
+  let game: TestGame;
+  let browser: Browser;
+  beforeAll(async () => {
+    mkdirSync(OUT, { recursive: true });
+    t = await startService();
+    game = await createGame(t);
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await t?.stop();
+  });
+
+  it('shows the order, pays it with sandbox, and shows it paid; the order is paid with a ship_order queued', async () => {
+    const o = await createOrder(t, game, { quantity: 2 });
+    const page = await browser.newPage();
+    const problems: string[] = [];
+    page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+    page.on('console', (m) => m.type() === 'error' && problems.push(`console: ${m.text()}`));
+    page.on('request', (r) => !r.url().startsWith(t.url) && problems.push(`external request: ${r.url()}`));
+
+    const res = await page.goto(`${t.url}/checkout/${o.order_token}`);
+    expect(res?.status()).toBe(200);
+    expect(res?.headers()['content-type']).toMatch(/^text\/html/);
+    expect(await page.textContent('#product')).toBe('60 gems');
+    expect(await page.textContent('#quantity')).toBe('2');
+    expect(await page.textContent('#amount')).toBe('CNY 12.00');
+    expect(await page.getAttribute('#status', 'data-status')).toBe('created');
+    await page.screenshot({ path: `${OUT}/checkout-before-pay.png` });
+
+    await page.click('#pay');
+    await page.waitForSelector('#status[data-status="paid"]', { timeout: 10_000 });
+    expect(await page.textContent('#status')).toBe('Paid');
+    expect(await page.$('#pay')).toBeNull();
+    await page.screenshot({ path: `${OUT}/checkout-paid.png` });
+
+    const row = await orderRow(t, o.order_id);
+    expect(row).toMatchObject({ status: 'paid', is_sandbox: 1 });
+    const ntfs = await notificationsOf(t, o.order_id);
+    expect(ntfs.map((n) => n.type)).toEqual(['ship_order']);
+    expect(JSON.parse(ntfs[0]!.body).data.is_sandbox).toBe(true);
+    expect(await paymentsOf(t, o.order_id)).toHaveLength(1);
+
+    // Reloading shows the paid state without a pay button.
+    await page.reload();
+    expect(await page.getAttribute('#status', 'data-status')).toBe('paid');
+    expect(await page.$('#pay')).toBeNull();
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it('escapes what it shows: a product name with markup is text, not HTML', async () => {
+    const name = `<img src=x onerror="window.__xss=1">Gems & "more" 'quoted'`;
+    expect((await admin(t, 'PUT', `/admin/v1/games/${game.gameId}/products/evil`, { name, price: 1234, currency: 'JPY' })).status).toBe(200);
+    const o = await createOrder(t, game, { product_id: 'evil' });
+    const page = await browser.newPage();
+    await page.goto(`${t.url}/checkout/${o.order_token}`);
+    expect(await page.textContent('#product')).toBe(name);
+    expect(await page.$('#product img')).toBeNull();
+    expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
+    expect(await page.textContent('#amount')).toBe('JPY 1,234');
+    await page.close();
+  });
+
+  it('offers no pay button when the game does not allow sandbox payments', async () => {
+    const g = await createGame(t, { sandbox_payments: false });
+    const o = await createOrder(t, g);
+    const page = await browser.newPage();
+    await page.goto(`${t.url}/checkout/${o.order_token}`);
+    expect(await page.$('#pay')).toBeNull();
+    expect(await page.textContent('main')).toContain('No payment channel is available');
+    await page.close();
+  });
+
+  it('answers an HTML error page with status 401 for an unknown or tampered token', async () => {
+    const o = await createOrder(t, game);
+    const page = await browser.newPage();
+    for (const token of ['nope', `${o.order_token.slice(0, -1)}${o.order_token.endsWith('A') ? 'B' : 'A'}`, 'ot_1_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA']) {
+      const res = await page.goto(`${t.url}/checkout/${token}`);
+      expect(res?.status()).toBe(401);
+      expect(res?.headers()['content-type']).toMatch(/^text\/html/);
+      expect(await page.textContent('#error')).toContain('not valid');
+    }
+    await page.screenshot({ path: `${OUT}/checkout-invalid-token.png` });
+    await page.close();
+  });
+
+  it('sends headers that keep the token private and the page self-contained', async () => {
+    const o = await createOrder(t, game);
+    const r = await fetch(`${t.url}/checkout/${o.order_token}`);
+    expect(r.headers.get('referrer-policy')).toBe('no-referrer');
+    expect(r.headers.get('cache-control')).toBe('no-store');
+    expect(r.headers.get('content-security-policy')).toContain("default-src 'none'");
+    expect(r.headers.get('x-trace-id')).toBeTruthy();
+    const html = await r.text();
+    expect(html).not.toMatch(/<(script|link|img)[^>]+(src|href)=/i);
+  });
+});

@@ -1,0 +1,81 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { nppaSessionId } from '../src/compliance/identity.js';
+import { ManualClock } from '../src/lib/clock.js';
+import { createNppaGame, enter, leave, pool } from './helpers/nppa-game.js';
+import { maxPerSecond, startNppaStandIn, type StandIn } from './helpers/nppa-stand-in.js';
+import { admin, startService, type TestService } from './helpers/service.js';
+import { waitFor } from './helpers/wait.js';
+
+// Both service processes must share the key that seals secrets at rest.
+const ENV = { SECRETS_KEY: randomBytes(32).toString('base64'), NPPA_POLL_INTERVAL_MS: '20', NPPA_RETRY_BASE_MS: '50', NPPA_RATE_LIMIT_PAUSE_MS: '300' };
+
+describe('national-system upload: old items and several processes', () => {
+  let standIn: StandIn;
+  let t: TestService;
+  const clock = new ManualClock(Date.parse('2026-11-20T12:00:00Z'));
+  beforeAll(async () => {
+    standIn = await startNppaStandIn({ clock });
+    t = await startService({ clock, env: { ...ENV, NPPA_BASE_URL: standIn.url } });
+  });
+  afterAll(async () => {
+    await t?.stop();
+    await standIn?.close();
+  });
+
+  it('re-times items older than 3 minutes, keeping order and intervals, and records the original time', async () => {
+    const game = await createNppaGame(t, standIn);
+    standIn.hold.set(game.appId, { errcode: 1001, errmsg: 'down' });
+    const t0 = clock.now();
+    await enter(t, game, 'p1', 'old-1');
+    clock.advance(30_000);
+    await enter(t, game, 'p2', 'old-2');
+    clock.advance(45_500);
+    await leave(t, game, 'p1', 'old-1');
+    await waitFor(async () => {
+      const ev = (await admin(t, 'GET', `/admin/v1/games/${game.gameId}/nppa/events`)).body.data as any[];
+      return ev.length === 3 && ev.every((e) => e.errcode === 1001);
+    }, 'the refusal recorded');
+    clock.advance(10 * 60_000); // the national system was down for ten minutes
+    standIn.hold.delete(game.appId);
+    await waitFor(async () => (await admin(t, 'GET', `/admin/v1/games/${game.gameId}/nppa/events`)).body.counts.uploaded === 3, 'uploaded');
+    const got = standIn.accepted.filter((a) => a.appId === game.appId);
+    const of = (s: string, bt: number) => got.find((i) => i.si === nppaSessionId(game.gameId, s) && i.bt === bt)!;
+    const [a, b, c] = [of('old-1', 1), of('old-2', 1), of('old-1', 0)];
+    expect(b.ot - a.ot).toBe(30);
+    expect(c.ot - a.ot).toBe(75);
+    expect(c.ot * 1000).toBeLessThanOrEqual(c.timestamps);
+    expect(c.timestamps - a.ot * 1000).toBeLessThan(180_000);
+    expect(a.ot).toBeGreaterThan(Math.floor(t0 / 1000) + 500); // shifted by the delay
+    const events = (await admin(t, 'GET', `/admin/v1/games/${game.gameId}/nppa/events`)).body.data as any[];
+    const login1 = events.find((e) => e.session_id === 'old-1' && e.bt === 1);
+    expect(login1.ot).toBe(t0); // original time kept
+    expect(login1.sent_ot).toBe(a.ot);
+    expect(standIn.violations).toEqual([]);
+  });
+
+  it('never sends an event twice with two service processes on one database, and keeps 10 requests/s per game', async () => {
+    const second = await startService({ clock, db: t.db, env: { ...ENV, NPPA_BASE_URL: standIn.url } });
+    try {
+      const game = await createNppaGame(t, standIn);
+      const services = [t, second];
+      await pool(
+        Array.from({ length: 600 }, (_, i) => i),
+        12,
+        async (i) => {
+          const s = services[i % 2]!;
+          await enter(s, game, `p${i}`, `multi-${i}`);
+          await leave(s, game, `p${i}`, `multi-${i}`);
+        },
+      );
+      await waitFor(async () => (await admin(t, 'GET', `/admin/v1/games/${game.gameId}/nppa/events`)).body.counts.uploaded === 1200, 'uploaded', 120_000);
+      const got = standIn.accepted.filter((a) => a.appId === game.appId);
+      expect(got).toHaveLength(1200);
+      expect(new Set(got.map((i) => `${i.si}/${i.bt}`)).size).toBe(1200);
+      expect(maxPerSecond(standIn.requests, game.appId)).toBeLessThanOrEqual(10);
+      expect(standIn.violations).toEqual([]);
+    } finally {
+      await second.stop();
+    }
+  });
+});

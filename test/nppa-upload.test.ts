@@ -1,0 +1,189 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { nppaDeviceId, nppaSessionId } from '../src/compliance/identity.js';
+import { createNppaGame, enter, leave, pool, type NppaGame } from './helpers/nppa-game.js';
+import { maxPerSecond, startNppaStandIn, type StandIn } from './helpers/nppa-stand-in.js';
+import { admin, startService, type TestService } from './helpers/service.js';
+import { waitFor } from './helpers/wait.js';
+
+let standIn: StandIn;
+let t: TestService;
+beforeAll(async () => {
+  standIn = await startNppaStandIn();
+  t = await startService({
+    env: { NPPA_BASE_URL: standIn.url, NPPA_POLL_INTERVAL_MS: '20', NPPA_RETRY_BASE_MS: '50', NPPA_RATE_LIMIT_PAUSE_MS: '300' },
+  });
+});
+afterAll(async () => {
+  await t?.stop();
+  await standIn?.close();
+});
+beforeEach(() => {
+  standIn.itemFault = null;
+  standIn.queue.length = 0;
+});
+
+const PI = '1fffbjzos82bs9cnyj1dna7d6d29zg4esnh99u';
+
+async function events(game: NppaGame, status?: string) {
+  const r = await admin(t, 'GET', `/admin/v1/games/${game.gameId}/nppa/events?limit=500${status ? `&status=${status}` : ''}`);
+  expect(r.status).toBe(200);
+  return r.body as { counts: Record<string, number>; data: any[] };
+}
+
+const acceptedOf = (game: NppaGame) => standIn.accepted.filter((a) => a.appId === game.appId);
+const uploaded = (game: NppaGame, n: number) => async () => (await events(game)).counts.uploaded === n;
+
+describe('national-system upload', () => {
+  it('uploads a guest (ct=2, di) and an authenticated player (ct=0, pi) with one si per session', async () => {
+    const game = await createNppaGame(t, standIn);
+    expect((await admin(t, 'PUT', `/admin/v1/games/${game.gameId}/players/auth-1`, { pi: PI })).status).toBe(200);
+    const before = Math.floor(Date.now() / 1000);
+    await enter(t, game, 'guest-1', 's-guest');
+    await enter(t, game, 'auth-1', 's-auth');
+    await leave(t, game, 'guest-1', 's-guest');
+    await leave(t, game, 'auth-1', 's-auth');
+    await waitFor(uploaded(game, 4), '4 uploaded events');
+    const got = acceptedOf(game);
+    expect(got).toHaveLength(4);
+    const guest = got.filter((i) => i.si === nppaSessionId(game.gameId, 's-guest'));
+    expect(guest.map((i) => i.bt).sort()).toEqual([0, 1]);
+    for (const i of guest) {
+      expect(i).toMatchObject({ ct: 2, di: nppaDeviceId('guest-1') });
+      expect(i.pi).toBeUndefined();
+      expect(i.si).toMatch(/^[0-9a-f]{32}$/);
+    }
+    const auth = got.filter((i) => i.si === nppaSessionId(game.gameId, 's-auth'));
+    expect(auth.map((i) => i.bt).sort()).toEqual([0, 1]);
+    for (const i of auth) expect(i).toMatchObject({ ct: 0, pi: PI });
+    for (const i of got) {
+      expect(i.ot).toBeGreaterThanOrEqual(before);
+      expect(i.ot).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000));
+    }
+    const ev = await events(game, 'uploaded');
+    expect(ev.data.every((e) => e.status === 'uploaded' && e.uploaded_at > 0 && e.sent_ot === Math.floor(e.ot / 1000))).toBe(true);
+    expect(standIn.violations).toEqual([]);
+  });
+
+  for (const [name, answer] of [
+    ['1001 system error', { errcode: 1001, errmsg: 'system error' }],
+    ['1006 over the rate limit', { errcode: 1006, errmsg: 'over rate limit' }],
+    ['1007 request expired', { errcode: 1007, errmsg: 'request expired' }],
+    ['an answer that is not JSON', 'no-json'],
+  ] as const) {
+    it(`retries after ${name} and uploads each item once`, async () => {
+      const game = await createNppaGame(t, standIn);
+      standIn.hold.set(game.appId, answer === 'no-json' ? { errcode: 1001, errmsg: 'held' } : answer);
+      await enter(t, game, 'p1', 's1');
+      await leave(t, game, 'p1', 's1');
+      await waitFor(() => standIn.requests.filter((r) => r.appId === game.appId).length >= 1, 'a refused request');
+      if (answer === 'no-json') {
+        standIn.hold.delete(game.appId);
+        standIn.queue.push('no-json');
+      } else {
+        await waitFor(async () => (await events(game, 'pending')).data.every((e) => e.attempts >= 1 && e.errcode === answer.errcode), 'errcode recorded');
+        standIn.hold.delete(game.appId);
+      }
+      await waitFor(uploaded(game, 2), 'uploaded after retry');
+      expect(acceptedOf(game).map((i) => i.bt).sort()).toEqual([0, 1]);
+      expect(standIn.requests.filter((r) => r.appId === game.appId).length).toBeGreaterThanOrEqual(2);
+    });
+  }
+
+  it('re-times and resends items answered 3005, once accepted never again', async () => {
+    const game = await createNppaGame(t, standIn);
+    const si = nppaSessionId(game.gameId, 's-3005');
+    let refused = 0;
+    standIn.itemFault = (item, appId) => (appId === game.appId && item.si === si && item.bt === 1 && refused++ === 0 ? { errcode: 3005, errmsg: 'bad time' } : null);
+    await enter(t, game, 'p1', 's-3005');
+    await leave(t, game, 'p1', 's-3005');
+    await waitFor(uploaded(game, 2), 'uploaded after re-timing');
+    expect(refused).toBeGreaterThanOrEqual(2);
+    const got = acceptedOf(game);
+    expect(got.filter((i) => i.bt === 1)).toHaveLength(1);
+    expect(got.filter((i) => i.bt === 0)).toHaveLength(1);
+    const login = (await events(game)).data.find((e) => e.bt === 1);
+    expect(login.attempts).toBe(2);
+    // re-timed: sent a little earlier than recorded, the original time kept
+    expect(login.sent_ot).toBeLessThan(Math.floor(login.ot / 1000));
+  });
+
+  it('marks items with other per-item errors failed and shows them to the operator', async () => {
+    const game = await createNppaGame(t, standIn);
+    const bad = nppaSessionId(game.gameId, 's-bad');
+    standIn.itemFault = (item, appId) => (appId === game.appId && item.si === bad ? { errcode: 3010, errmsg: 'pi invalid' } : null);
+    await enter(t, game, 'p1', 's-bad');
+    await enter(t, game, 'p2', 's-good');
+    await waitFor(async () => {
+      const c = (await events(game)).counts;
+      return c.failed === 1 && c.uploaded === 1;
+    }, 'one failed, one uploaded');
+    const failed = await events(game, 'failed');
+    expect(failed.data).toHaveLength(1);
+    expect(failed.data[0]).toMatchObject({ session_id: 's-bad', si: bad, status: 'failed', errcode: 3010, last_error: '3010 pi invalid' });
+    // not retried: the stand-in saw the failed item exactly once
+    const seen = standIn.requests.flatMap((r) => r.items).filter((i) => i.si === bad);
+    expect(seen).toHaveLength(1);
+  });
+
+  it('skips pending events when the game\'s credentials are removed', async () => {
+    const game = await createNppaGame(t, standIn);
+    standIn.hold.set(game.appId, { errcode: 1001, errmsg: 'down' });
+    await enter(t, game, 'p1', 's1');
+    await waitFor(() => standIn.requests.some((r) => r.appId === game.appId), 'a refused request');
+    expect((await admin(t, 'PATCH', `/admin/v1/games/${game.gameId}`, { nppa: null })).status).toBe(200);
+    await waitFor(async () => (await events(game)).counts.skipped === 1, 'skipped');
+    await enter(t, game, 'p1', 's2'); // no credentials: no behaviour event at all
+    expect((await events(game)).data).toHaveLength(1);
+    standIn.hold.delete(game.appId);
+  });
+
+  it('uploads a burst of thousands of events, none lost or duplicated, at most 10 requests per second', async () => {
+    const game = await createNppaGame(t, standIn);
+    const sessions = Array.from({ length: 1250 }, (_, i) => i);
+    await pool(sessions, 16, async (i) => {
+      await enter(t, game, `p${i % 300}`, `burst-${i}`);
+      await leave(t, game, `p${i % 300}`, `burst-${i}`);
+    });
+    await waitFor(uploaded(game, 2500), '2500 uploaded events', 120_000);
+    const got = acceptedOf(game);
+    expect(got).toHaveLength(2500);
+    const keys = new Set(got.map((i) => `${i.si}/${i.bt}`));
+    expect(keys.size).toBe(2500);
+    for (const i of sessions) {
+      expect(keys.has(`${nppaSessionId(game.gameId, `burst-${i}`)}/1`)).toBe(true);
+      expect(keys.has(`${nppaSessionId(game.gameId, `burst-${i}`)}/0`)).toBe(true);
+    }
+    const reqs = standIn.requests.filter((r) => r.appId === game.appId);
+    expect(reqs.every((r) => r.items.length >= 1 && r.items.length <= 128)).toBe(true);
+    expect(maxPerSecond(standIn.requests, game.appId)).toBeLessThanOrEqual(10);
+    expect(standIn.violations).toEqual([]);
+  });
+
+  it('lists a game\'s events with paging and checks the query at each bound', async () => {
+    const game = await createNppaGame(t, standIn);
+    for (let i = 0; i < 3; i++) await enter(t, game, 'p', `list-${i}`);
+    await waitFor(uploaded(game, 3), 'uploaded');
+    const ids: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const r: any = await admin(t, 'GET', `/admin/v1/games/${game.gameId}/nppa/events?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(r.status).toBe(200);
+      expect(r.body.counts).toEqual({ pending: 0, uploaded: 3, failed: 0, skipped: 0 });
+      ids.push(...r.body.data.map((e: any) => e.event_id));
+      cursor = r.body.next_cursor;
+    } while (cursor);
+    expect(ids).toHaveLength(3);
+    expect([...ids].sort().reverse()).toEqual(ids);
+    for (const [q, status] of [
+      ['limit=0', 400],
+      ['limit=1', 200],
+      ['limit=500', 200],
+      ['limit=501', 400],
+      ['status=bogus', 400],
+      ['status=failed', 200],
+    ] as const) {
+      expect([q, (await admin(t, 'GET', `/admin/v1/games/${game.gameId}/nppa/events?${q}`)).status]).toEqual([q, status]);
+    }
+    expect((await admin(t, 'GET', '/admin/v1/games/nope/nppa/events')).status).toBe(404);
+  });
+});

@@ -1,0 +1,173 @@
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enqueueNotification } from '../src/notifications/outbox.js';
+import { IdGenerator } from '../src/lib/ids.js';
+import { TEST_DB } from './helpers/db.js';
+import { createPartner, partnerGet, queryUri } from './helpers/partners.js';
+import { ADMIN_TOKEN, admin, createGame, orderBody, signed, startService, type TestService } from './helpers/service.js';
+
+const METRICS_TOKEN = 'metrics-token-0123456789abcdef';
+
+/** The value of one sample of the exposition text; labels must match exactly (in any order). */
+function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const got = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1], x[2]]));
+    if (JSON.stringify(Object.entries(got).sort()) === JSON.stringify(Object.entries(labels).sort())) return Number(m[3]);
+  }
+  return undefined;
+}
+
+const scrape = async (t: TestService, token = METRICS_TOKEN) => {
+  const r = await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+  return { status: r.status, type: r.headers.get('content-type'), text: await r.text() };
+};
+
+describe('GET /metrics', () => {
+  let t: TestService;
+  beforeAll(async () => {
+    t = await startService({ env: { METRICS_TOKEN } });
+  });
+  afterAll(async () => t?.stop());
+
+  it('requires the METRICS_TOKEN bearer token when one is configured', async () => {
+    const none = await fetch(`${t.url}/metrics`);
+    expect(none.status).toBe(401);
+    expect(await none.json()).toMatchObject({ error: 'unauthorized' });
+    expect((await scrape(t, 'metrics-token-wrong-0123456789')).status).toBe(401);
+    expect((await scrape(t, ADMIN_TOKEN)).status).toBe(401);
+    const ok = await scrape(t);
+    expect(ok.status).toBe(200);
+    expect(ok.type).toMatch(/^text\/plain; version=0\.0\.4/);
+    expect(ok.text).toContain('# TYPE combo_http_request_duration_seconds histogram');
+    expect(ok.text).toContain('process_cpu_user_seconds_total');
+  });
+
+  it('counts requests by route pattern (never the raw path) and status, with latency histograms', async () => {
+    const game = await createGame(t);
+    for (let i = 0; i < 3; i++) expect((await signed(t, game, 'POST', '/v1/server/create-order', orderBody())).status).toBe(200);
+    expect((await signed(t, game, 'POST', '/v1/server/create-order', orderBody({ product_id: 'nope' }))).status).toBe(400);
+    expect((await admin(t, 'GET', `/admin/v1/games/${game.gameId}`)).status).toBe(200);
+    expect((await fetch(`${t.url}/no/such/secret-path-abc`)).status).toBe(404);
+    const { text } = await scrape(t);
+    const route = '/v1/server/create-order';
+    expect(sample(text, 'combo_http_requests_total', { method: 'POST', route, status: '200' })).toBe(3);
+    expect(sample(text, 'combo_http_requests_total', { method: 'POST', route, status: '400' })).toBe(1);
+    expect(sample(text, 'combo_http_request_duration_seconds_count', { method: 'POST', route, status: '200' })).toBe(3);
+    expect(sample(text, 'combo_http_request_duration_seconds_bucket', { method: 'POST', route, status: '200', le: '+Inf' })).toBe(3);
+    expect(sample(text, 'combo_http_requests_total', { method: 'GET', route: '/admin/v1/games/:game_id', status: '200' })).toBe(1);
+    expect(sample(text, 'combo_http_requests_total', { method: 'GET', route: '(unmatched)', status: '404' })).toBe(1);
+    expect(text).not.toContain(game.gameId);
+    expect(text).not.toContain('secret-path-abc');
+  });
+
+  it('reads orders by status, notification and national-upload backlogs from the database', async () => {
+    const game = await createGame(t);
+    const before = await scrape(t);
+    const created0 = sample(before.text, 'combo_orders', { status: 'created' }) ?? 0;
+    const order = await signed(t, game, 'POST', '/v1/server/create-order', orderBody());
+    const db = t.service.database.db;
+    const row = await db.selectFrom('orders').selectAll().where('order_id', '=', order.body.order_id).executeTakeFirstOrThrow();
+    await db.transaction().execute((trx) => enqueueNotification(trx, new IdGenerator(1), row, 'ship_order', Date.now()));
+    await admin(t, 'PATCH', `/admin/v1/games/${game.gameId}`, {
+      nppa: { app_id: 'a'.repeat(32), biz_id: '1101999999', secret_key: 'f'.repeat(32) },
+    });
+    expect((await signed(t, game, 'POST', '/v1/server/enter-game', { combo_id: 'p1', session_id: 's1' })).status).toBe(200);
+    const pendingNppa = Number(
+      (await db.selectFrom('nppa_events').select((eb) => eb.fn.countAll().as('n')).where('status', '=', 'pending').executeTakeFirstOrThrow()).n,
+    );
+    expect(pendingNppa).toBeGreaterThan(0);
+
+    const { text } = await scrape(t);
+    expect(sample(text, 'combo_orders', { status: 'created' })).toBe(created0 + 1);
+    expect(sample(text, 'combo_orders', { status: 'refunded' })).toBe(0);
+    expect(sample(text, 'combo_notifications_pending')).toBe(1);
+    expect(sample(text, 'combo_nppa_events_pending')).toBe(pendingNppa);
+    expect(sample(text, 'combo_database_up')).toBe(1);
+    if (TEST_DB === 'postgres') {
+      expect(sample(text, 'combo_db_pool_connections', { state: 'total' })).toBeGreaterThanOrEqual(1);
+      expect(sample(text, 'combo_db_pool_connections', { state: 'waiting' })).toBe(0);
+    } else {
+      expect(text).not.toContain('combo_db_pool_connections{');
+    }
+  });
+
+  it('exposes the counters other domains report through service.metrics', async () => {
+    t.service.metrics.notificationAttempt('success', 12);
+    t.service.metrics.notificationAttempt('failure', 5000);
+    t.service.metrics.notificationAttempt('failure');
+    t.service.metrics.nppaUpload('success', 7);
+    const { text } = await scrape(t);
+    expect(sample(text, 'combo_notification_attempts_total', { result: 'success' })).toBe(1);
+    expect(sample(text, 'combo_notification_attempts_total', { result: 'failure' })).toBe(2);
+    expect(sample(text, 'combo_notification_attempt_duration_seconds_count')).toBe(2);
+    expect(sample(text, 'combo_nppa_uploads_total', { result: 'success' })).toBe(1);
+    expect(sample(text, 'combo_nppa_uploaded_events_total', { result: 'success' })).toBe(7);
+  });
+
+  it('counts 429 answers by caller kind', async () => {
+    const game = await createGame(t, { rate_limit_per_second: 1 });
+    await signed(t, game, 'POST', '/v1/server/enter-game', { combo_id: 'p', session_id: 'a' });
+    expect((await signed(t, game, 'POST', '/v1/server/enter-game', { combo_id: 'p', session_id: 'b' })).status).toBe(429);
+    expect(sample((await scrape(t)).text, 'combo_rate_limited_total', { kind: 'game' })).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe('request logs', () => {
+  const lines: string[] = [];
+  let t: TestService;
+  beforeAll(async () => {
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(...String(chunk).split('\n').filter(Boolean));
+        done();
+      },
+    });
+    t = await startService({ env: { LOG_LEVEL: 'info', METRICS_TOKEN }, logDestination: sink });
+  });
+  afterAll(async () => t?.stop());
+
+  it('log one JSON line per request with method, route, status, latency and trace id', async () => {
+    const r = await fetch(`${t.url}/healthz`);
+    const traceId = r.headers.get('x-trace-id');
+    const entry = lines.map((l) => JSON.parse(l)).find((l) => l.traceId === traceId);
+    expect(entry).toMatchObject({ level: 30, msg: 'request', method: 'GET', route: '/healthz', status: 200, traceId });
+    expect(typeof entry.latencyMs).toBe('number');
+  });
+
+  it('never contain Authorization headers, admin or metrics tokens, secret keys or order tokens', async () => {
+    const givenSecret = 'sk_given0123456789abcdefghijklmnopqrstuvwxyzABCD';
+    const created = await admin(t, 'POST', '/admin/v1/games', { game_id: `logs_${Date.now()}`, name: 'Logs', secret_key: givenSecret });
+    expect(created.status).toBe(201);
+    const game = { gameId: created.body.game_id as string, secret: givenSecret, keyId: created.body.key_id as string };
+    const extraKey = await admin(t, 'POST', `/admin/v1/games/${game.gameId}/keys`, {});
+    expect(extraKey.status).toBe(201);
+    const nppaSecret = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
+    await admin(t, 'PATCH', `/admin/v1/games/${game.gameId}`, { nppa: { app_id: 'b'.repeat(32), biz_id: '1101999999', secret_key: nppaSecret } });
+    await admin(t, 'PUT', `/admin/v1/games/${game.gameId}/products/gem_60`, { name: '60 gems', price: 600, currency: 'CNY' });
+    const order = await signed(t, game, 'POST', '/v1/server/create-order', orderBody());
+    expect(order.status).toBe(200);
+    const orderToken = order.body.order_token as string;
+    const partner = await createPartner(t, [game.gameId]);
+    expect((await partnerGet(t, partner, queryUri(game.gameId, 'u1'))).status).toBe(404);
+    const forged = await signed(t, { ...game, secret: 'sk_forged_secret_value_0123456789' }, 'POST', '/v1/server/create-order', orderBody());
+    expect(forged.status).toBe(401);
+    await fetch(`${t.url}/checkout/${encodeURIComponent(orderToken)}?order_token=${encodeURIComponent(orderToken)}`);
+    await fetch(`${t.url}/v1/client/order`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ order_token: orderToken }) });
+    await fetch(`${t.url}/v1/server/create-order`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${givenSecret}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ secret_key: givenSecret }),
+    });
+    await scrape(t);
+    await fetch(`${t.url}/admin/v1/games`, { headers: { authorization: 'Bearer wrong-admin-token-xyz-123456' } });
+
+    const log = lines.join('\n');
+    expect(lines.filter((l) => JSON.parse(l).msg === 'request').length).toBeGreaterThanOrEqual(10);
+    for (const secret of [ADMIN_TOKEN, METRICS_TOKEN, givenSecret, extraKey.body.secret_key, nppaSecret, partner.secret, orderToken, 'sk_forged_secret_value', 'wrong-admin-token-xyz', 'SEAYOO-HMAC-SHA256', 'Signature=']) {
+      expect(log, `logs contain ${secret}`).not.toContain(secret);
+    }
+    expect(log.toLowerCase()).not.toContain('authorization');
+  });
+});

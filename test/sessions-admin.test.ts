@@ -1,0 +1,125 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { nppaSessionId } from '../src/compliance/identity.js';
+import { ManualClock } from '../src/lib/clock.js';
+import { createNppaGame, enter, leave } from './helpers/nppa-game.js';
+import { startNppaStandIn, type StandIn } from './helpers/nppa-stand-in.js';
+import { admin, createGame, startService, type TestService } from './helpers/service.js';
+import { waitFor } from './helpers/wait.js';
+
+const bj = (s: string) => Date.parse(`${s}+08:00`);
+
+describe('sessions: timeout sweep, operator listing, online time per Beijing day', () => {
+  let standIn: StandIn;
+  let t: TestService;
+  const clock = new ManualClock(bj('2026-11-20T10:00:00'));
+  beforeAll(async () => {
+    standIn = await startNppaStandIn({ clock });
+    t = await startService({
+      clock,
+      env: { NPPA_BASE_URL: standIn.url, NPPA_POLL_INTERVAL_MS: '20', SWEEP_INTERVAL_MS: '20', SESSION_TIMEOUT_SECONDS: '3600' },
+    });
+  });
+  afterAll(async () => {
+    await t?.stop();
+    await standIn?.close();
+  });
+
+  const sessions = async (q: string) => {
+    const r = await admin(t, 'GET', `/admin/v1/sessions?${q}`);
+    expect(r.status).toBe(200);
+    return r.body;
+  };
+
+  it('closes a session with no leave after the timeout (reason timeout) and reports the logout', async () => {
+    const game = await createNppaGame(t, standIn);
+    const t0 = clock.now();
+    await enter(t, game, 'sleepy', 's-timeout');
+    await enter(t, game, 'active', 's-active');
+    clock.advance(3_599_000);
+    await leave(t, game, 'active', 's-active');
+    clock.advance(2_000);
+    const page = await waitFor(async () => {
+      const p = await sessions(`game_id=${game.gameId}&combo_id=sleepy`);
+      return p.data[0]?.close_reason === 'timeout' ? p : null;
+    }, 'the sweep');
+    expect(page.data[0]).toMatchObject({ session_id: 's-timeout', entered_at: t0, left_at: t0 + 3_600_000, open: false, online_seconds: 3600 });
+    const active = (await sessions(`game_id=${game.gameId}&combo_id=active`)).data[0];
+    expect(active).toMatchObject({ close_reason: 'leave', left_at: t0 + 3_599_000 });
+    // a late leave of the timed-out session is a retry: 200, nothing changes
+    await leave(t, game, 'sleepy', 's-timeout');
+    expect((await sessions(`game_id=${game.gameId}&combo_id=sleepy`)).data[0].left_at).toBe(t0 + 3_600_000);
+    // the logout went to the national system with ot = the close time, exactly once
+    const si = nppaSessionId(game.gameId, 's-timeout');
+    await waitFor(() => standIn.accepted.some((a) => a.si === si && a.bt === 0), 'the logout upload');
+    const logouts = standIn.accepted.filter((a) => a.si === si && a.bt === 0);
+    expect(logouts).toHaveLength(1);
+    expect(logouts[0]!.ot).toBe((t0 + 3_600_000) / 1000);
+  });
+
+  it('lists sessions newest first with cursor paging and the open filter', async () => {
+    const game = await createGame(t);
+    for (let i = 0; i < 5; i++) {
+      clock.advance(1000);
+      await enter(t, game, 'pager', `page-${i}`);
+    }
+    clock.advance(1000);
+    await leave(t, game, 'pager', 'page-1');
+    await leave(t, game, 'pager', 'never-entered');
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const p: any = await sessions(`game_id=${game.gameId}&limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(p.data.length).toBeLessThanOrEqual(2);
+      seen.push(...p.data.map((s: any) => s.session_id));
+      cursor = p.next_cursor;
+    } while (cursor);
+    expect(seen).toEqual(['never-entered', 'page-4', 'page-3', 'page-2', 'page-1', 'page-0']);
+    const open = await sessions(`game_id=${game.gameId}&open=true`);
+    expect(open.data.map((s: any) => s.session_id)).toEqual(['page-4', 'page-3', 'page-2', 'page-0']);
+    const closed = await sessions(`game_id=${game.gameId}&open=false`);
+    expect(closed.data.map((s: any) => s.session_id)).toEqual(['never-entered', 'page-1']);
+    expect(closed.data[0]).toMatchObject({ entered_at: null, online_seconds: null, close_reason: 'leave' });
+  });
+
+  it('rejects bad query parameters at each bound', async () => {
+    for (const [q, ok] of [
+      ['limit=0', false],
+      ['limit=1', true],
+      ['limit=500', true],
+      ['limit=501', false],
+      ['limit=x', false],
+      ['open=maybe', false],
+      ['cursor=bm90LWEtY3Vyc29y', false],
+      [`game_id=${'g'.repeat(65)}`, false],
+      [`game_id=${'g'.repeat(64)}`, true],
+    ] as const) {
+      const r = await admin(t, 'GET', `/admin/v1/sessions?${q}`);
+      expect([q, r.status]).toEqual([q, ok ? 200 : 400]);
+      if (!ok) expect(r.body.error).toBe('invalid_request');
+    }
+    expect((await admin(t, 'GET', '/admin/v1/sessions', undefined)).status).toBe(200);
+    const anon = await fetch(`${t.url}/admin/v1/sessions`);
+    expect(anon.status).toBe(401);
+  });
+
+  it('splits online time across Beijing midnight, per day for the last 7 days', async () => {
+    const game = await createGame(t);
+    clock.set(bj('2026-11-21T23:40:00')); // under the 1 h timeout of this file
+    await enter(t, game, 'night-owl', 'night-1');
+    clock.set(bj('2026-11-22T00:20:00'));
+    await leave(t, game, 'night-owl', 'night-1');
+    clock.set(bj('2026-11-22T09:00:00'));
+    await enter(t, game, 'night-owl', 'night-2'); // still open: counts up to now
+    clock.set(bj('2026-11-22T09:10:00'));
+    const p = await sessions(`game_id=${game.gameId}&combo_id=night-owl`);
+    expect(p.online_days).toHaveLength(7);
+    expect(p.online_days.at(-1)).toEqual({ date: '2026-11-22', online_seconds: 1200 + 600 });
+    expect(p.online_days.at(-2)).toEqual({ date: '2026-11-21', online_seconds: 1200 });
+    expect(p.online_days[0].date).toBe('2026-11-16');
+    const player = await admin(t, 'GET', `/admin/v1/games/${game.gameId}/players/night-owl`);
+    expect(player.status).toBe(200);
+    expect(player.body.online_seconds_today).toBe(1200 + 600);
+    expect(player.body.online_days).toEqual(p.online_days);
+    expect(player.body.recorded).toBe(false);
+  });
+});

@@ -1,0 +1,59 @@
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config/index.js';
+
+const base = { DATA_DIR: '/tmp/combo-config-test', ADMIN_TOKEN: 'x'.repeat(16) };
+const load = (env: Record<string, string>) => loadConfig({ ...base, ...env });
+const problem = (env: Record<string, string>): string => {
+  try {
+    load(env);
+  } catch (e) {
+    if (e instanceof ConfigError) return e.message;
+    throw e;
+  }
+  return '';
+};
+
+describe('production settings', () => {
+  it('CLIENT_RATE_LIMIT_PER_SECOND: default 20, 1..1000000', () => {
+    expect(load({}).clientRateLimitPerSecond).toBe(20);
+    expect(problem({ CLIENT_RATE_LIMIT_PER_SECOND: '0' })).toContain('CLIENT_RATE_LIMIT_PER_SECOND must be an integer from 1 to 1000000');
+    expect(load({ CLIENT_RATE_LIMIT_PER_SECOND: '1' }).clientRateLimitPerSecond).toBe(1);
+    expect(load({ CLIENT_RATE_LIMIT_PER_SECOND: '1000000' }).clientRateLimitPerSecond).toBe(1_000_000);
+    expect(problem({ CLIENT_RATE_LIMIT_PER_SECOND: '1000001' })).toContain('CLIENT_RATE_LIMIT_PER_SECOND');
+    expect(problem({ CLIENT_RATE_LIMIT_PER_SECOND: '2.5' })).toContain('CLIENT_RATE_LIMIT_PER_SECOND');
+  });
+
+  it('METRICS_TOKEN: unset means open, else at least 16 characters', () => {
+    expect(load({}).metricsToken).toBeNull();
+    expect(problem({ METRICS_TOKEN: 'y'.repeat(15) })).toContain('METRICS_TOKEN must be at least 16 characters');
+    expect(load({ METRICS_TOKEN: 'y'.repeat(16) }).metricsToken).toBe('y'.repeat(16));
+  });
+
+  it('SECRETS_KEY_PREVIOUS: 32 bytes base64, only together with SECRETS_KEY', () => {
+    const k = randomBytes(32).toString('base64');
+    expect(load({}).secretsKeyPrevious).toBeNull();
+    expect(load({ SECRETS_KEY: k, SECRETS_KEY_PREVIOUS: k }).secretsKeyPrevious?.length).toBe(32);
+    expect(problem({ SECRETS_KEY: k, SECRETS_KEY_PREVIOUS: randomBytes(31).toString('base64') })).toContain('SECRETS_KEY_PREVIOUS must be 32 bytes');
+    expect(problem({ SECRETS_KEY: k, SECRETS_KEY_PREVIOUS: randomBytes(33).toString('base64') })).toContain('SECRETS_KEY_PREVIOUS must be 32 bytes');
+    expect(problem({ SECRETS_KEY_PREVIOUS: k })).toContain('SECRETS_KEY_PREVIOUS needs SECRETS_KEY');
+  });
+
+  it('REDIS_URL and REDIS_KEY_PREFIX', () => {
+    expect(load({}).redisUrl).toBeNull();
+    expect(load({ REDIS_URL: 'redis://127.0.0.1:6379/2' }).redisUrl).toBe('redis://127.0.0.1:6379/2');
+    expect(load({ REDIS_URL: 'rediss://cache.internal:6380' }).redisUrl).toBe('rediss://cache.internal:6380');
+    expect(problem({ REDIS_URL: 'http://127.0.0.1:6379' })).toContain('REDIS_URL must be');
+    expect(load({}).redisKeyPrefix).toBe('combo:');
+    expect(load({ REDIS_KEY_PREFIX: 'prod-a:' }).redisKeyPrefix).toBe('prod-a:');
+  });
+
+  it('TRUST_PROXY: off by default; true, hop count or address list', () => {
+    expect(load({}).trustProxy).toBe(false);
+    expect(load({ TRUST_PROXY: 'true' }).trustProxy).toBe(true);
+    expect(load({ TRUST_PROXY: 'hops:1' }).trustProxy).toBe(1);
+    expect(load({ TRUST_PROXY: '10.0.0.0/8, 127.0.0.1,::1' }).trustProxy).toEqual(['10.0.0.0/8', '127.0.0.1', '::1']);
+    expect(problem({ TRUST_PROXY: 'proxy.internal' })).toContain('TRUST_PROXY must be');
+    expect(problem({ TRUST_PROXY: 'hops:x' })).toContain('TRUST_PROXY must be');
+  });
+});
