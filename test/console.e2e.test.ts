@@ -4,9 +4,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOrder, pay } from './helpers/orders.js';
 import { paidOrder } from './helpers/paid-orders.js';
 import { Receiver, ok, status, until } from './helpers/receiver.js';
-import { ADMIN_TOKEN, admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
+import { ADMIN_TOKEN, admin, createGame, signed, startService, type TestGame, type TestService } from './helpers/service.js';
 
 // The web console driven in a real headless Chromium against a real service.
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -73,7 +74,10 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
     page.on('response', (r) => {
       if (r.status() >= 400 && !new URL(r.url()).pathname.startsWith('/admin/')) problems.push(`${r.status()} ${r.url()}`);
     });
-    page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
+    // ERR_ABORTED: a page navigated away while its fetch was in flight (the tests do that).
+    page.on('requestfailed', (r) => {
+      if (r.failure()?.errorText !== 'net::ERR_ABORTED') problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`);
+    });
   }, 240_000);
 
   afterAll(async () => {
@@ -250,6 +254,67 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
     }
   });
 
+  const orderStatus = async (id: string) => (await admin(t, 'GET', `/admin/v1/orders/${id}`)).body.status;
+
+  it('shows an order made by create-order in the list and its detail, and cancels it', async () => {
+    const game = await gameWithKeys();
+    const o = await createOrder(t, game, { notify_url: `${receiver.url}/n/${game.gameId}/cancel`, combo_id: 'c-cancel', reference_id: `ref-${game.gameId}` });
+    await go(`/orders?game_id=${game.gameId}`);
+    const row = page.getByRole('row', { name: new RegExp(o.order_id) });
+    await row.waitFor();
+    expect(await row.textContent()).toContain('created');
+    expect(await row.textContent()).toContain('6.00 CNY');
+    // Filters go to the API: another status finds nothing, the reference id finds it.
+    await page.getByLabel('Status').selectOption('paid');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByText('No orders match.').waitFor();
+    await page.getByLabel('Status').selectOption('');
+    await page.getByLabel('Reference id').fill(`ref-${game.gameId}`);
+    await page.getByRole('button', { name: 'Search' }).click();
+    await row.getByRole('link', { name: o.order_id }).click();
+    await page.getByTestId('order-facts').waitFor();
+    expect(await page.getByTestId('order-facts').textContent()).toContain('c-cancel');
+    await page.getByRole('link', { name: 'open (pays this order)' }).waitFor();
+    await page.getByRole('button', { name: 'Cancel order' }).click();
+    await page.getByRole('button', { name: 'Confirm' }).click();
+    await expect.poll(() => orderStatus(o.order_id)).toBe('canceled');
+    await page.getByRole('heading', { name: /canceled/ }).waitFor();
+    await page.getByTestId('timeline').getByText('canceled').waitFor();
+  });
+
+  it('shows a paid order with its timeline, payment, notification attempts, and refunds it', async () => {
+    const game = await gameWithKeys();
+    const o = await createOrder(t, game, { notify_url: `${receiver.url}/n/${game.gameId}/paid` });
+    expect((await pay(t, o.order_token)).status).toBe(200);
+    await expect.poll(() => orderStatus(o.order_id), { timeout: 15_000 }).toBe('delivered');
+    await go(`/orders/${o.order_id}`);
+    const timeline = page.getByTestId('timeline');
+    await timeline.waitFor();
+    expect(await timeline.textContent()).toMatch(/created.*paid.*delivered/s);
+    await page.getByRole('cell', { name: 'sandbox', exact: true }).waitFor();
+    const note = page.getByTestId('notification').first();
+    expect(await note.textContent()).toContain('ship_order');
+    expect(await note.textContent()).toContain('succeeded');
+    await note.getByRole('cell', { name: '200', exact: true }).waitFor();
+    await shot('order');
+    await page.getByRole('button', { name: 'Refund' }).click();
+    await page.getByRole('button', { name: 'Confirm' }).click();
+    await expect.poll(() => orderStatus(o.order_id)).toBe('refunded');
+    await page.getByTestId('notification').filter({ hasText: 'refund' }).waitFor();
+  });
+
+  it('lists sessions of a game', async () => {
+    const game = await gameWithKeys();
+    const r = await signed(t, game, 'POST', '/v1/server/enter-game', { combo_id: 'c-session', session_id: `s-${game.gameId}` });
+    expect(r.status).toBe(200);
+    await go(`/sessions?game_id=${game.gameId}`);
+    const row = page.getByRole('row', { name: new RegExp(`s-${game.gameId}`) });
+    await row.waitFor();
+    expect(await row.textContent()).toContain('c-session');
+    expect(await row.textContent()).toContain('open');
+    await shot('sessions');
+  });
+
   it('shows a 24-hour overview of one game', async () => {
     const game = await gameWithKeys();
     await failedNotification(game, `/n/${game.gameId}/overview-fail`);
@@ -262,6 +327,9 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
     const tiles = page.getByTestId('overview-tiles');
     await tiles.waitFor();
     const tile = (label: string) => tiles.locator('.tile', { hasText: label }).locator('.tile-value').textContent();
+    expect(await tile('Orders (24 h)')).toBe('2');
+    expect(await tile('Paid orders')).toBe('2');
+    expect(await tiles.locator('.tile', { hasText: 'Revenue' }).textContent()).toContain('sandbox: 24.00 CNY');
     expect(await tile('Delivery success')).toBe('50.0 %');
     expect(await tile('Failed')).toBe('1');
     expect(await tile('Backlog')).toBe('0');

@@ -149,11 +149,21 @@ export function OrderDetailPage({ orderId }: { orderId: string }) {
           <Fact k="Refunded" v={o.refunded_at ? time(o.refunded_at) : undefined} />
           <Fact k="Canceled" v={o.canceled_at ? time(o.canceled_at) : undefined} />
           <Fact k="Notify URL" v={o.notify_url} />
+          <Fact
+            k="Checkout page"
+            v={
+              o.checkout_url && o.status === 'created' ? (
+                <a href={o.checkout_url} target="_blank" rel="noreferrer">
+                  open (pays this order)
+                </a>
+              ) : undefined
+            }
+          />
           <Fact k="Context" v={o.context ?? undefined} />
         </dl>
         {(canRefund || canCancel) && (
           <div className="row">
-            <input name="reason" placeholder="reason (optional, kept in the audit log)" value={reason} onChange={(e) => setReason(e.target.value)} />
+            <input name="reason" className="wide" placeholder="reason (optional, kept in the audit log)" value={reason} onChange={(e) => setReason(e.target.value)} />
             {canRefund && (
               <ConfirmButton
                 label="Refund"
