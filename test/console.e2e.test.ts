@@ -194,6 +194,21 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
     await page.getByTestId('partner-enabled').click();
     await expect.poll(async () => (await admin(t, 'GET', `/admin/v1/partners/${partnerId}`)).body.enabled).toBe(false);
     expect((await admin(t, 'GET', `/admin/v1/partners/${partnerId}`)).body.games).toEqual([game.gameId]);
+
+    // Grant a second game, then revoke the first.
+    const other = await createGame(t);
+    await page.getByLabel('Game id to grant').fill(other.gameId);
+    await page.getByRole('button', { name: 'Grant' }).click();
+    await expect.poll(async () => (await admin(t, 'GET', `/admin/v1/partners/${partnerId}`)).body.games).toEqual([game.gameId, other.gameId]);
+    const first = page.getByRole('row', { name: new RegExp(`^${game.gameId}`) });
+    await first.getByRole('button', { name: 'Revoke' }).click();
+    await first.getByRole('button', { name: 'Confirm' }).click();
+    await expect.poll(async () => (await admin(t, 'GET', `/admin/v1/partners/${partnerId}`)).body.games).toEqual([other.gameId]);
+
+    // A second key: its secret is shown once.
+    await page.getByRole('button', { name: 'Create key' }).click();
+    expect(await page.getByTestId('secret-value').textContent()).toMatch(/^sk_/);
+    await expect.poll(async () => (await admin(t, 'GET', `/admin/v1/partners/${partnerId}`)).body.key_ids.length).toBe(2);
   });
 
   it('returns to sign-in when the API answers 401', async () => {
