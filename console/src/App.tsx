@@ -19,7 +19,7 @@ const NAV: [string, string][] = [
 ];
 
 export function App() {
-  const { path } = useRoute();
+  const { path, query } = useRoute();
   const [signedIn, setSignedIn] = useState(() => session.token() !== null);
 
   useEffect(() => {
@@ -51,7 +51,8 @@ export function App() {
         </button>
       </nav>
       <main>
-        <Page path={path} />
+        {/* Keyed by the query too: a link to the same page with other filters starts it afresh. */}
+        <Page key={path + '?' + query.toString()} path={path} />
       </main>
     </div>
   );
