@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
@@ -26,10 +26,25 @@ const haveChromium = existsSync(CHROMIUM);
 if (!haveChromium && process.env.CI) throw new Error(`Chromium is required in CI for the console tests (not found at ${CHROMIUM})`);
 if (!haveChromium) console.warn(`*** console e2e tests SKIPPED: no Chromium at ${CHROMIUM} (apt-get install chromium) ***`);
 
-/** dist/console is made by `npm run build`; build just the console when it is missing. */
+/** Newest modification time of the files under dir (ms). */
+function newest(dir: string): number {
+  let max = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    max = Math.max(max, e.isDirectory() ? newest(p) : statSync(p).mtimeMs);
+  }
+  return max;
+}
+
+/** dist/console is made by `npm run build`; build just the console when it is missing or older than its source. */
 function ensureConsoleBuilt(): void {
-  if (existsSync(path.resolve('dist/console/index.html'))) return;
-  const r = spawnSync('npx', ['vite', 'build', '--config', 'console/vite.config.ts', '--logLevel', 'warn'], { stdio: 'inherit' });
+  const index = path.resolve('dist/console/index.html');
+  if (existsSync(index) && statSync(index).mtimeMs >= newest(path.resolve('console'))) return;
+  const r = spawnSync('npx', ['vite', 'build', '--config', 'console/vite.config.ts', '--logLevel', 'warn'], {
+    stdio: 'inherit',
+    // Vitest sets NODE_ENV=test, which would give React's development build.
+    env: { ...process.env, NODE_ENV: 'production' },
+  });
   if (r.status !== 0) throw new Error('building the console failed');
 }
 
@@ -318,6 +333,20 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
     await page.getByTestId('notification').filter({ hasText: 'refund' }).waitFor();
   });
 
+  it('pages through orders with Load more (cursor paging, 50 a page)', async () => {
+    const game = await gameWithKeys();
+    const made: string[] = [];
+    for (let i = 0; i < 52; i++) made.push((await createOrder(t, game, { notify_url: `${receiver.url}/n/${game.gameId}/many` })).order_id);
+    await go(`/orders?game_id=${game.gameId}`);
+    const rows = page.getByTestId('orders-table').locator('tbody tr');
+    await expect.poll(() => rows.count()).toBe(50);
+    await page.getByRole('button', { name: 'Load more' }).click();
+    await expect.poll(() => rows.count()).toBe(52);
+    await page.getByRole('button', { name: 'Load more' }).waitFor({ state: 'detached' });
+    const shown = await page.getByTestId('orders-table').locator('tbody tr td:first-child').allTextContents();
+    expect(shown).toEqual([...made].reverse());
+  });
+
   it('lists sessions of a game', async () => {
     const game = await gameWithKeys();
     const r = await signed(t, game, 'POST', '/v1/server/enter-game', { combo_id: 'c-session', session_id: `s-${game.gameId}` });
@@ -328,6 +357,10 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
     expect(await row.textContent()).toContain('c-session');
     expect(await row.textContent()).toContain('open');
     await shot('sessions');
+    // With a combo id too, the API adds the player's online time per Beijing day.
+    await page.getByLabel('Combo id').fill('c-session');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByRole('heading', { name: 'Online time of c-session per Beijing day' }).waitFor();
   });
 
   it('shows a 24-hour overview of one game', async () => {
