@@ -10,6 +10,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -32,8 +33,35 @@ interface Result {
   errors: number;
 }
 
-function startChild(args: string[], env: Record<string, string>, loader = true): Promise<{ child: ChildProcess; address: string }> {
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+/** Resolves once GET /readyz answers 200 (the service logs nothing below warn here). */
+async function ready(url: string, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(`${url}/readyz`)).status === 200) return;
+    } catch {
+      /* not listening yet */
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('service did not become ready');
+}
+
+function startChild(args: string[], env: Record<string, string>, loader = true, knownAddress?: string): Promise<{ child: ChildProcess; address: string }> {
   const child = spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...(loader ? ['--import', 'tsx'] : []), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  if (knownAddress) return ready(knownAddress, child).then(() => ({ child, address: knownAddress }));
   return new Promise((resolve, reject) => {
     const rl = createInterface({ input: child.stdout! });
     rl.on('line', (line) => {
@@ -115,14 +143,16 @@ async function main() {
   const children: ChildProcess[] = [];
   try {
     // The service runs from the compiled build, as in production (`npm run bench` builds first).
+    const port = await freePort();
     const svc = await startChild(['dist/src/main.js'], {
-      PORT: '0',
+      PORT: String(port),
       HOST: '127.0.0.1',
       DATA_DIR: dataDir,
       ADMIN_TOKEN: ADMIN,
-      LOG_LEVEL: 'info',
+      // Request logs off, as the bare route logs nothing (BENCH_LOG_LEVEL=info to include them).
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
       NODE_ENV: 'development',
-    }, false);
+    }, false, `http://127.0.0.1:${port}`);
     children.push(svc.child);
     const bare = await startChild(['bench/bare-server.ts'], {});
     children.push(bare.child);

@@ -10,12 +10,12 @@ const extra = process.argv.slice(2);
 const pgUrl = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 mkdirSync('test-output', { recursive: true });
 
-function run(db) {
-  const out = `test-output/vitest-${db}.json`;
-  console.log(`\n=== test suite on ${db} ===\n`);
-  const r = spawnSync('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${out}`, ...extra], {
+function run(db, label = db, args = extra, env = {}) {
+  const out = `test-output/vitest-${label.replace(/\W+/g, '-')}.json`;
+  console.log(`\n=== ${label === db ? `test suite on ${db}` : label} ===\n`);
+  const r = spawnSync('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${out}`, ...args], {
     stdio: 'inherit',
-    env: { ...process.env, TEST_DB: db },
+    env: { ...process.env, TEST_DB: db, ...env },
   });
   let counts = { passed: 0, failed: 0, skipped: 0 };
   try {
@@ -53,6 +53,12 @@ else if (process.env.CI) {
   total.failed += 1;
 } else {
   console.warn(`\n*** PostgreSQL suite SKIPPED: no PostgreSQL at ${pgUrl} (${pgProblem}). Set TEST_PG_URL or start PostgreSQL to run it. ***`);
+}
+// TEST_LONG=1 (CI): the long forms of the fuzz (100,000 requests) and crash (8 kills) tests.
+if (process.env.TEST_LONG === '1' && extra.length === 0) {
+  add(run('sqlite', 'fuzz, 100000 requests, sqlite', ['test/fuzz'], { FUZZ_RUNS: process.env.FUZZ_RUNS ?? '100000' }));
+  add(run('sqlite', 'crash, 8 kills, sqlite', ['test/crash'], { CRASH_ROUNDS: process.env.CRASH_ROUNDS ?? '8' }));
+  if (pgProblem === null) add(run('postgres', 'crash, 8 kills, postgres', ['test/crash'], { CRASH_ROUNDS: process.env.CRASH_ROUNDS ?? '8' }));
 }
 console.log(`\n${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped`);
 process.exit(total.failed > 0 ? 1 : 0);

@@ -1,78 +1,98 @@
 #!/usr/bin/env node
-import { ConfigError, loadConfig } from './config/index.js';
-import { migrateToLatest, openDatabase } from './db/index.js';
-import { IdGenerator } from './lib/ids.js';
-import { SecretBox } from './lib/secret-box.js';
-import { resolveSecretsKey } from './lib/secrets-key.js';
-import { rotateSecrets } from './secrets/rotate.js';
-import { runNppaTest } from './compliance/nppa-test.js';
+import { ConfigError } from './config/index.js';
+import { apiCommand } from './cli/api.js';
+import { ApiFailure } from './cli/client.js';
+import { gamesCommand } from './cli/games.js';
+import { CommandError, UsageError, type Command, type Io } from './cli/io.js';
+import { keysCommand } from './cli/keys.js';
+import { migrateCommand } from './cli/migrate.js';
+import { nppaTestCommand } from './cli/nppa-test.js';
+import { rotateSecretsCommand } from './cli/rotate-secrets.js';
+import { notifyCommand } from './cli/notify.js';
+import { ordersCommand } from './cli/orders.js';
+import { productsCommand } from './cli/products.js';
+import { signCommand } from './cli/sign.js';
+import { packageVersion } from './lib/package-info.js';
 
-const USAGE = `usage: combo-platform <command>
+/**
+ * Command-line entry: `npm run cli -- <command>` or the `combo-platform` bin. One file per
+ * command group under src/cli/. Exit status: 0 done, 1 the command failed (API error,
+ * unreachable service, receiver refused), 2 wrong usage or configuration.
+ */
+const COMMANDS: Command[] = [gamesCommand, keysCommand, productsCommand, apiCommand, ordersCommand, signCommand, notifyCommand, migrateCommand, rotateSecretsCommand, nppaTestCommand];
 
-commands:
-  migrate                     apply pending database migrations (DATABASE_URL)
-  rotate-secrets [--dry-run]  re-seal every stored secret with SECRETS_KEY, in one transaction
-                              (old values are opened with SECRETS_KEY_PREVIOUS; see docs/operations.md)
-  nppa-test                   run the national-system behaviour interface test cases for a game
-                              (nppa-test --help)
-`;
-
-/** Command-line entry: `npm run cli -- <command>` or the `combo-platform` bin. */
-async function main(argv: string[]): Promise<number> {
-  const [command, ...args] = argv;
-  switch (command) {
-    case 'migrate':
-      return migrate();
-    case 'rotate-secrets':
-      return rotate(args);
-    case 'nppa-test':
-      return runNppaTest(args, process.env, (line) => process.stdout.write(`${line}\n`));
-    default:
-      process.stderr.write(USAGE);
-      return command === undefined || command === 'help' || command === '--help' ? 0 : 2;
-  }
+function usage(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length));
+  return (
+    'usage: combo-platform <command> [arguments] [--help]\n\ncommands:\n' +
+    COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}\n`).join('') +
+    '\nAdmin commands read COMBO_URL and ADMIN_TOKEN from the environment (or --url, --token).\n' +
+    'Full reference: docs/cli.md; the API itself: GET /docs on the service.\n'
+  );
 }
 
-async function migrate(): Promise<number> {
-  const config = loadConfig(process.env);
-  const database = openDatabase(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
-  try {
-    const result = await migrateToLatest(database.db);
-    const applied = result.results?.filter((r) => r.status === 'Success').map((r) => r.migrationName) ?? [];
-    process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
+function processIo(): Io {
+  let interrupted: Promise<void> | null = null;
+  return {
+    out: (t) => process.stdout.write(t),
+    err: (t) => process.stderr.write(t),
+    env: process.env,
+    readStdin: async () => {
+      const chunks: Buffer[] = [];
+      for await (const c of process.stdin) chunks.push(c as Buffer);
+      return Buffer.concat(chunks).toString('utf8');
+    },
+    // Installed only when a long-running command asks, so Ctrl-C stops other commands at once.
+    interrupted: () => (interrupted ??= new Promise((resolve) => process.once('SIGINT', () => resolve()))),
+  };
+}
+
+async function main(argv: string[], io: Io): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
+    const cmd = COMMANDS.find((c) => c.name === rest[0]);
+    io.out(cmd ? `${cmd.help}\n` : usage());
     return 0;
-  } finally {
-    await database.close();
   }
-}
-
-async function rotate(args: string[]): Promise<number> {
-  const unknown = args.filter((a) => a !== '--dry-run');
-  if (unknown.length) {
-    process.stderr.write(`rotate-secrets: unknown argument ${unknown.join(' ')}\n${USAGE}`);
+  if (name === '--version') {
+    io.out(`${packageVersion()}\n`);
+    return 0;
+  }
+  const cmd = COMMANDS.find((c) => c.name === name);
+  if (!cmd) {
+    io.err(`error: unknown command "${name}"\n\n${usage()}`);
     return 2;
   }
-  const dryRun = args.includes('--dry-run');
-  const config = loadConfig(process.env);
-  const { key, source } = resolveSecretsKey(config.secretsKey, config.dataDir, config.production);
-  const box = new SecretBox(key, config.secretsKeyPrevious ? [config.secretsKeyPrevious] : []);
-  const database = openDatabase(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
-  try {
-    const report = await rotateSecrets(database.db, box, { ids: new IdGenerator(config.nodeId ?? undefined), now: Date.now(), dryRun });
-    for (const c of report.columns) process.stdout.write(`${c.name}: ${c.resealed} re-sealed, ${c.current} already current\n`);
-    process.stdout.write(
-      `${dryRun ? 'dry run: would re-seal' : 're-sealed'} ${report.resealed} value(s) with key ${box.currentKeyId} (${source === 'SECRETS_KEY' ? 'SECRETS_KEY' : 'key file'})\n`,
-    );
+  if (rest.includes('--help') || rest.includes('-h')) {
+    io.out(`${cmd.help}\n`);
     return 0;
-  } finally {
-    await database.close();
+  }
+  try {
+    return await cmd.run(rest, io);
+  } catch (e) {
+    if (e instanceof UsageError) {
+      io.err(`error: ${e.message}\n\n${cmd.help}\n`);
+      return e.exitCode;
+    }
+    if (e instanceof ApiFailure && rest.includes('--json')) io.out(`${JSON.stringify(e.answer.body, null, 2)}\n`);
+    if (e instanceof CommandError) {
+      io.err(`error: ${e.message}\n`);
+      return e.exitCode;
+    }
+    if (e instanceof ConfigError) {
+      io.err(`${e.message}\n`);
+      return 2;
+    }
+    throw e;
   }
 }
 
-main(process.argv.slice(2)).then(
+main(process.argv.slice(2), processIo()).then(
+  // Exit at once: idle keep-alive connections must not hold the process (stdout is synchronous
+  // for files and pipes on POSIX, so nothing written is lost).
   (code) => process.exit(code),
   (err) => {
-    process.stderr.write(err instanceof ConfigError ? `${err.message}\n` : `error: ${(err as Error).message}\n`);
-    process.exit(err instanceof ConfigError ? 2 : 1);
+    process.stderr.write(`error: ${(err as Error).message}\n`);
+    process.exit(1);
   },
 );

@@ -6,6 +6,9 @@ import { Errors } from './errors.js';
 import { GameService } from './games/service.js';
 import { GameStore } from './games/store.js';
 import { registerGameRoutes } from './games/routes.js';
+import { registerOpenApi } from './apidocs/openapi.js';
+import { registerApiDocsRoutes } from './apidocs/routes.js';
+import { packageVersion } from './lib/package-info.js';
 import { createFastify, type AuthKind } from './http/app.js';
 import { verifyAdminToken, verifySignedRequest, type CallerDirectory } from './http/auth.js';
 import { registerHealthRoutes } from './http/health.js';
@@ -160,6 +163,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const notificationStore = new NotificationStore(database.db, database.dialect, database.transaction);
   // Domains that write notifications (payments, refunds) call dispatcher.kick() after commit.
   const dispatcher = new NotificationDispatcher({
+    metrics,
     store: notificationStore,
     keys: games,
     outbound,
@@ -229,6 +233,9 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     },
   });
 
+  // The OpenAPI generator listens to route registration: it goes first.
+  await registerOpenApi(app, { publicBaseUrl: config.publicBaseUrl, version: packageVersion() });
+  registerApiDocsRoutes(app);
   // production: one log line and one metrics sample per request; GET /metrics.
   installRequestObservability(app, metrics);
   registerMetricsRoute(app, metrics, config.metricsToken);
@@ -261,6 +268,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     sweeper,
     new SessionSweeper(sessions, config.sweepIntervalMs, logger),
     new NppaUploader({
+      metrics,
       store: compliance,
       client: nppaClient,
       games: snapshot,

@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueNotification } from '../src/notifications/outbox.js';
+import { Receiver, ok, status, until } from './helpers/receiver.js';
 import { IdGenerator } from '../src/lib/ids.js';
 import { TEST_DB } from './helpers/db.js';
 import { createPartner, partnerGet, queryUri } from './helpers/partners.js';
@@ -27,7 +28,7 @@ const scrape = async (t: TestService, token = METRICS_TOKEN) => {
 describe('GET /metrics', () => {
   let t: TestService;
   beforeAll(async () => {
-    t = await startService({ env: { METRICS_TOKEN } });
+    t = await startService({ env: { METRICS_TOKEN, NOTIFY_RETRY_BASE_MS: '50' } });
   });
   afterAll(async () => t?.stop());
 
@@ -104,6 +105,32 @@ describe('GET /metrics', () => {
     expect(sample(text, 'combo_notification_attempt_duration_seconds_count')).toBe(2);
     expect(sample(text, 'combo_nppa_uploads_total', { result: 'success' })).toBe(1);
     expect(sample(text, 'combo_nppa_uploaded_events_total', { result: 'success' })).toBe(7);
+  });
+
+  it('counts real notification deliveries by result (dispatcher -> metrics)', async () => {
+    const game = await createGame(t);
+    const receiver = await new Receiver({ keys: new Map([[game.gameId, [game.secret]]]), now: () => Date.now() }).start();
+    try {
+      receiver.sequence('/m', status(500), ok());
+      const before = (await scrape(t)).text;
+      const o = await signed(t, game, 'POST', '/v1/server/create-order', orderBody({ notify_url: `${receiver.url}/m` }));
+      const paid = await fetch(`${t.url}/v1/client/pay`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ order_token: o.body.order_token, channel: 'sandbox' }),
+      });
+      expect(paid.status).toBe(200);
+      await until('the notification is delivered twice (500, then 200)', () => (receiver.on('/m').length === 2 ? true : null), 30_000);
+      await until('the success is counted', async () => {
+        const text = (await scrape(t)).text;
+        const ok = (sample(text, 'combo_notification_attempts_total', { result: 'success' }) ?? 0) - (sample(before, 'combo_notification_attempts_total', { result: 'success' }) ?? 0);
+        const failed = (sample(text, 'combo_notification_attempts_total', { result: 'failure' }) ?? 0) - (sample(before, 'combo_notification_attempts_total', { result: 'failure' }) ?? 0);
+        // Other tests of this file leave failing notifications behind: failures only grow.
+        return ok === 1 && failed >= 1 ? true : null;
+      });
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('counts 429 answers by caller kind', async () => {

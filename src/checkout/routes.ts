@@ -45,7 +45,11 @@ export function registerCheckoutRoutes(app: FastifyInstance, checkout: CheckoutS
       tags: ['client'],
       summary: 'Hosted checkout page (text/html)',
       params: CheckoutParams,
-      response: { 200: Type.String({ description: 'text/html' }), 401: Type.String({ description: 'text/html error page' }) },
+      // A page for people: both answers are HTML (the one non-JSON error of the service).
+      response: {
+        200: { description: 'The checkout page', content: { 'text/html': { schema: Type.String() } } },
+        401: { description: 'Unknown, forged or tampered order token: an HTML error page', content: { 'text/html': { schema: Type.String() } } },
+      },
     },
     handler: async (req, reply) => {
       const token = (req.params as CheckoutParams).order_token;

@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type { DB, NppaEventsTable, PlayersTable } from '../db/schema.js';
 import type { Dialect, TransactionRunner } from '../db/index.js';
+import { prepare } from '../db/prepared.js';
 
 export type PlayerRow = Selectable<PlayersTable>;
 export type NppaEventRow = Selectable<NppaEventsTable>;
@@ -9,11 +10,18 @@ type Q = Kysely<DB> | Transaction<DB>;
 
 /** Queries for players, minors' spending totals and the national-system upload queue. */
 export class ComplianceStore {
+  // Every create-order runs these (the purchase guard): compiled once (see db/prepared.ts).
+  private readonly touchPlayer;
+  private readonly playerById;
+
   constructor(
     readonly db: Kysely<DB>,
     readonly dialect: Dialect,
     private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
-  ) {}
+  ) {
+    this.touchPlayer = prepare(db, (d) => d.updateTable('players').set({ banned: sql`banned` }).where('game_id', '=', '').where('combo_id', '=', ''));
+    this.playerById = prepare<PlayerRow>(db, (d) => d.selectFrom('players').selectAll().where('game_id', '=', '').where('combo_id', '=', ''));
+  }
 
   /** A transaction that has committed when the promise settles (group commit on SQLite). */
   transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
@@ -35,8 +43,9 @@ export class ComplianceStore {
     if (this.dialect === 'postgres') {
       return trx.selectFrom('players').selectAll().where('game_id', '=', gameId).where('combo_id', '=', comboId).forUpdate().executeTakeFirst();
     }
-    await trx.updateTable('players').set({ banned: sql`banned` }).where('game_id', '=', gameId).where('combo_id', '=', comboId).execute();
-    return this.findPlayer(trx, gameId, comboId);
+    // SQLite: a write first, so this transaction holds the write lock before it reads.
+    await this.touchPlayer(trx, [gameId, comboId]);
+    return (await this.playerById(trx, [gameId, comboId])).rows[0];
   }
 
   async upsertPlayer(q: Q, row: PlayerRow): Promise<void> {

@@ -1,3 +1,4 @@
+import type { DomainMetrics } from '../observability/metrics.js';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { GameSnapshot } from '../games/service.js';
@@ -37,6 +38,8 @@ export interface UploaderOptions {
   rateLimitPauseMs: number;
   /** Games uploaded in parallel by this process. */
   concurrency?: number;
+  /** Counts upload batches for /metrics (src/observability). */
+  metrics?: Pick<DomainMetrics, 'nppaUpload'>;
 }
 
 /** The batch to send: its events in `no` order and the shift applied to their times. */
@@ -163,11 +166,13 @@ export class NppaUploader {
       answer = await this.o.client.sendBehaviour(`${this.o.baseUrl}/behavior/collection/loginout`, creds, batch.items, ts);
     } catch (e) {
       if (!(e instanceof NppaTransportError)) throw e;
+      this.o.metrics?.nppaUpload('failure', events.length);
       await this.retryLater(gameId, events, null, e.message);
       return false;
     } finally {
       this.requestDone(gameId);
     }
+    this.o.metrics?.nppaUpload(answer.errcode === 0 ? 'success' : 'failure', events.length);
     if (answer.errcode === 0 || answer.errcode === 3001) {
       await this.settle(events, batch, itemResults(answer));
       return true;

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { createSecureContext } from 'node:tls';
 
 /**
  * Service configuration, read from the environment once, at start, by `loadConfig` (never at
@@ -129,6 +130,14 @@ export function loadConfig(env: Env = process.env): Config {
       tls = { cert: readFileSync(certPath), key: readFileSync(keyPath) };
     } catch (e) {
       problems.push(`TLS_CERT/TLS_KEY could not be read: ${(e as Error).message}`);
+    }
+    if (tls) {
+      try {
+        createSecureContext(tls); // not PEM, or a key that does not belong to the certificate
+      } catch (e) {
+        problems.push(`TLS_CERT/TLS_KEY are not a matching PEM certificate and private key: ${(e as Error).message}`);
+        tls = null;
+      }
     }
   }
 

@@ -124,3 +124,22 @@ export async function migrationsApplied(db: Kysely<DB>): Promise<boolean> {
   const all = await migrator(db).getMigrations();
   return all.every((m) => m.executedAt !== undefined);
 }
+
+const UNREACHABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'EPIPE']);
+const UNREACHABLE_MESSAGE = /Connection terminated|timeout exceeded when trying to connect|not queryable|Cannot use a pool after calling end/;
+
+/**
+ * True when an error means the database cannot be used right now (down, unreachable, gone,
+ * out of connections, locked, disk failing): PROTOCOL 2 answers such failures 503, retryable,
+ * rather than 500.
+ */
+export function isStorageUnavailable(e: unknown): boolean {
+  const err = e as { code?: unknown; message?: unknown } | null;
+  const code = typeof err?.code === 'string' ? err.code : '';
+  if (UNREACHABLE_ERRNO.has(code)) return true;
+  // PostgreSQL SQLSTATE: 08 connection exception, 53 insufficient resources, 57P operator
+  // intervention (shutdown), 3D000 database does not exist, 28 authorization failure.
+  if (/^(08|53|57P|28)[0-9A-Z]{3}$/.test(code) || code === '3D000') return true;
+  if (/^SQLITE_(BUSY|LOCKED|CANTOPEN|IOERR|FULL|READONLY)/.test(code)) return true;
+  return typeof err?.message === 'string' && UNREACHABLE_MESSAGE.test(err.message);
+}

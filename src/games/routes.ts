@@ -25,31 +25,31 @@ export function registerGameRoutes(app: FastifyInstance, games: GameService): vo
 
   app.post('/admin/v1/games', {
     config: admin,
-    schema: { tags: ['admin'], body: CreateGameBody, response: responses({ 201: GameWithSecret }, ADMIN_ERRORS) },
+    schema: { tags: ['admin'], summary: 'Create a game (answers its first secret key, shown only here)', body: CreateGameBody, response: responses({ 201: GameWithSecret }, ADMIN_ERRORS) },
     handler: async (req, reply) => reply.code(201).send(await games.create(req.body as CreateGameBody, actorOf(req))),
   });
 
   app.get('/admin/v1/games/:game_id', {
     config: admin,
-    schema: { tags: ['admin'], params: GameParams, response: responses({ 200: Game }, ADMIN_ERRORS) },
+    schema: { tags: ['admin'], summary: 'Get a game', params: GameParams, response: responses({ 200: Game }, ADMIN_ERRORS) },
     handler: async (req) => games.get((req.params as Static<typeof GameParams>).game_id),
   });
 
   app.patch('/admin/v1/games/:game_id', {
     config: admin,
-    schema: { tags: ['admin'], params: GameParams, body: PatchGameBody, response: responses({ 200: Game }, ADMIN_ERRORS) },
+    schema: { tags: ['admin'], summary: "Change a game's settings", params: GameParams, body: PatchGameBody, response: responses({ 200: Game }, ADMIN_ERRORS) },
     handler: async (req) => games.patch((req.params as Static<typeof GameParams>).game_id, req.body as PatchGameBody, actorOf(req)),
   });
 
   app.post('/admin/v1/games/:game_id/keys', {
     config: admin,
-    schema: { tags: ['admin'], params: GameParams, response: responses({ 201: NewKey }, ADMIN_ERRORS) },
+    schema: { tags: ['admin'], summary: 'Add a signing key (key rotation)', params: GameParams, response: responses({ 201: NewKey }, ADMIN_ERRORS) },
     handler: async (req, reply) => reply.code(201).send(await games.addKey((req.params as Static<typeof GameParams>).game_id, actorOf(req))),
   });
 
   app.delete('/admin/v1/games/:game_id/keys/:key_id', {
     config: admin,
-    schema: { tags: ['admin'], params: KeyParams, response: responses({ 200: Type.Object({}) }, ADMIN_ERRORS) },
+    schema: { tags: ['admin'], summary: 'Retire a signing key', params: KeyParams, response: responses({ 200: Type.Object({}) }, ADMIN_ERRORS) },
     handler: async (req) => {
       const p = req.params as Static<typeof KeyParams>;
       await games.deleteKey(p.game_id, p.key_id, actorOf(req));
@@ -59,7 +59,7 @@ export function registerGameRoutes(app: FastifyInstance, games: GameService): vo
 
   app.put('/admin/v1/games/:game_id/products/:product_id', {
     config: admin,
-    schema: { tags: ['admin'], params: ProductParams, body: PutProductBody, response: responses({ 200: Product }, ADMIN_ERRORS) },
+    schema: { tags: ['admin'], summary: 'Create or replace a product', params: ProductParams, body: PutProductBody, response: responses({ 200: Product }, ADMIN_ERRORS) },
     handler: async (req) => {
       const p = req.params as Static<typeof ProductParams>;
       return games.putProduct(p.game_id, p.product_id, req.body as PutProductBody, actorOf(req));
@@ -68,7 +68,7 @@ export function registerGameRoutes(app: FastifyInstance, games: GameService): vo
 
   app.get('/admin/v1/games/:game_id/products/:product_id', {
     config: admin,
-    schema: { tags: ['admin'], params: ProductParams, response: responses({ 200: Product }, ADMIN_ERRORS) },
+    schema: { tags: ['admin'], summary: 'Get a product', params: ProductParams, response: responses({ 200: Product }, ADMIN_ERRORS) },
     handler: async (req) => {
       const p = req.params as Static<typeof ProductParams>;
       return games.getProduct(p.game_id, p.product_id);
@@ -77,7 +77,7 @@ export function registerGameRoutes(app: FastifyInstance, games: GameService): vo
 
   app.get('/admin/v1/games/:game_id/products', {
     config: admin,
-    schema: { tags: ['admin'], params: GameParams, response: responses({ 200: Type.Object({ data: Type.Array(Product) }) }, ADMIN_ERRORS) },
+    schema: { tags: ['admin'], summary: "List a game's products", params: GameParams, response: responses({ 200: Type.Object({ data: Type.Array(Product) }) }, ADMIN_ERRORS) },
     handler: async (req) => ({ data: await games.listProducts((req.params as Static<typeof GameParams>).game_id) }),
   });
 }

@@ -1,10 +1,12 @@
 import { isUtf8 } from 'node:buffer';
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerFactory } from 'fastify';
 import type { Logger } from 'pino';
+import { isStorageUnavailable } from '../db/index.js';
 import { ApiError, Errors, isApiError } from '../errors.js';
 import { describeValidationError, schemaCompiler } from './validation.js';
 import { DualProtocolServer } from './dual-server.js';
 import { newTraceId } from './trace.js';
+import { trackRoutes } from './route-table.js';
 
 export type AuthKind = 'game' | 'partner' | 'admin' | 'client' | 'none';
 
@@ -63,6 +65,7 @@ export function createFastify(opts: AppOptions): FastifyInstance {
   ) as unknown as FastifyInstance;
 
   app.setValidatorCompiler(schemaCompiler);
+  trackRoutes(app);
   installPipeline(app, opts.hooks);
   return app;
 }
@@ -80,8 +83,14 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     reply.header('x-trace-id', req.id);
     if (hooks.isDraining()) throw Errors.serviceUnavailable('the service is shutting down; retry on another instance');
     // PROTOCOL 2 order: method (405, by routing) -> media type (415) -> size (413) -> ...
+    // An unmatched request is answered here, before its body is read or parsed, so 404/405
+    // win over 413 and over the body checks of preValidation.
+    if (req.is404) throw unmatched(req);
+    // NUL cannot be stored in PostgreSQL text and is never meaningful in an id or filter.
+    if (req.url.includes('%00')) throw Errors.invalidRequest(nulMessage(req.url));
     if (BODY_METHODS.has(req.method) && req.routeOptions.url && !isJsonContentType(req.headers['content-type'])) {
-      throw Errors.unsupportedMediaType('Content-Type must be application/json');
+      // An action that takes no body (redeliver, new key, cancel) may be sent without one.
+      if (!(bodyOptional(req) && !announcesBody(req))) throw Errors.unsupportedMediaType('Content-Type must be application/json');
     }
   });
 
@@ -102,18 +111,27 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     await hooks.authenticate(req, cfg.auth ?? 'none');
     if (hooks.rateLimit) await hooks.rateLimit(req, reply, cfg.auth ?? 'none');
     if (cfg.precheck) await cfg.precheck(req);
-    if (BODY_METHODS.has(req.method)) req.body = parseJsonBody(req.rawBody);
-    stripEmptyOptionalStrings(req.body, req.routeOptions.schema?.body as JsonSchema | undefined);
+    if (BODY_METHODS.has(req.method)) {
+      const empty = !req.rawBody || req.rawBody.length === 0;
+      if (empty && bodyOptional(req)) req.body = {};
+      else if (!isJsonContentType(req.headers['content-type'])) throw Errors.unsupportedMediaType('Content-Type must be application/json');
+      else req.body = parseJsonBody(req.rawBody);
+    }
+    rejectUnstorable(req.params, 'path parameter ');
+    rejectUnstorable(req.query, 'query parameter ');
+    rejectUnstorable(req.body, '');
+    // The ""-as-absent rule is for SDK callers (PROTOCOL 3); an operator's "" is a value to validate.
+    if (cfg.auth !== 'admin') stripEmptyOptionalStrings(req.body, req.routeOptions.schema?.body as JsonSchema | undefined);
   });
 
-  app.setNotFoundHandler((req, reply) => {
+  const unmatched = (req: FastifyRequest): ApiError => {
     const path = req.url.split('?')[0] as string;
     const allowed = findAllowedMethods(routes, path);
-    const err = allowed
+    return allowed
       ? Errors.methodNotAllowed(`${req.method} is not allowed on ${path}; use ${allowed.join(', ')}`, { allow: allowed.join(', ') })
       : Errors.notFound(`no endpoint at ${path}`);
-    sendError(reply, err);
-  });
+  };
+  app.setNotFoundHandler((req, reply) => sendError(reply, unmatched(req)));
 
   app.setErrorHandler((error: FastifyError | ApiError, req, reply) => {
     const apiError = toApiError(error);
@@ -150,6 +168,28 @@ export function isJsonContentType(ct: string | undefined): boolean {
   return type === 'application/json';
 }
 
+function nulMessage(url: string): string {
+  const q = url.indexOf('?');
+  if (q >= 0) {
+    for (const [name, value] of new URLSearchParams(url.slice(q + 1))) {
+      if (value.includes('\0') || name.includes('\0')) return `query parameter ${name.replace(/\0/g, '')} must not contain U+0000`;
+    }
+  }
+  return 'the path must not contain %00';
+}
+
+/** A route whose body has no required field (or no body schema at all) can go without a body. */
+function bodyOptional(req: FastifyRequest): boolean {
+  const schema = req.routeOptions.schema?.body as JsonSchema | undefined;
+  return !schema || !schema.required || schema.required.length === 0;
+}
+
+/** Whether the request says it carries a body (HTTP/1.1 framing headers). */
+function announcesBody(req: FastifyRequest): boolean {
+  const len = req.headers['content-length'];
+  return (len !== undefined && len !== '0') || req.headers['transfer-encoding'] !== undefined;
+}
+
 function parseJsonBody(raw: Buffer | undefined): unknown {
   if (!raw || raw.length === 0) throw Errors.invalidRequest('request body must be a JSON object');
   if (!isUtf8(raw)) throw Errors.invalidRequest('request body is not valid UTF-8');
@@ -164,6 +204,32 @@ function parseJsonBody(raw: Buffer | undefined): unknown {
   }
   return value;
 }
+
+/** U+0000 (PostgreSQL text cannot hold it) or a UTF-16 surrogate without its pair (not Unicode). */
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * Strings that no database stores as sent are refused as bad parameters (400) instead of
+ * failing at the INSERT (500 on PostgreSQL) or being silently replaced by U+FFFD.
+ */
+function rejectUnstorable(value: unknown, where: string): void {
+  // Iterative: a 64 KiB body can nest ~32k levels deep, too deep for recursion.
+  const stack: [unknown, string][] = [[value, '']];
+  for (let item = stack.pop(); item; item = stack.pop()) {
+    const [v, path] = item;
+    if (typeof v === 'string') {
+      if (UNSTORABLE.test(v)) throw Errors.invalidRequest(`${where}${shortPath(path) || 'value'} contains U+0000 or an unpaired surrogate`);
+    } else if (v !== null && typeof v === 'object') {
+      for (const [k, child] of Object.entries(v as Record<string, unknown>)) {
+        const p = path ? `${path}.${k}` : k;
+        if (UNSTORABLE.test(k)) throw Errors.invalidRequest(`${where}a field name in ${shortPath(path) || 'the body'} contains U+0000 or an unpaired surrogate`);
+        stack.push([child, p]);
+      }
+    }
+  }
+}
+
+const shortPath = (p: string) => (p.length > 80 ? `${p.slice(0, 80)}...` : p);
 
 type JsonSchema = { type?: string; properties?: Record<string, JsonSchema>; required?: string[] };
 
@@ -210,6 +276,7 @@ function toApiError(error: FastifyError | ApiError): ApiError {
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return Errors.invalidRequest('request body must be a JSON object');
   }
+  if (isStorageUnavailable(error)) return Errors.serviceUnavailable('storage is unavailable; retry later');
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     return new ApiError(e.statusCode, 'invalid_request', e.message);
   }

@@ -1,6 +1,6 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import { Errors } from '../errors.js';
+import { Errors, type ApiError } from '../errors.js';
 import { checkTimestamp, parseAuthorization, sha256Hex, signatureMatches, EMPTY_BODY_SHA256 } from '../signing/signer.js';
 
 /** What a signed caller resolves to: its record and its active secret keys. */
@@ -14,13 +14,13 @@ export interface CallerDirectory<G, P> {
   partner(partnerId: string): Promise<SignedCaller<P> | null>;
 }
 
-function authorizationHeader(req: FastifyRequest): string | undefined {
+function authorizationHeader(req: FastifyRequest, refuse: (message: string) => ApiError): string | undefined {
   // Node keeps only the first of duplicated Authorization headers; a request carrying two is
-  // ambiguous, so it is refused rather than silently half-read.
+  // ambiguous, so it is refused (with the caller kind's own 401) rather than silently half-read.
   const raw = req.raw.rawHeaders;
   let count = 0;
   for (let i = 0; i < raw.length; i += 2) if ((raw[i] as string).toLowerCase() === 'authorization') count++;
-  if (count > 1) throw Errors.invalidSignature('Authorization header must appear once');
+  if (count > 1) throw refuse('Authorization header must appear once');
   const h = req.headers.authorization;
   return Array.isArray(h) ? undefined : h;
 }
@@ -32,7 +32,7 @@ export async function verifySignedRequest<G, P>(
   expected: 'game' | 'partner',
   nowMs: number,
 ): Promise<SignedCaller<G> | SignedCaller<P>> {
-  const parsed = parseAuthorization(authorizationHeader(req));
+  const parsed = parseAuthorization(authorizationHeader(req, Errors.invalidSignature));
   if (typeof parsed === 'string') throw Errors.invalidSignature(parsed);
   if (parsed.principal.kind !== expected) {
     throw Errors.invalidSignature(`Authorization must name the ${expected === 'game' ? 'Game' : 'Partner'}`);
@@ -50,7 +50,7 @@ export async function verifySignedRequest<G, P>(
 
 /** Bearer ADMIN_TOKEN check for the operator API, in constant time. */
 export function verifyAdminToken(req: FastifyRequest, adminToken: string): void {
-  const h = authorizationHeader(req);
+  const h = authorizationHeader(req, Errors.unauthorized);
   const m = h ? /^Bearer (.+)$/.exec(h) : null;
   if (!m) throw Errors.unauthorized('Authorization: Bearer <admin token> is required');
   const a = createHash('sha256').update(m[1] as string).digest();

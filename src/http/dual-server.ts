@@ -17,9 +17,13 @@ export class DualProtocolServer extends net.Server {
   readonly http2: http2.Http2Server;
   private readonly sessions = new Set<http2.Http2Session>();
 
-  constructor(handler: Handler) {
+  /** How long a new connection may stay silent before its protocol is known (then closed). */
+  private readonly firstBytesTimeoutMs: number;
+
+  constructor(handler: Handler, options: { firstBytesTimeoutMs?: number } = {}) {
     // The accepting server applies socket options: without noDelay, Nagle + delayed ACK stall answers.
     super({ pauseOnConnect: false, noDelay: true, keepAlive: true });
+    this.firstBytesTimeoutMs = options.firstBytesTimeoutMs ?? 20_000;
     this.http1 = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 30_000, headersTimeout: 20_000 }, handler);
     this.http2 = http2.createServer({}, handler as unknown as (r: http2.Http2ServerRequest, s: http2.Http2ServerResponse) => void);
     this.http2.on('session', (s) => {
@@ -36,17 +40,29 @@ export class DualProtocolServer extends net.Server {
   }
 
   private route(socket: net.Socket): void {
-    socket.once('readable', () => {
-      const head: Buffer | null = socket.read(PREFACE.length) ?? socket.read();
-      if (head === null) {
-        socket.once('end', () => socket.destroy());
-        return;
-      }
+    // Read until the first bytes either are the whole preface or stop matching it: a preface
+    // split across TCP segments must not be taken for HTTP/1.1.
+    let head = Buffer.alloc(0);
+    const onEnd = () => socket.destroy();
+    // Before routing no protocol server watches the socket: a client that connects and stays
+    // silent would hold it forever. The protocol servers apply their own time-outs after.
+    const onTimeout = () => socket.destroy();
+    socket.setTimeout(this.firstBytesTimeoutMs);
+    socket.once('timeout', onTimeout);
+    const onReadable = () => {
+      for (let chunk: Buffer | null = socket.read(); chunk !== null; chunk = socket.read()) head = Buffer.concat([head, chunk]);
+      const n = Math.min(head.length, PREFACE.length);
+      const matches = head.subarray(0, n).equals(PREFACE.subarray(0, n));
+      if (head.length === 0 || (matches && head.length < PREFACE.length)) return;
+      socket.off('readable', onReadable);
+      socket.off('end', onEnd);
+      socket.setTimeout(0);
+      socket.off('timeout', onTimeout);
       socket.unshift(head);
-      const isH2 = head.length >= 3 && PREFACE.subarray(0, Math.min(head.length, PREFACE.length)).equals(head.subarray(0, Math.min(head.length, PREFACE.length)));
-      if (isH2) this.http2.emit('connection', socket);
-      else this.http1.emit('connection', socket);
-    });
+      (matches ? this.http2 : this.http1).emit('connection', socket);
+    };
+    socket.on('readable', onReadable);
+    socket.once('end', onEnd);
   }
 
   override close(cb?: (err?: Error) => void): this {

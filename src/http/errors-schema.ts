@@ -2,7 +2,10 @@ import { Type } from 'typebox';
 
 /** ErrorResponse (rest-interface 2.7): the body of every non-200 answer. */
 export const ErrorResponse = Type.Object(
-  { error: Type.String(), message: Type.String() },
+  {
+    error: Type.String({ description: 'machine-readable error type, e.g. `invalid_request` (PROTOCOL 2)' }),
+    message: Type.String({ description: 'human-readable; names the offending field' }),
+  },
   { $id: 'ErrorResponse', description: 'Body of every non-200 response' },
 );
 

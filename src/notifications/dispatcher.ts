@@ -1,3 +1,4 @@
+import type { DomainMetrics } from '../observability/metrics.js';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Clock } from '../lib/clock.js';
@@ -30,10 +31,17 @@ export interface DispatcherDeps {
   logger: Logger;
   settings: DispatcherSettings;
   random?: () => number;
+  /** Counts attempts for /metrics (src/observability). */
+  metrics?: Pick<DomainMetrics, 'notificationAttempt'>;
 }
 
-/** How long past the HTTP time-out a claim stays ours (covers the recording transaction). */
-const LEASE_MARGIN_MS = 60_000;
+/**
+ * How long past the HTTP time-out a claim stays ours (covers the recording transaction, which
+ * takes milliseconds). Short, because it is also how long a notification held by a crashed
+ * process waits; should a slow holder overrun it, the worst case is one more delivery of the
+ * same notification_id, which receivers dedupe, and the late holder's record is refused.
+ */
+const LEASE_MARGIN_MS = 10_000;
 
 /**
  * Delivers due notifications (PROTOCOL 5). Polls every pollIntervalMs and wakes at once on
@@ -147,6 +155,7 @@ export class NotificationDispatcher {
       : { statusCode: null, error: keyProblem, snippet: null, latencyMs: 0 };
     const now = clock.now();
     const outcome = this.outcomeOf(n, result, now);
+    this.d.metrics?.notificationAttempt(outcome.status === 'succeeded' ? 'success' : 'failure', result.latencyMs);
     const applied = await store.recordAttempt(
       { notificationId: n.notification_id, token, now },
       {

@@ -14,11 +14,14 @@ const ORDER_COLUMNS = [
   'created_at', 'expires_at', 'updated_at', 'paid_at', 'delivered_at', 'expired_at', 'canceled_at', 'refunded_at',
 ] as const satisfies readonly (keyof OrderRow)[];
 
+const EVENT_COLUMNS = ['event_id', 'order_id', 'from_status', 'to_status', 'at', 'detail'] as const satisfies readonly (keyof OrderEventRow)[];
+
 /** Queries for orders and their state-change events. */
 export class OrderStore {
   // The create-order path runs these on every request: compiled once (see db/prepared.ts).
   private readonly byReference;
   private readonly insertRow;
+  private readonly insertEventRow;
 
   constructor(
     readonly db: Kysely<DB>,
@@ -27,6 +30,8 @@ export class OrderStore {
     this.byReference = prepare(db, (d) => d.selectFrom('orders').selectAll().where('game_id', '=', '').where('reference_id', '=', ''));
     const sample = Object.fromEntries(ORDER_COLUMNS.map((c) => [c, null])) as unknown as OrderRow;
     this.insertRow = prepare(db, (d) => d.insertInto('orders').values(sample));
+    const event = Object.fromEntries(EVENT_COLUMNS.map((c) => [c, null])) as unknown as OrderEventRow;
+    this.insertEventRow = prepare(db, (d) => d.insertInto('order_events').values(event));
   }
 
   /** A transaction that has committed when the promise settles (group commit on SQLite). */
@@ -61,7 +66,7 @@ export class OrderStore {
   }
 
   async insertEvent(q: Q, row: OrderEventRow): Promise<void> {
-    await q.insertInto('order_events').values(row).execute();
+    await this.insertEventRow(q, EVENT_COLUMNS.map((c) => row[c]));
   }
 
   /** Ids of `created` orders whose expiry has passed, oldest expiry first. */

@@ -220,3 +220,30 @@ describe('API fuzzing', () => {
     expect(statuses.get(401) ?? 0).toBeGreaterThan(0);
   }, 1_800_000);
 });
+
+describe('NUL characters (PostgreSQL cannot store them)', () => {
+  it('answers 400 for U+0000 in a JSON string or %00 in the URL, and stores nothing', async () => {
+    const s = { combo_id: 'nul\u0000player', session_id: 'nul-session' };
+    const before = await stateFingerprint();
+    const raw = JSON.stringify(s);
+    const a = await send('POST', '/v1/server/enter-game', { 'content-type': 'application/json', authorization: authorizationHeader({ kind: 'game', id: game.gameId }, game.secret, 'POST', '/v1/server/enter-game', raw) }, Buffer.from(raw));
+    expect(a.status).toBe(400);
+    expect(JSON.parse(a.body).message).toContain('U+0000');
+    const uri = `/v1/query-binding?game_id=${game.gameId}%00&partner_user_id=u1`;
+    const b = await send('GET', uri, { authorization: authorizationHeader({ kind: 'partner', id: partner.partnerId }, partner.secret, 'GET', uri, '') }, null);
+    expect(b.status).toBe(400);
+    expect(await stateFingerprint()).toBe(before);
+  });
+});
+
+describe('POST actions without a body', () => {
+  it('accept no body and no Content-Type when the body has no required field; 415 otherwise', async () => {
+    const key = await send('POST', `/admin/v1/games/${game.gameId}/keys`, { authorization: `Bearer ${ADMIN_TOKEN}` }, null);
+    expect(key.status).toBe(201);
+    await send('DELETE', `/admin/v1/games/${game.gameId}/keys/${JSON.parse(key.body).key_id}`, { authorization: `Bearer ${ADMIN_TOKEN}` }, null);
+    const co = await send('POST', '/v1/server/create-order', { authorization: authorizationHeader({ kind: 'game', id: game.gameId }, game.secret, 'POST', '/v1/server/create-order', '') }, null);
+    expect(co.status).toBe(415);
+    const textBody = await send('POST', `/admin/v1/games/${game.gameId}/keys`, { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'text/plain' }, Buffer.from('x'));
+    expect(textBody.status).toBe(415);
+  });
+});

@@ -3,6 +3,7 @@ import * as m0001 from './0001_initial.js';
 import * as m0002 from './0002_compliance_nppa.js';
 import * as m0002n from './0002_notifications_window.js';
 import * as m0002o from './0002_orders_listing.js';
+import * as m0003 from './0003_orders_drop_redundant_index.js';
 
 /**
  * Versioned migrations, applied in name order, forward only. Add a new file
@@ -13,4 +14,5 @@ export const migrations: Record<string, Migration> = {
   '0002_compliance_nppa': m0002,
   '0002_notifications_window': m0002n,
   '0002_orders_listing': m0002o,
+  '0003_orders_drop_redundant_index': m0003,
 };

@@ -1,0 +1,170 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config/index.js';
+import { TEST_DB } from './helpers/db.js';
+import { startService } from './helpers/service.js';
+
+/** Configuration from the environment (src/config): defaults, every bad value named, durability. */
+let dir: string;
+beforeAll(() => {
+  dir = mkdtempSync(path.join(os.tmpdir(), 'combo-config-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A self-signed certificate and its key under the test directory. */
+function makeCert(name: string): { cert: string; key: string } {
+  const cert = path.join(dir, `${name}-cert.pem`);
+  const key = path.join(dir, `${name}-key.pem`);
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=localhost', '-days', '1', '-keyout', key, '-out', cert], { stdio: 'ignore' });
+  return { cert, key };
+}
+
+function problems(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+  } catch (e) {
+    expect(e).toBeInstanceOf(ConfigError);
+    return (e as ConfigError).problems;
+  }
+  return [];
+}
+
+describe('loadConfig', () => {
+  it('has working defaults with nothing set, and generates an admin token', () => {
+    const c = loadConfig({ DATA_DIR: dir });
+    expect(c.port).toBe(8080);
+    expect(c.host).toBe('0.0.0.0');
+    expect(c.databaseUrl).toBe(`sqlite:${path.join(dir, 'combo.db')}`);
+    expect(c.logLevel).toBe('info');
+    expect(c.sqliteSynchronous).toBe('NORMAL');
+    expect(c.tls).toBeNull();
+    expect(c.adminTokenGenerated).toBe(true);
+    expect(c.adminToken).toMatch(/^adm_[A-Za-z0-9_-]{32}$/);
+    expect(loadConfig({ DATA_DIR: dir }).adminToken).not.toBe(c.adminToken);
+  });
+
+  it.each([
+    ['PORT', '0', 0],
+    ['PORT', '65535', 65535],
+    ['SQLITE_SYNCHRONOUS', 'FULL', 'FULL'],
+    ['SQLITE_SYNCHRONOUS', 'NORMAL', 'NORMAL'],
+    ['LOG_LEVEL', 'silent', 'silent'],
+    ['LOG_LEVEL', 'debug', 'debug'],
+    ['DATABASE_URL', 'postgres://u:p@db:5432/combo', 'postgres://u:p@db:5432/combo'],
+    ['DATABASE_URL', 'postgresql://db/combo', 'postgresql://db/combo'],
+    ['DATABASE_URL', 'sqlite:/var/lib/combo.db', 'sqlite:/var/lib/combo.db'],
+    ['ADMIN_TOKEN', 'x'.repeat(16), 'x'.repeat(16)],
+  ])('accepts %s=%s', (name, value, expected) => {
+    const c = loadConfig({ DATA_DIR: dir, [name]: value });
+    const field = { PORT: c.port, SQLITE_SYNCHRONOUS: c.sqliteSynchronous, LOG_LEVEL: c.logLevel, DATABASE_URL: c.databaseUrl, ADMIN_TOKEN: c.adminToken }[name];
+    expect(field).toBe(expected);
+  });
+
+  it.each([
+    ['PORT', 'abc'],
+    ['PORT', '-1'],
+    ['PORT', '65536'],
+    ['PORT', '80.5'],
+    ['PORT', ' 80'],
+    ['DATABASE_URL', 'mysql://x'],
+    ['DATABASE_URL', 'sqlite:'],
+    ['DATABASE_URL', '/var/lib/combo.db'],
+    ['LOG_LEVEL', 'loud'],
+    ['LOG_LEVEL', 'INFO'],
+    ['SQLITE_SYNCHRONOUS', 'x'],
+    ['SQLITE_SYNCHRONOUS', 'OFF'],
+    ['SQLITE_SYNCHRONOUS', 'full'],
+    ['ADMIN_TOKEN', 'x'.repeat(15)],
+    ['SECRETS_KEY', Buffer.alloc(16).toString('base64')],
+    ['SHUTDOWN_TIMEOUT_MS', 'soon'],
+    ['NODE_ID', '1024'],
+    ['PUBLIC_BASE_URL', 'ftp://x'],
+  ])('refuses %s=%s and names it', (name, value) => {
+    const p = problems({ DATA_DIR: dir, [name]: value });
+    expect(p).toHaveLength(1);
+    expect(p[0]).toContain(name);
+  });
+
+  it('TLS_CERT and TLS_KEY go together; unreadable files are named', () => {
+    expect(problems({ DATA_DIR: dir, TLS_CERT: '/x/cert.pem' })[0]).toMatch(/TLS_CERT.*TLS_KEY/);
+    expect(problems({ DATA_DIR: dir, TLS_KEY: '/x/key.pem' })[0]).toMatch(/TLS_CERT.*TLS_KEY/);
+    expect(problems({ DATA_DIR: dir, TLS_CERT: '/x/cert.pem', TLS_KEY: '/x/key.pem' })[0]).toMatch(/TLS_CERT\/TLS_KEY could not be read/);
+  });
+
+  it('reads TLS files when both are set', () => {
+    const { cert, key } = makeCert('ok');
+    const c = loadConfig({ DATA_DIR: dir, TLS_CERT: cert, TLS_KEY: key });
+    expect(c.tls?.cert.toString()).toContain('BEGIN CERTIFICATE');
+  });
+
+  it('refuses TLS files that are not PEM, or a key of another certificate, naming both variables', () => {
+    const junk = path.join(dir, 'junk.pem');
+    writeFileSync(junk, 'not a certificate\n');
+    const p1 = problems({ DATA_DIR: dir, TLS_CERT: junk, TLS_KEY: junk });
+    expect(p1).toHaveLength(1);
+    expect(p1[0]).toMatch(/TLS_CERT\/TLS_KEY/);
+    const a = makeCert('a');
+    const b = makeCert('b');
+    const p2 = problems({ DATA_DIR: dir, TLS_CERT: a.cert, TLS_KEY: b.key });
+    expect(p2).toHaveLength(1);
+    expect(p2[0]).toMatch(/TLS_CERT\/TLS_KEY/);
+  });
+
+  it('collects every problem at once', () => {
+    const p = problems({ DATA_DIR: dir, PORT: 'abc', DATABASE_URL: 'mysql://x', LOG_LEVEL: 'loud', SQLITE_SYNCHRONOUS: 'x', TLS_CERT: '/x' });
+    const text = p.join('\n');
+    for (const name of ['PORT', 'DATABASE_URL', 'LOG_LEVEL', 'SQLITE_SYNCHRONOUS', 'TLS_CERT']) expect(text).toContain(name);
+    expect(p).toHaveLength(5);
+  });
+
+  it('does not echo a password of a refused DATABASE_URL', () => {
+    const p = problems({ DATA_DIR: dir, DATABASE_URL: 'mysql://user:hunter2@db/x' });
+    expect(p[0]).toContain('DATABASE_URL');
+    expect(p[0]).not.toContain('hunter2');
+  });
+
+  it('does not echo a refused ADMIN_TOKEN', () => {
+    const p = problems({ DATA_DIR: dir, ADMIN_TOKEN: 'short-secret' });
+    expect(p[0]).not.toContain('short-secret');
+  });
+
+  it('reads nothing at import time: a second call sees a changed environment', () => {
+    expect(loadConfig({ DATA_DIR: dir, PORT: '1' }).port).toBe(1);
+    expect(loadConfig({ DATA_DIR: dir, PORT: '2' }).port).toBe(2);
+  });
+});
+
+describe.skipIf(TEST_DB !== 'sqlite')('SQLite durability settings', () => {
+  it.each([
+    ['FULL', 2],
+    ['NORMAL', 1],
+  ])('SQLITE_SYNCHRONOUS=%s is applied (PRAGMA synchronous = %i), in WAL mode', async (setting, expected) => {
+    const t = await startService({ env: { SQLITE_SYNCHRONOUS: setting } });
+    try {
+      const db = t.service.database.db;
+      const sync = await sql<{ synchronous: number }>`PRAGMA synchronous`.execute(db);
+      expect(sync.rows[0]?.synchronous).toBe(expected);
+      const mode = await sql<{ journal_mode: string }>`PRAGMA journal_mode`.execute(db);
+      expect(mode.rows[0]?.journal_mode).toBe('wal');
+      expect((await fetch(`${t.url}/readyz`)).status).toBe(200);
+    } finally {
+      await t.stop();
+    }
+  });
+});
+
+describe.skipIf(TEST_DB !== 'postgres')('PostgreSQL durability settings', () => {
+  it('commits synchronously (synchronous_commit is on)', async () => {
+    const t = await startService({ env: { SQLITE_SYNCHRONOUS: 'FULL' } });
+    try {
+      const r = await sql<{ synchronous_commit: string }>`SHOW synchronous_commit`.execute(t.service.database.db);
+      expect(r.rows[0]?.synchronous_commit).toBe('on');
+    } finally {
+      await t.stop();
+    }
+  });
+});

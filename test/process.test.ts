@@ -1,0 +1,293 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import http2 from 'node:http2';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../src/db/index.js';
+import { authorizationHeader } from '../src/signing/signer.js';
+import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
+import { spawnEntry, spawnService, type Spawned } from './helpers/spawn.js';
+import { orderBody } from './helpers/service.js';
+
+/** The real entry points (src/main.ts, src/cli.ts) as child processes. */
+const ADMIN = 'process-test-admin-token-0123';
+let db: TestDatabase;
+let dataDir: string;
+const running: Spawned[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  dataDir = mkdtempSync(path.join(os.tmpdir(), 'combo-proc-'));
+});
+afterEach(async () => {
+  for (const s of running.splice(0)) {
+    if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL');
+    await s.exited;
+  }
+});
+afterAll(async () => {
+  await db?.drop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+const env = (over: Record<string, string | undefined> = {}) => ({
+  DATABASE_URL: db.url,
+  DATA_DIR: dataDir,
+  ADMIN_TOKEN: ADMIN,
+  SHUTDOWN_TIMEOUT_MS: '60000',
+  ...over,
+});
+
+async function start(over: Record<string, string | undefined> = {}) {
+  const s = await spawnService(env(over));
+  running.push(s);
+  return s;
+}
+
+async function adminCall(url: string, method: string, p: string, body?: unknown, token = ADMIN) {
+  const res = await fetch(url + p, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+let seq = 0;
+async function newGame(url: string) {
+  const gameId = `proc_${process.pid}_${++seq}_${Date.now().toString(36)}`;
+  const g = await adminCall(url, 'POST', '/admin/v1/games', { game_id: gameId, name: 'P' });
+  expect(g.status).toBe(201);
+  expect((await adminCall(url, 'PUT', `/admin/v1/games/${gameId}/products/gem_60`, { name: 'g', price: 600, currency: 'CNY' })).status).toBe(200);
+  return { gameId, secret: g.body.secret_key as string };
+}
+
+function signedInit(game: { gameId: string; secret: string }, uri: string, body: string) {
+  return { 'content-type': 'application/json', authorization: authorizationHeader({ kind: 'game', id: game.gameId }, game.secret, 'POST', uri, body) };
+}
+
+describe('graceful shutdown', () => {
+  it('SIGTERM while a request is in flight: the request completes with 200, new ones are refused, exit 0', async () => {
+    const s = await start();
+    const game = await newGame(s.url);
+    const uri = '/v1/server/create-order';
+    const body = JSON.stringify(orderBody());
+    const { hostname, port } = new URL(s.url);
+
+    // Expect: 100-continue makes the request observable as "in flight": the server has read
+    // its head and started handling it when the 100 arrives; the body is sent only later.
+    const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = http.request(
+        {
+          host: hostname,
+          port: Number(port),
+          method: 'POST',
+          path: uri,
+          agent: false,
+          headers: { ...signedInit(game, uri, body), 'content-length': Buffer.byteLength(body), expect: '100-continue' },
+        },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (text += c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+        },
+      );
+      req.on('error', reject);
+      req.on('continue', async () => {
+        s.child.kill('SIGTERM');
+        try {
+          await s.logLine('draining');
+          // While draining, a new request is refused (503 or connection refused), never served.
+          const late = await fetch(`${s.url}/healthz`).then(
+            (r) => r.status,
+            () => 'refused',
+          );
+          expect([503, 'refused']).toContain(late);
+        } catch (e) {
+          reject(e);
+        }
+        req.end(body);
+      });
+    });
+    const r = await answer;
+    expect(r.status, r.text).toBe(200);
+    expect(Object.keys(JSON.parse(r.text)).sort()).toEqual(['expires_at', 'order_id', 'order_token']);
+    expect(await s.exited).toBe(0);
+    await s.logLine('stopped');
+
+    // The order was committed before the answer.
+    const database = openDatabase(db.url);
+    try {
+      const row = await database.db.selectFrom('orders').select('order_id').where('order_id', '=', JSON.parse(r.text).order_id).executeTakeFirst();
+      expect(row).toBeDefined();
+    } finally {
+      await database.close();
+    }
+  });
+
+  it('SIGTERM while an HTTP/2 stream is in flight: the stream completes with 200, exit 0', async () => {
+    const s = await start();
+    const game = await newGame(s.url);
+    const uri = '/v1/server/create-order';
+    const body = JSON.stringify(orderBody());
+    const session = http2.connect(s.url);
+    try {
+      const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const req = session.request({ ':method': 'POST', ':path': uri, ...signedInit(game, uri, body), expect: '100-continue' });
+        let status = 0;
+        let text = '';
+        req.setEncoding('utf8');
+        req.on('response', (h) => (status = Number(h[':status'])));
+        req.on('data', (c: string) => (text += c));
+        req.on('end', () => resolve({ status, text }));
+        req.on('error', reject);
+        req.on('continue', async () => {
+          s.child.kill('SIGTERM');
+          await s.logLine('draining').catch(reject);
+          req.end(body);
+        });
+      });
+      const r = await answer;
+      expect(r.status, r.text).toBe(200);
+      expect(JSON.parse(r.text).order_id).toBeTruthy();
+    } finally {
+      session.close();
+    }
+    expect(await s.exited).toBe(0);
+  });
+
+  it('a request that never finishes cannot hold the shutdown past SHUTDOWN_TIMEOUT_MS', async () => {
+    const s = await start({ SHUTDOWN_TIMEOUT_MS: '300' });
+    const { hostname, port } = new URL(s.url);
+    const cut = new Promise<string>((resolve) => {
+      const req = http.request({ host: hostname, port: Number(port), method: 'POST', path: '/v1/server/create-order', agent: false, headers: { 'content-type': 'application/json', 'content-length': 100, expect: '100-continue' } });
+      req.on('continue', () => s.child.kill('SIGINT')); // SIGINT drains like SIGTERM
+      req.on('response', (res) => resolve(`answered ${res.statusCode}`));
+      req.on('error', (e) => resolve((e as NodeJS.ErrnoException).code ?? 'error'));
+    });
+    expect(await s.exited).toBe(0);
+    expect(await cut).toMatch(/ECONNRESET|socket hang up|answered 5\d\d/);
+  });
+
+  it('SIGTERM when idle exits 0', async () => {
+    const s = await start();
+    s.child.kill('SIGTERM');
+    expect(await s.exited).toBe(0);
+  });
+});
+
+describe('durability', () => {
+  it('a 200 from create-order survives SIGKILL right after the answer', async () => {
+    const s = await start();
+    const game = await newGame(s.url);
+    const uri = '/v1/server/create-order';
+    const body = JSON.stringify(orderBody());
+    const res = await fetch(s.url + uri, { method: 'POST', headers: signedInit(game, uri, body), body });
+    const created = await res.json();
+    expect(res.status).toBe(200);
+    s.child.kill('SIGKILL');
+    expect(await s.exited).toBe('SIGKILL');
+
+    const database = openDatabase(db.url);
+    try {
+      const row = await database.db.selectFrom('orders').selectAll().where('order_id', '=', created.order_id).executeTakeFirst();
+      expect(row?.game_id).toBe(game.gameId);
+    } finally {
+      await database.close();
+    }
+
+    // A restarted service on the same database and data directory knows the order: the replay
+    // answers the original response.
+    const again = await start();
+    const replay = await fetch(again.url + uri, { method: 'POST', headers: signedInit(game, uri, body), body });
+    expect(replay.status).toBe(200);
+    expect(await replay.json()).toEqual(created);
+  });
+});
+
+describe('generated admin token', () => {
+  it('ADMIN_TOKEN unset: a token is printed once on stderr with a warning, and it works', async () => {
+    const s = await start({ ADMIN_TOKEN: undefined });
+    // The warning is written right after "service listening": wait for it.
+    const deadline = Date.now() + 10_000;
+    while (!/ADMIN_TOKEN/.test(s.stderr()) && Date.now() < deadline) await new Promise((r) => s.child.stderr?.once('data', r));
+    const stderr = s.stderr();
+    expect(stderr).toMatch(/WARNING: ADMIN_TOKEN is not set/);
+    const token = /\n\s+(adm_[A-Za-z0-9_-]+)\s*\n/.exec(stderr)?.[1];
+    expect(token).toBeDefined();
+    expect(stderr.split(token as string).length - 1).toBe(1);
+    expect(s.stdout()).not.toContain(token as string);
+
+    const ok = await adminCall(s.url, 'GET', '/admin/v1/games/no-such-game', undefined, token);
+    expect(ok.status).toBe(404);
+    const bad = await adminCall(s.url, 'GET', '/admin/v1/games/no-such-game', undefined, `${token}x`);
+    expect(bad.status).toBe(401);
+    s.child.kill('SIGTERM');
+    expect(await s.exited).toBe(0);
+    expect(s.stdout() + s.stderr()).not.toContain(`${token}x`);
+    expect(s.stdout()).not.toContain(token as string);
+  });
+});
+
+describe('bad configuration', () => {
+  // Each variable's rule is unit-tested in config.test.ts; here: the process exits 2 with them.
+  const bad: [string, Record<string, string>, string[]][] = [
+    ['PORT=abc', { PORT: 'abc' }, ['PORT']],
+    [
+      'all of them at once',
+      { PORT: 'abc', DATABASE_URL: 'mysql://x', LOG_LEVEL: 'loud', SQLITE_SYNCHRONOUS: 'x', TLS_CERT: '/nonexistent/cert.pem' },
+      ['PORT', 'DATABASE_URL', 'LOG_LEVEL', 'SQLITE_SYNCHRONOUS', 'TLS_CERT'],
+    ],
+  ];
+  it.each(bad)('%s -> exit 2 naming the variable', async (_n, over, names) => {
+    const s = spawnEntry('src/main.ts', { ...env(), PORT: '0', HOST: '127.0.0.1', ...over });
+    running.push(s);
+    expect(await s.exited).toBe(2);
+    for (const n of names) expect(s.stderr()).toContain(n);
+    expect(s.stderr()).not.toMatch(/\n\s+at /); // a message, not a stack trace
+    expect(s.stdout()).not.toContain('service listening');
+  });
+});
+
+describe('migrate command', () => {
+  it('applies the migrations on a fresh database, then says "up to date"', async () => {
+    const fresh = await createTestDatabase();
+    try {
+      const first = spawnEntry('src/cli.ts', { DATABASE_URL: fresh.url, DATA_DIR: dataDir }, ['migrate']);
+      expect(await first.exited).toBe(0);
+      expect(first.stdout()).toMatch(/applied: 0001_initial/);
+      const second = spawnEntry('src/cli.ts', { DATABASE_URL: fresh.url, DATA_DIR: dataDir }, ['migrate']);
+      expect(await second.exited).toBe(0);
+      expect(second.stdout()).toMatch(/up to date/);
+
+      const database = openDatabase(fresh.url);
+      try {
+        // Every table of the schema exists.
+        for (const table of ['games', 'game_keys', 'products', 'orders', 'sessions'] as const) {
+          await database.db.selectFrom(table).selectAll().limit(1).execute();
+        }
+      } finally {
+        await database.close();
+      }
+    } finally {
+      await fresh.drop();
+    }
+  });
+
+  it('a bad DATABASE_URL exits 2 naming it; an unknown command exits 2 with the usage', async () => {
+    const bad = spawnEntry('src/cli.ts', { DATABASE_URL: 'mysql://x' }, ['migrate']);
+    expect(await bad.exited).toBe(2);
+    expect(bad.stderr()).toContain('DATABASE_URL');
+    const unknown = spawnEntry('src/cli.ts', {}, ['frobnicate']);
+    expect(await unknown.exited).toBe(2);
+    expect(unknown.stderr()).toContain('migrate');
+  });
+
+  it.skipIf(TEST_DB !== 'postgres')('an unreachable PostgreSQL makes migrate exit non-zero with a message, not a hang', async () => {
+    const s = spawnEntry('src/cli.ts', { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' }, ['migrate']);
+    expect(await s.exited).toBe(1);
+    expect(s.stderr()).toMatch(/^error: /m);
+  });
+});

@@ -1,0 +1,45 @@
+import net from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { DualProtocolServer } from '../../src/http/dual-server.js';
+
+/** The cleartext listener's own behaviour before a connection is handed to HTTP/1.1 or HTTP/2. */
+describe('DualProtocolServer', () => {
+  let server: DualProtocolServer | undefined;
+  afterEach(async () => {
+    server?.closeAllConnections();
+    await new Promise((r) => server?.close(r as () => void) ?? r(null));
+  });
+
+  async function listen(firstBytesTimeoutMs: number): Promise<number> {
+    server = new DualProtocolServer((_req, res) => res.end('ok'), { firstBytesTimeoutMs });
+    await new Promise<void>((r) => server?.listen(0, '127.0.0.1', r));
+    return (server.address() as net.AddressInfo).port;
+  }
+
+  it('closes a connection that stays silent before its first bytes', async () => {
+    const port = await listen(50);
+    const socket = net.connect(port, '127.0.0.1');
+    await new Promise((r) => socket.once('close', r));
+    expect(socket.destroyed).toBe(true);
+  });
+
+  it('does not close a routed keep-alive connection by that time-out', async () => {
+    const port = await listen(50);
+    const socket = net.connect(port, '127.0.0.1');
+    let out = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (c: string) => (out += c));
+    const first = new Promise((r) => socket.once('data', r));
+    socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    await first;
+    // Proving that a time-out does NOT fire needs waiting past it: three times its length.
+    await new Promise((r) => setTimeout(r, 150));
+    expect(socket.destroyed).toBe(false);
+    // A second request on the same connection: still served.
+    const second = new Promise((r) => socket.once('data', r));
+    socket.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    await second;
+    expect(out.match(/HTTP\/1\.1 200/g)).toHaveLength(2);
+    socket.destroy();
+  });
+});
