@@ -40,6 +40,9 @@ export function App() {
             {label}
           </Link>
         ))}
+        <a className="external" href="/docs" target="_blank" rel="noreferrer">
+          API reference
+        </a>
         <button
           className="signout"
           onClick={() => {
