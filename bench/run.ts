@@ -10,6 +10,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -86,6 +87,20 @@ async function adminCall(base: string, method: string, p: string, body: unknown)
   return r.json();
 }
 
+/** One partner-signed GET, re-signed once a minute (signatures are valid for 300 s). */
+function partnerGet(uri: string, partner: string, secret: string) {
+  let signedAt = 0;
+  let auth = '';
+  return (req: Record<string, unknown>) => {
+    const now = Date.now();
+    if (now - signedAt > 60_000) {
+      auth = authorizationHeader({ kind: 'partner', id: partner }, secret, 'GET', uri, '', now);
+      signedAt = now;
+    }
+    return Object.assign(req, { method: 'GET', path: uri, headers: { authorization: auth } });
+  };
+}
+
 /** A generator of distinct, already-signed requests (HMAC cost stays out of the measurement). */
 function presigned(count: number, make: (i: number) => { path: string; body: string }, game: string, secret: string) {
   const list = Array.from({ length: count }, (_, i) => {
@@ -138,9 +153,98 @@ async function load(name: string, pid: number | undefined, url: string, setupReq
   };
 }
 
+interface DeliveryResult {
+  delivered: number;
+  perSecond: number;
+  /** Orders created and paid per second while the backlog was built. */
+  payRate: number;
+  p50: number;
+  p99: number;
+}
+
+/**
+ * Notification delivery, in two phases with a local receiver:
+ *  1. throughput: `count` orders are created and paid while the receiver holds its answers (a
+ *     backlog builds up in the database); then it answers 200 to everything, and the time from
+ *     that moment to the last receipt gives deliveries per second;
+ *  2. latency: 500 more orders paid by 8 clients, each ship_order's receipt timed from its pay
+ *     answer (paid-to-received).
+ */
+async function notifications(base: string, game: string, secret: string, count: number): Promise<DeliveryResult> {
+  const { Agent, request } = await import('undici');
+  const received = new Map<string, number>();
+  const held: http.ServerResponse[] = [];
+  let holding = true;
+  let waiter: { n: number; resolve: () => void } | null = null;
+  const receiver = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      if (holding) {
+        held.push(res);
+        (res as http.ServerResponse & { orderId?: string }).orderId = body.data.order_id;
+        return;
+      }
+      received.set(body.data.order_id, performance.now());
+      res.writeHead(200).end('OK');
+      if (waiter && received.size >= waiter.n) waiter.resolve();
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  const until = (n: number) => new Promise<void>((resolve) => (received.size >= n ? resolve() : (waiter = { n, resolve })));
+  const notifyUrl = `http://127.0.0.1:${(receiver.address() as net.AddressInfo).port}/notify`;
+  const agent = new Agent({ connections: 64 });
+  const post = async (p: string, body: string, headers: Record<string, string>) => {
+    const r = await request(base + p, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers }, dispatcher: agent });
+    return (await r.body.json()) as Record<string, any>;
+  };
+  const run = randomBytes(4).toString('hex');
+  const paidAt = new Map<string, number>();
+  const pay = async (i: number) => {
+    const body = JSON.stringify({ reference_id: `ntf-${run}-${i}`, combo_id: `n${i}`, product_id: 'gem_60', platform: 'ios', notify_url: notifyUrl });
+    const o = await post('/v1/server/create-order', body, { authorization: authorizationHeader({ kind: 'game', id: game }, secret, 'POST', '/v1/server/create-order', body) });
+    const p = await post('/v1/client/pay', JSON.stringify({ order_token: o.order_token, channel: 'sandbox' }), {});
+    if (p.status !== 'paid') throw new Error(`pay answered ${JSON.stringify(p)}`);
+    paidAt.set(o.order_id, performance.now());
+  };
+  const payAll = async (from: number, to: number, clients: number) => {
+    let next = from;
+    await Promise.all(Array.from({ length: clients }, async () => {
+      while (next < to) await pay(next++);
+    }));
+  };
+  try {
+    const t0 = performance.now();
+    await payAll(0, count, 64);
+    const payRate = Math.round(count / ((performance.now() - t0) / 1000));
+    const release = performance.now();
+    holding = false;
+    for (const res of held.splice(0)) {
+      received.set((res as http.ServerResponse & { orderId?: string }).orderId!, performance.now());
+      res.writeHead(200).end('OK');
+    }
+    await Promise.race([until(count), new Promise((r) => setTimeout(r, 120_000))]);
+    const drained = received.size;
+    const last = Math.max(...received.values());
+    const perSecond = Math.round(drained / ((last - release) / 1000));
+
+    paidAt.clear();
+    await payAll(count, count + 500, 8);
+    await Promise.race([until(count + 500), new Promise((r) => setTimeout(r, 60_000))]);
+    const lat = [...paidAt].filter(([id]) => received.has(id)).map(([id, t]) => Math.max(0, received.get(id)! - t)).sort((a, b) => a - b);
+    const q = (p: number) => Math.round((lat[Math.min(lat.length - 1, Math.floor(lat.length * p))] ?? NaN) * 10) / 10;
+    return { delivered: drained, perSecond, payRate, p50: q(0.5), p99: q(0.99) };
+  } finally {
+    receiver.close();
+    await agent.close();
+  }
+}
+
 async function main() {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'combo-bench-'));
   const children: ChildProcess[] = [];
+  const servers: http.Server[] = [];
   try {
     // The service runs from the compiled build, as in production (`npm run bench` builds first).
     const port = await freePort();
@@ -152,6 +256,8 @@ async function main() {
       // Request logs off, as the bare route logs nothing (BENCH_LOG_LEVEL=info to include them).
       LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
       NODE_ENV: 'development',
+      // One load generator on one IP: the client API's per-IP limit would measure itself.
+      CLIENT_RATE_LIMIT_PER_SECOND: '1000000',
     }, false, `http://127.0.0.1:${port}`);
     children.push(svc.child);
     const bare = await startChild(['bench/bare-server.ts'], {});
@@ -192,11 +298,41 @@ async function main() {
       },
     ];
 
+    // query-binding on a warm role cache: a local GM answers ListRoles; one binding.
+    const gm = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ roles: [{ server_id: 1, server_name: 'S1', role_id: 'r1', role_name: 'hero', role_level: 9, avatar_url: '', create_time: 1_700_000_000 }] }));
+      });
+    });
+    await new Promise<void>((r) => gm.listen(0, '127.0.0.1', r));
+    servers.push(gm);
+    const partnerId = `bp${randomBytes(3).toString('hex')}`;
+    await adminCall(svc.address, 'PATCH', `/admin/v1/games/${game}`, { gm_url: `http://127.0.0.1:${(gm.address() as net.AddressInfo).port}/gm` });
+    const partner = (await adminCall(svc.address, 'POST', '/admin/v1/partners', { partner_id: partnerId, name: 'Bench', games: [game], rate_limit_per_second: 1_000_000 })) as { secret_key: string };
+    const bindBody = JSON.stringify({ partner_id: partnerId, partner_user_id: 'u1', combo_id: 'player1', role_id: 'r1' });
+    const bind = await fetch(`${svc.address}/v1/server/bind-partner-user`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: authorizationHeader({ kind: 'game', id: game }, secret, 'POST', '/v1/server/bind-partner-user', bindBody) },
+      body: bindBody,
+    });
+    if (bind.status !== 200) throw new Error(`bind: ${bind.status} ${await bind.text()}`);
+    const queryUri = `/v1/query-binding?game_id=${game}&partner_user_id=u1`;
+    const warm = await fetch(svc.address + queryUri, { headers: { authorization: authorizationHeader({ kind: 'partner', id: partnerId }, partner.secret_key, 'GET', queryUri, '') } });
+    if (warm.status !== 200) throw new Error(`query-binding: ${warm.status} ${await warm.text()}`);
+    scenarios.push({ name: 'query-binding', go: () => load('query-binding (warm cache)', svc.child.pid, svc.address, partnerGet(queryUri, partnerId, partner.secret_key)) });
+
     const results: Result[] = [];
     for (const s of scenarios) {
       if (only && !only.includes(s.name)) continue;
       process.stderr.write(`running ${s.name} for ${duration}s at ${connections} connections...\n`);
       results.push(await s.go());
+    }
+    let delivery: DeliveryResult | null = null;
+    if (!only || only.includes('notifications')) {
+      process.stderr.write('running notifications: paying orders, a local receiver answers 200...\n');
+      delivery = await notifications(svc.address, game, secret, Number(process.env.BENCH_NOTIFICATIONS ?? 5000));
     }
     const bareRps = results.find((r) => r.name.startsWith('bare'))?.rps;
     console.log(`\n${new Date().toISOString()}  ${os.cpus().length} cores (${os.cpus()[0]?.model ?? '?'}), node ${process.version}, ${connections} connections, ${duration}s each\n`);
@@ -208,7 +344,13 @@ async function main() {
       const cpuRatio = bareCpu ? (bareCpu / r.cpuUsPerReq).toFixed(2) : '-';
       console.log(`| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${ratio} | ${r.cpuUsPerReq} | ${cpuRatio} | ${r.non2xx} | ${r.errors} |`);
     }
+    if (delivery) {
+      console.log(`\n| notifications | backlog delivered | deliveries/s (backlog drain) | orders created+paid/s | paid-to-received p50 ms | p99 ms |`);
+      console.log('|---|---|---|---|---|---|');
+      console.log(`| ship_order to a local receiver | ${delivery.delivered} | ${delivery.perSecond} | ${delivery.payRate} | ${delivery.p50} | ${delivery.p99} |`);
+    }
   } finally {
+    for (const srv of servers) srv.close();
     for (const c of children) c.kill('SIGTERM');
     rmSync(dataDir, { recursive: true, force: true });
   }

@@ -59,6 +59,8 @@ if (process.env.TEST_LONG === '1' && extra.length === 0) {
   add(run('sqlite', 'fuzz, 100000 requests, sqlite', ['test/fuzz'], { FUZZ_RUNS: process.env.FUZZ_RUNS ?? '100000' }));
   add(run('sqlite', 'crash, 8 kills, sqlite', ['test/crash'], { CRASH_ROUNDS: process.env.CRASH_ROUNDS ?? '8' }));
   if (pgProblem === null) add(run('postgres', 'crash, 8 kills, postgres', ['test/crash'], { CRASH_ROUNDS: process.env.CRASH_ROUNDS ?? '8' }));
+  // Restarts the PostgreSQL server: runs last and alone.
+  if (pgProblem === null) add(run('postgres', 'faults: PostgreSQL restarted mid-run', ['test/faults'], { TEST_FAULTS: '1' }));
 }
 console.log(`\n${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped`);
 process.exit(total.failed > 0 ? 1 : 0);

@@ -55,6 +55,7 @@ import { ComplianceStore } from './compliance/store.js';
 import { ComplianceGuard, PlayerService } from './compliance/players.js';
 import { NppaClient } from './compliance/nppa-client.js';
 import { NppaUploader } from './compliance/uploader.js';
+import { registerAuditRoutes } from './admin/audit-routes.js';
 import { registerComplianceRoutes } from './compliance/routes.js';
 
 export interface ServiceOptions {
@@ -261,6 +262,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   registerBindingRoutes(app, bindings);
   registerNotificationRoutes(app, notifications);
   registerComplianceRoutes(app, players);
+  registerAuditRoutes(app, database.db);
   registerConsoleRoutes(app, { dir: defaultConsoleDir() });
 
   const jobs: BackgroundJob[] = [

@@ -3,6 +3,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
 import { createOrder, notificationsOf, orderRow, paymentsOf } from './helpers/orders.js';
+import { Receiver, until } from './helpers/receiver.js';
 
 /** Debian's Chromium (`apt-get install chromium`; .ci/run installs it). */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -32,8 +33,9 @@ describe.skipIf(!haveChromium)('hosted checkout page in headless Chromium', () =
     await t?.stop();
   });
 
-  it('shows the order, pays it with sandbox, and shows it paid; the order is paid with a ship_order queued', async () => {
-    const o = await createOrder(t, game, { quantity: 2 });
+  it('shows the order, pays it with sandbox, shows it paid, and the game receives the signed ship_order', async () => {
+    const receiver = await new Receiver({ keys: new Map([[game.gameId, [game.secret]]]), now: () => Date.now() }).start();
+    const o = await createOrder(t, game, { quantity: 2, notify_url: `${receiver.url}/notify` });
     const page = await browser.newPage();
     const problems: string[] = [];
     page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
@@ -55,16 +57,21 @@ describe.skipIf(!haveChromium)('hosted checkout page in headless Chromium', () =
     expect(await page.$('#pay')).toBeNull();
     await page.screenshot({ path: `${OUT}/checkout-paid.png` });
 
-    const row = await orderRow(t, o.order_id);
-    expect(row).toMatchObject({ status: 'paid', is_sandbox: 1 });
+    // The notification arrives at the game, signed, and the order becomes delivered.
+    const got = await until('the ship_order reaches the game', () => receiver.on('/notify')[0]);
+    expect(got.signatureProblem).toBeNull();
+    expect(got.body).toMatchObject({ notification_type: 'ship_order', data: { order_id: o.order_id, quantity: 2, amount: 1200, is_sandbox: true } });
+    await until('the order is delivered', async () => ((await orderRow(t, o.order_id)).status === 'delivered' ? true : null));
+    expect(await orderRow(t, o.order_id)).toMatchObject({ status: 'delivered', is_sandbox: 1 });
     const ntfs = await notificationsOf(t, o.order_id);
     expect(ntfs.map((n) => n.type)).toEqual(['ship_order']);
     expect(JSON.parse(ntfs[0]!.body).data.is_sandbox).toBe(true);
     expect(await paymentsOf(t, o.order_id)).toHaveLength(1);
+    await receiver.close();
 
-    // Reloading shows the paid state without a pay button.
+    // Reloading shows the order settled (delivered by now) without a pay button.
     await page.reload();
-    expect(await page.getAttribute('#status', 'data-status')).toBe('paid');
+    expect(['paid', 'delivered']).toContain(await page.getAttribute('#status', 'data-status'));
     expect(await page.$('#pay')).toBeNull();
     expect(problems).toEqual([]);
     await page.close();

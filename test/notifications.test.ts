@@ -264,7 +264,7 @@ describe('operator API', () => {
     expect((await q('game_id=bad%20id')).status).toBe(400);
     expect((await q(`game_id=${'g'.repeat(64)}`)).status).toBe(200);
     expect((await q(`game_id=${'g'.repeat(65)}`)).status).toBe(400);
-    expect((await q(`cursor=${'A'.repeat(201)}`)).status).toBe(400);
+    expect((await q(`cursor=${'A'.repeat(1025)}`)).status).toBe(400);
     expect((await admin(t, 'GET', `/admin/v1/notifications/${'n'.repeat(64)}`)).status).toBe(404);
     expect((await admin(t, 'GET', `/admin/v1/notifications/${'n'.repeat(65)}`)).status).toBe(400);
     const noAuth = await fetch(`${t.url}/admin/v1/notifications`);

@@ -25,7 +25,7 @@ beforeEach(() => {
 const PI = '1fffbjzos82bs9cnyj1dna7d6d29zg4esnh99u';
 
 async function events(game: NppaGame, status?: string) {
-  const r = await admin(t, 'GET', `/admin/v1/games/${game.gameId}/nppa/events?limit=500${status ? `&status=${status}` : ''}`);
+  const r = await admin(t, 'GET', `/admin/v1/games/${game.gameId}/nppa/events?limit=200${status ? `&status=${status}` : ''}`);
   expect(r.status).toBe(200);
   return r.body as { counts: Record<string, number>; data: any[] };
 }
@@ -177,8 +177,8 @@ describe('national-system upload', () => {
     for (const [q, status] of [
       ['limit=0', 400],
       ['limit=1', 200],
-      ['limit=500', 200],
-      ['limit=501', 400],
+      ['limit=200', 200],
+      ['limit=201', 400],
       ['status=bogus', 400],
       ['status=failed', 200],
     ] as const) {

@@ -85,8 +85,8 @@ describe('sessions: timeout sweep, operator listing, online time per Beijing day
     for (const [q, ok] of [
       ['limit=0', false],
       ['limit=1', true],
-      ['limit=500', true],
-      ['limit=501', false],
+      ['limit=200', true],
+      ['limit=201', false],
       ['limit=x', false],
       ['open=maybe', false],
       ['cursor=bm90LWEtY3Vyc29y', false],

@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { PageCursor, PageLimit } from '../http/paging.js';
 
 /** PROTOCOL 9: every binding field is 1..64 code points. */
 const Field = Type.String({ minLength: 1, maxLength: 64 });
@@ -41,8 +42,8 @@ export const ListBindingsQuery = Type.Object({
   partner_id: Type.Optional(Field),
   partner_user_id: Type.Optional(Field),
   combo_id: Type.Optional(Field),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+  limit: PageLimit,
+  cursor: PageCursor,
 });
 export type ListBindingsQuery = Static<typeof ListBindingsQuery>;
 

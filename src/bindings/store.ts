@@ -1,5 +1,6 @@
 import { type Kysely, type Selectable } from 'kysely';
 import type { BindingsTable, DB } from '../db/schema.js';
+import { prepare } from '../db/prepared.js';
 
 export type BindingRow = Selectable<BindingsTable>;
 
@@ -15,16 +16,17 @@ export interface BindingFilter {
 
 /** Queries for partner-user bindings: one row per (game, partner, partner_user_id). */
 export class BindingStore {
-  constructor(readonly db: Kysely<DB>) {}
+  // Every query-binding runs this: compiled once (see db/prepared.ts).
+  private readonly byKey;
 
-  find(gameId: string, partnerId: string, partnerUserId: string): Promise<BindingRow | undefined> {
-    return this.db
-      .selectFrom('bindings')
-      .selectAll()
-      .where('game_id', '=', gameId)
-      .where('partner_id', '=', partnerId)
-      .where('partner_user_id', '=', partnerUserId)
-      .executeTakeFirst();
+  constructor(readonly db: Kysely<DB>) {
+    this.byKey = prepare<BindingRow>(db, (d) =>
+      d.selectFrom('bindings').selectAll().where('game_id', '=', '').where('partner_id', '=', '').where('partner_user_id', '=', ''),
+    );
+  }
+
+  async find(gameId: string, partnerId: string, partnerUserId: string): Promise<BindingRow | undefined> {
+    return (await this.byKey(this.db, [gameId, partnerId, partnerUserId])).rows[0];
   }
 
   /** Creates or replaces the binding in one statement (no lost update between two binds). */

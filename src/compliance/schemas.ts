@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { PageCursor, PageLimit } from '../http/paging.js';
 import { OnlineDay } from '../sessions/schemas.js';
 
 export const PlayerParams = Type.Object({
@@ -45,8 +46,8 @@ export type Player = Static<typeof Player>;
 
 export const NppaEventsQuery = Type.Object({
   status: Type.Optional(Type.Union([Type.Literal('pending'), Type.Literal('uploaded'), Type.Literal('failed'), Type.Literal('skipped')])),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+  limit: PageLimit,
+  cursor: PageCursor,
 });
 export type NppaEventsQuery = Static<typeof NppaEventsQuery>;
 

@@ -11,7 +11,6 @@ type Q = Kysely<DB> | Transaction<DB>;
 /** Queries for players, minors' spending totals and the national-system upload queue. */
 export class ComplianceStore {
   // Every create-order runs these (the purchase guard): compiled once (see db/prepared.ts).
-  private readonly touchPlayer;
   private readonly playerById;
 
   constructor(
@@ -19,7 +18,6 @@ export class ComplianceStore {
     readonly dialect: Dialect,
     private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
   ) {
-    this.touchPlayer = prepare(db, (d) => d.updateTable('players').set({ banned: sql`banned` }).where('game_id', '=', '').where('combo_id', '=', ''));
     this.playerById = prepare<PlayerRow>(db, (d) => d.selectFrom('players').selectAll().where('game_id', '=', '').where('combo_id', '=', ''));
   }
 
@@ -43,8 +41,8 @@ export class ComplianceStore {
     if (this.dialect === 'postgres') {
       return trx.selectFrom('players').selectAll().where('game_id', '=', gameId).where('combo_id', '=', comboId).forUpdate().executeTakeFirst();
     }
-    // SQLite: a write first, so this transaction holds the write lock before it reads.
-    await this.touchPlayer(trx, [gameId, comboId]);
+    // SQLite: the transaction holds the write lock from its start (group commit begins
+    // IMMEDIATE; see db/group-commit.ts), so what is read here stays true until it commits.
     return (await this.playerById(trx, [gameId, comboId])).rows[0];
   }
 

@@ -1,7 +1,9 @@
 import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
 import type { DB } from './schema.js';
 
-const BEGIN = CompiledQuery.raw('begin');
+// IMMEDIATE: the batch takes SQLite's write lock at once, so what its jobs read stays true until
+// the commit, also against another process writing the same file.
+const BEGIN = CompiledQuery.raw('begin immediate');
 const COMMIT = CompiledQuery.raw('commit');
 const ROLLBACK = CompiledQuery.raw('rollback');
 const SAVEPOINT = CompiledQuery.raw('savepoint job');

@@ -90,8 +90,11 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
     max: options.poolSize ?? 10,
     connectionTimeoutMillis: 5000,
   });
-  // An idle client losing its connection (database restart) must not crash the process.
+  // A client losing its connection (database restart) must not crash the process: the pool
+  // reports idle clients' errors, and a client in use also emits 'error' besides failing its
+  // query (the query's rejection is what the request sees: 503).
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   return {
     db,
@@ -139,7 +142,7 @@ export function isStorageUnavailable(e: unknown): boolean {
   if (UNREACHABLE_ERRNO.has(code)) return true;
   // PostgreSQL SQLSTATE: 08 connection exception, 53 insufficient resources, 57P operator
   // intervention (shutdown), 3D000 database does not exist, 28 authorization failure.
-  if (/^(08|53|57P|28)[0-9A-Z]{3}$/.test(code) || code === '3D000') return true;
+  if (/^(08[0-9A-Z]{3}|53[0-9A-Z]{3}|57P[0-9A-Z]{2}|28[0-9A-Z]{3}|3D000)$/.test(code)) return true;
   if (/^SQLITE_(BUSY|LOCKED|CANTOPEN|IOERR|FULL|READONLY)/.test(code)) return true;
   return typeof err?.message === 'string' && UNREACHABLE_MESSAGE.test(err.message);
 }

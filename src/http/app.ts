@@ -117,9 +117,13 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
       else if (!isJsonContentType(req.headers['content-type'])) throw Errors.unsupportedMediaType('Content-Type must be application/json');
       else req.body = parseJsonBody(req.rawBody);
     }
-    rejectUnstorable(req.params, 'path parameter ');
-    rejectUnstorable(req.query, 'query parameter ');
-    rejectUnstorable(req.body, '');
+    // NUL and lone surrogates can only arrive percent-encoded in the URL or as \\u escapes in
+    // JSON (raw bytes of either are refused earlier): skip the walk when neither is present.
+    if (req.url.includes('%')) {
+      rejectUnstorable(req.params, 'path parameter ');
+      rejectUnstorable(req.query, 'query parameter ');
+    }
+    if (req.rawBody?.includes(BACKSLASH_U)) rejectUnstorable(req.body, '');
     // The ""-as-absent rule is for SDK callers (PROTOCOL 3); an operator's "" is a value to validate.
     if (cfg.auth !== 'admin') stripEmptyOptionalStrings(req.body, req.routeOptions.schema?.body as JsonSchema | undefined);
   });
@@ -212,6 +216,8 @@ const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff
  * Strings that no database stores as sent are refused as bad parameters (400) instead of
  * failing at the INSERT (500 on PostgreSQL) or being silently replaced by U+FFFD.
  */
+const BACKSLASH_U = Buffer.from('\\u');
+
 function rejectUnstorable(value: unknown, where: string): void {
   // Iterative: a 64 KiB body can nest ~32k levels deep, too deep for recursion.
   const stack: [unknown, string][] = [[value, '']];

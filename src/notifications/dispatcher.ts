@@ -35,6 +35,12 @@ export interface DispatcherDeps {
   metrics?: Pick<DomainMetrics, 'notificationAttempt'>;
 }
 
+interface Claimed {
+  n: NotificationRow;
+  token: string;
+  leaseUntil: number;
+}
+
 /**
  * How long past the HTTP time-out a claim stays ours (covers the recording transaction, which
  * takes milliseconds). Short, because it is also how long a notification held by a crashed
@@ -59,6 +65,9 @@ export class NotificationDispatcher {
   private again = false;
   private readonly inflight = new Set<Promise<void>>();
   private readonly perHost = new Map<string, number>();
+  /** Claimed notifications waiting for a slot of their host (see launch). */
+  private readonly waiting = new Map<string, Claimed[]>();
+  private queued = 0;
 
   constructor(private readonly d: DispatcherDeps) {}
 
@@ -81,6 +90,13 @@ export class NotificationDispatcher {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.ticking;
+    // Queued claims go back at once, for another instance to take.
+    const now = this.d.clock.now();
+    for (const [host, queue] of this.waiting) {
+      this.waiting.delete(host);
+      this.queued -= queue.length;
+      await Promise.all(queue.map((c) => this.giveBack(c, now)));
+    }
     await Promise.allSettled([...this.inflight]);
   }
 
@@ -98,47 +114,85 @@ export class NotificationDispatcher {
 
   private async tick(): Promise<void> {
     const { store, clock, settings, logger } = this.d;
-    const free = settings.concurrency - this.inflight.size;
+    const free = settings.concurrency - this.inflight.size - this.queued;
     if (free <= 0) return;
     const now = clock.now();
     const token = `${this.name}:${++this.claims}`;
+    const leaseUntil = now + settings.timeoutMs + LEASE_MARGIN_MS;
     let claimed: NotificationRow[];
     try {
-      claimed = await store.claimDue(now, free, now + settings.timeoutMs + LEASE_MARGIN_MS, token);
+      claimed = await store.claimDue(now, free, leaseUntil, token);
     } catch (e) {
       logger.warn({ err: e }, 'notification claim failed; retrying at the next poll');
       return;
     }
     // A full batch means more may be due: look again as soon as this round is launched.
     if (claimed.length === free) this.again = true;
-    for (const n of claimed) await this.launch(n, token);
+    for (const n of claimed) await this.launch({ n, token, leaseUntil });
   }
 
-  private async launch(n: NotificationRow, token: string): Promise<void> {
-    const host = hostOf(n.notify_url);
-    const busy = this.perHost.get(host) ?? 0;
-    if (busy >= this.d.settings.perHostConcurrency || !this.running) {
-      // Give the row back a little later rather than queueing it here, so one slow host's
-      // backlog cannot hold claims that other hosts' notifications are waiting for.
-      const later = this.d.clock.now() + Math.round(this.d.settings.pollIntervalMs * (0.5 + this.random()));
-      await this.d.store.defer(n.notification_id, token, later).catch((e) => this.d.logger.warn({ err: e }, 'notification defer failed'));
+  /**
+   * Sends now when the host has a free slot; else waits in the host's queue (keeping its
+   * lease) for the next free slot. The queue is short (four rounds of the per-host cap), so one
+   * slow host's backlog cannot hold the claims other hosts' notifications wait for: beyond it,
+   * the row is given back a little later.
+   */
+  private async launch(c: Claimed): Promise<void> {
+    const host = hostOf(c.n.notify_url);
+    if (!this.running) return this.giveBack(c, this.d.clock.now());
+    if ((this.perHost.get(host) ?? 0) < this.d.settings.perHostConcurrency) return this.send(c, host);
+    const queue = this.waiting.get(host) ?? [];
+    if (queue.length < this.d.settings.perHostConcurrency * 4) {
+      queue.push(c);
+      this.waiting.set(host, queue);
+      this.queued++;
       return;
     }
-    this.perHost.set(host, busy + 1);
-    const p: Promise<void> = this.attempt(n, token)
-      .catch((e) => this.d.logger.error({ err: e, notification_id: n.notification_id }, 'notification attempt could not be recorded'))
+    const later = this.d.clock.now() + Math.round(this.d.settings.pollIntervalMs * (0.5 + this.random()));
+    return this.giveBack(c, later);
+  }
+
+  private send(c: Claimed, host: string): void {
+    this.perHost.set(host, (this.perHost.get(host) ?? 0) + 1);
+    // The host's slot frees when its answer is in, not after the attempt is recorded: the
+    // per-host cap limits open requests to the game, and recording waits for a commit.
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      const left = (this.perHost.get(host) ?? 1) - 1;
+      if (left > 0) this.perHost.set(host, left);
+      else this.perHost.delete(host);
+      this.next(host);
+    };
+    const p: Promise<void> = this.attempt(c.n, c.token, release)
+      .catch((e) => this.d.logger.error({ err: e, notification_id: c.n.notification_id }, 'notification attempt could not be recorded'))
       .finally(() => {
         this.inflight.delete(p);
-        const left = (this.perHost.get(host) ?? 1) - 1;
-        if (left > 0) this.perHost.set(host, left);
-        else this.perHost.delete(host);
+        release();
         this.kick();
       });
     this.inflight.add(p);
   }
 
+  /** A slot of `host` freed up: send its next queued notification while its lease still holds. */
+  private next(host: string): void {
+    const queue = this.waiting.get(host);
+    const c = queue?.shift();
+    if (!c) return;
+    this.queued--;
+    if (!queue!.length) this.waiting.delete(host);
+    const now = this.d.clock.now();
+    if (!this.running || c.leaseUntil - now <= this.d.settings.timeoutMs) void this.giveBack(c, now);
+    else this.send(c, host);
+  }
+
+  private async giveBack(c: Claimed, at: number): Promise<void> {
+    await this.d.store.defer(c.n.notification_id, c.token, at).catch((e) => this.d.logger.warn({ err: e }, 'notification defer failed'));
+  }
+
   /** One attempt: send, then record the attempt and the new state in one transaction. */
-  private async attempt(n: NotificationRow, token: string): Promise<void> {
+  private async attempt(n: NotificationRow, token: string, answered: () => void): Promise<void> {
     const { keys, outbound, clock, ids, store, settings, logger } = this.d;
     const at = clock.now();
     let secret: string | undefined;
@@ -153,6 +207,7 @@ export class NotificationDispatcher {
     const result: SendResult = secret
       ? await sendNotification(outbound, { gameId: n.game_id, notifyUrl: n.notify_url, body: n.body }, secret, clock.now(), settings.timeoutMs)
       : { statusCode: null, error: keyProblem, snippet: null, latencyMs: 0 };
+    answered();
     const now = clock.now();
     const outcome = this.outcomeOf(n, result, now);
     this.d.metrics?.notificationAttempt(outcome.status === 'succeeded' ? 'success' : 'failure', result.latencyMs);

@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { PageCursor, PageLimit } from '../http/paging.js';
 import { GameId } from '../games/schemas.js';
 
 export const NOTIFICATION_STATUSES = ['pending', 'succeeded', 'failed', 'gone'] as const;
@@ -44,8 +45,8 @@ export type NotificationDetail = Static<typeof NotificationDetail>;
 export const ListNotificationsQuery = Type.Object({
   status: Type.Optional(NotificationStatus),
   game_id: Type.Optional(GameId),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  limit: PageLimit,
+  cursor: PageCursor,
 });
 export type ListNotificationsQuery = Static<typeof ListNotificationsQuery>;
 

@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { PageCursor, PageLimit } from '../http/paging.js';
 import { GameId } from '../games/schemas.js';
 
 const ORDER_STATUSES = ['created', 'paid', 'delivered', 'expired', 'canceled', 'refunded'] as const;
@@ -15,8 +16,8 @@ export const ListOrdersQuery = Type.Object({
   status: Type.Optional(OrderStatusEnum),
   combo_id: Type.Optional(Filter(64)),
   reference_id: Type.Optional(Filter(64)),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'next_cursor of the previous page' })),
+  limit: PageLimit,
+  cursor: PageCursor,
 });
 export type ListOrdersQuery = Static<typeof ListOrdersQuery>;
 

@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { PageCursor, PageLimit } from '../http/paging.js';
 import { GameId, SecretKey } from '../games/schemas.js';
 
 /** Same alphabet as game ids: it travels in the Authorization header (`Partner=<id>`). */
@@ -41,8 +42,8 @@ export const PartnerWithSecret = Type.Intersect([Partner, Type.Object({ key_id: 
 export const PartnerPage = Type.Object({ data: Type.Array(Partner), next_cursor: Type.Union([Type.String(), Type.Null()]) });
 
 export const ListPartnersQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+  limit: PageLimit,
+  cursor: PageCursor,
 });
 export type ListPartnersQuery = Static<typeof ListPartnersQuery>;
 

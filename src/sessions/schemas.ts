@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { PageCursor, PageLimit } from '../http/paging.js';
 
 /** rest-interface 2.4: enter-game and leave-game share the shape. */
 export const SessionReportBody = Type.Object({
@@ -12,8 +13,8 @@ export const SessionListQuery = Type.Object({
   game_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
   combo_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
   open: Type.Optional(Type.Boolean()),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
+  limit: PageLimit,
+  cursor: PageCursor,
 });
 export type SessionListQuery = Static<typeof SessionListQuery>;
 

@@ -64,6 +64,7 @@ const endpoints = (): Endpoint[] => [
   { method: 'POST', path: () => '/admin/v1/partners', auth: 'admin', body: () => ({ partner_id: `fp${randomBytes(4).toString('hex')}`, name: 'fuzz', games: [game.gameId] }) },
   { method: 'PATCH', path: () => `/admin/v1/partners/${partner.partnerId}`, auth: 'admin', body: () => ({ rate_limit_per_second: 100 }) },
   { method: 'GET', path: () => '/admin/v1/bindings', auth: 'admin' },
+  { method: 'GET', path: () => '/admin/v1/audit', auth: 'admin' },
   { method: 'POST', path: () => '/v1/client/order', auth: 'none', body: () => ({ order_token: order.order_token }) },
   { method: 'POST', path: () => '/v1/client/pay', auth: 'none', body: () => ({ order_token: order.order_token, channel: 'sandbox' }) },
   { method: 'GET', path: () => `/checkout/${order.order_token}`, auth: 'none' },

@@ -1,0 +1,52 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN, admin, createGame, startService, type TestService } from './helpers/service.js';
+
+let t: TestService;
+beforeAll(async () => {
+  t = await startService();
+});
+afterAll(async () => t?.stop());
+
+describe('GET /admin/v1/audit', () => {
+  it('lists operator changes newest first, with who, what and when; filters; cursor paging; never a secret', async () => {
+    const before = Date.now();
+    const game = await createGame(t);
+    const patched = await fetch(`${t.url}/admin/v1/games/${game.gameId}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json', 'x-operator': 'alice' },
+      body: JSON.stringify({ iap_enabled: false, nppa: { app_id: 'a', biz_id: 'b', secret_key: '2836e95fcd10e04b0069bb1ee659955b' } }),
+    });
+    expect(patched.status).toBe(200);
+
+    const all = await admin(t, 'GET', `/admin/v1/audit?limit=200`);
+    expect(all.status).toBe(200);
+    const mine = all.body.data.filter((e: { target: string }) => e.target.startsWith(game.gameId));
+    expect(mine.map((e: { action: string }) => e.action)).toEqual(['game.update', 'product.put', 'game.create']);
+    expect(mine[0]).toMatchObject({ actor: 'admin:alice', target: game.gameId, detail: { iap_enabled: false } });
+    expect(mine[0].at).toBeGreaterThanOrEqual(before);
+    expect(mine[2].actor).toBe('admin');
+    expect(JSON.stringify(all.body)).not.toContain(game.secret);
+    expect(JSON.stringify(all.body)).not.toContain('2836e95fcd10e04b0069bb1ee659955b');
+
+    const filtered = await admin(t, 'GET', `/admin/v1/audit?action=game.update&target=${game.gameId}`);
+    expect(filtered.body.data).toHaveLength(1);
+    expect(filtered.body.next_cursor).toBeNull();
+
+    const p1 = await admin(t, 'GET', `/admin/v1/audit?target=${game.gameId}&limit=1`);
+    expect(p1.body.data[0].action).toBe('game.update');
+    const p2 = await admin(t, 'GET', `/admin/v1/audit?target=${game.gameId}&limit=1&cursor=${p1.body.next_cursor}`);
+    expect(p2.body.data[0].action).toBe('game.create');
+    expect(p2.body.next_cursor).toBeNull();
+  });
+
+  it.each([['limit=0'], ['limit=201'], ['cursor=bm9wZQ'], [`action=${'x'.repeat(65)}`]])('400 invalid_request for %s', async (q) => {
+    const r = await admin(t, 'GET', `/admin/v1/audit?${q}`);
+    expect(r.status).toBe(400);
+    expect(r.body.error).toBe('invalid_request');
+  });
+
+  it('401 without the admin token', async () => {
+    const r = await fetch(`${t.url}/admin/v1/audit`);
+    expect(r.status).toBe(401);
+  });
+});
