@@ -110,6 +110,7 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
     expect(await page.getByRole('alert').textContent()).toContain('401');
     await shot('signin');
     await page.getByLabel('Admin token').fill('');
+    await page.getByLabel('Your name (optional)').fill('ops-alice');
     await signIn();
     await page.getByRole('heading', { name: /^Overview/ }).waitFor();
     expect(await page.evaluate(() => sessionStorage.getItem('combo.console.token'))).toBe(ADMIN_TOKEN);
@@ -134,6 +135,12 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
     // Remembered as a recently used game.
     await go('/games');
     await page.getByRole('link', { name: game.gameId }).waitFor();
+    // The audit log names the operator given at sign-in (X-Operator).
+    await go(`/audit?action=game.update&target=${game.gameId}`);
+    const entry = page.getByTestId('audit-table').locator('tbody tr').first();
+    await entry.getByText('admin:ops-alice').waitFor();
+    expect(await entry.textContent()).toContain('"iap_enabled":false');
+    await shot('audit');
   });
 
   it('saves order TTL and gm_url, and shows the API error for a bad value', async () => {

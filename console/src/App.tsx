@@ -3,6 +3,7 @@ import { api, onUnauthorized, session } from './api';
 import { GameDetail, Games } from './Games';
 import { NotificationsPage } from './Notifications';
 import { OrderDetailPage, OrdersPage } from './Orders';
+import { AuditPage } from './Audit';
 import { Overview } from './Overview';
 import { PartnerDetail, Partners } from './Partners';
 import { Link, match, navigate, useRoute } from './router';
@@ -16,6 +17,7 @@ const NAV: [string, string][] = [
   ['/notifications', 'Failed notifications'],
   ['/sessions', 'Sessions'],
   ['/partners', 'Partners'],
+  ['/audit', 'Audit log'],
 ];
 
 export function App() {
@@ -72,6 +74,7 @@ function Page({ path }: { path: string }) {
   if ((m = match('/orders/:id', path))) return <OrderDetailPage orderId={m.id as string} />;
   if (path === '/notifications') return <NotificationsPage />;
   if (path === '/sessions') return <SessionsPage />;
+  if (path === '/audit') return <AuditPage />;
   return (
     <div className="card">
       <h2>Not found</h2>
@@ -84,6 +87,7 @@ function Page({ path }: { path: string }) {
 
 function SignIn({ onSignedIn, expired }: { onSignedIn: () => void; expired: boolean }) {
   const [token, setToken] = useState('');
+  const [operator, setOperator] = useState(() => session.operator() ?? '');
   const action = useAction();
   const submit = async (e: FormEvent) => {
     e.preventDefault();
@@ -92,7 +96,7 @@ function SignIn({ onSignedIn, expired }: { onSignedIn: () => void; expired: bool
       return true;
     });
     if (ok) {
-      session.signIn(token.trim());
+      session.signIn(token.trim(), operator.trim());
       onSignedIn();
     }
   };
@@ -104,6 +108,9 @@ function SignIn({ onSignedIn, expired }: { onSignedIn: () => void; expired: bool
         {expired && session.token() === null && <p className="muted">Your session ended or the token was not accepted.</p>}
         <Field label="Admin token">
           <input type="password" name="token" autoComplete="current-password" value={token} onChange={(e) => setToken(e.target.value)} autoFocus />
+        </Field>
+        <Field label="Your name (optional)" hint="recorded in the audit log as admin:<name>">
+          <input name="operator" maxLength={64} value={operator} onChange={(e) => setOperator(e.target.value)} />
         </Field>
         <ErrorBox error={action.error} />
         <button type="submit" className="primary" disabled={!token.trim() || action.busy}>

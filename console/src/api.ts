@@ -5,6 +5,7 @@
  */
 
 const TOKEN_KEY = 'combo.console.token';
+const OPERATOR_KEY = 'combo.console.operator';
 const RECENT_GAMES_KEY = 'combo.console.recentGames';
 
 // ---------------------------------------------------------------- token and errors
@@ -13,8 +14,14 @@ export const session = {
   token(): string | null {
     return sessionStorage.getItem(TOKEN_KEY);
   },
-  signIn(token: string): void {
+  /** The operator's name, sent as X-Operator so the audit log says who (informational). */
+  operator(): string | null {
+    return sessionStorage.getItem(OPERATOR_KEY);
+  },
+  signIn(token: string, operator = ''): void {
     sessionStorage.setItem(TOKEN_KEY, token);
+    if (operator) sessionStorage.setItem(OPERATOR_KEY, operator);
+    else sessionStorage.removeItem(OPERATOR_KEY);
   },
   signOut(): void {
     sessionStorage.removeItem(TOKEN_KEY);
@@ -41,6 +48,8 @@ export function onUnauthorized(handler: () => void): void {
 async function call<T = unknown>(method: string, path: string, body?: unknown, token = session.token()): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (token) headers.authorization = `Bearer ${token}`;
+  const operator = session.operator();
+  if (operator && /^[\x20-\x7e]{1,64}$/.test(operator)) headers['x-operator'] = operator;
   const hasBody = method !== 'GET' && method !== 'DELETE';
   // The API parses every POST/PUT/PATCH body as a JSON object: send {} when there is nothing.
   if (hasBody) headers['content-type'] = 'application/json';
@@ -232,6 +241,15 @@ export interface SessionPage extends Page<GameSession> {
   online_days?: { date: string; online_seconds: number }[];
 }
 
+export interface AuditEntry {
+  audit_id: string;
+  at: number;
+  actor: string;
+  action: string;
+  target: string;
+  detail?: unknown;
+}
+
 // ---------------------------------------------------------------- calls
 
 export const api = {
@@ -274,6 +292,10 @@ export const api = {
   redeliver: (notificationId: string) => call<Notification>('POST', `/admin/v1/notifications/${enc(notificationId)}/redeliver`),
   redeliverSince: (gameId: string, since: number) =>
     call<{ count: number }>('POST', `/admin/v1/games/${enc(gameId)}/notifications/redeliver`, { since }),
+
+  async audit(f: { action?: string; target?: string; actor?: string; cursor?: string }): Promise<Page<AuditEntry>> {
+    return asPage<AuditEntry>(await call('GET', `/admin/v1/audit${query({ limit: 50, ...f })}`));
+  },
 
   async sessions(f: { game_id?: string; combo_id?: string; open?: boolean; limit?: number; cursor?: string }): Promise<SessionPage> {
     return asPage<GameSession>(await call('GET', `/admin/v1/sessions${query({ limit: 50, ...f })}`)) as SessionPage;
