@@ -2,7 +2,7 @@
 # Combo game platform service. NOT built or run on the development machine (no Docker there):
 # see docs/deployment.md.
 
-# ---- build: compile TypeScript ----
+# ---- build: compile TypeScript, build the web console (dist/console) ----
 FROM node:20-slim AS build
 WORKDIR /app
 # better-sqlite3 downloads a prebuilt binary; the toolchain is the fallback when none matches.
@@ -11,6 +11,7 @@ COPY package.json package-lock.json ./
 RUN npm ci
 COPY tsconfig.json ./
 COPY src ./src
+COPY console ./console
 RUN npm run build
 
 # ---- deps: production dependencies only (same base image, so native modules match) ----

@@ -13,6 +13,7 @@ import { createFastify, type AuthKind } from './http/app.js';
 import { verifyAdminToken, verifySignedRequest, type CallerDirectory } from './http/auth.js';
 import { registerHealthRoutes } from './http/health.js';
 import { installLoadShedding } from './http/load-shedding.js';
+import { defaultConsoleDir, registerConsoleRoutes } from './http/console.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { IdGenerator } from './lib/ids.js';
 import { SecretBox } from './lib/secret-box.js';
@@ -267,6 +268,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   registerNotificationRoutes(app, notifications);
   registerComplianceRoutes(app, players);
   registerAuditRoutes(app, database.db);
+  registerConsoleRoutes(app, { dir: defaultConsoleDir() });
 
   const jobs: BackgroundJob[] = [
     dispatcher,

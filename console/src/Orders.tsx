@@ -1,0 +1,313 @@
+import { useState, type FormEvent, type ReactNode } from 'react';
+import { ORDER_STATUSES, api, notificationType, recentGames, type Notification, type OrderDetail } from './api';
+import { Link, navigate, useRoute } from './router';
+import { Card, ConfirmButton, ErrorBox, Field, Json, LoadMore, StatusBadge, money, time, useAction, useLoad, usePaged } from './ui';
+
+interface Filters {
+  game_id: string;
+  status: string;
+  combo_id: string;
+  reference_id: string;
+}
+
+/** Filters live in the URL (?game_id=..&status=..) so a view can be shared and reloaded. */
+export function OrdersPage() {
+  const { query } = useRoute();
+  const applied: Filters = {
+    game_id: query.get('game_id') ?? recentGames.current(),
+    status: query.get('status') ?? '',
+    combo_id: query.get('combo_id') ?? '',
+    reference_id: query.get('reference_id') ?? '',
+  };
+  const key = JSON.stringify(applied);
+  const [form, setForm] = useState<Filters>(applied);
+  const list = usePaged((cursor) => api.orders({ ...applied, cursor }), [key]);
+  const search = (e: FormEvent) => {
+    e.preventDefault();
+    const q = new URLSearchParams(Object.entries(form).filter(([, v]) => v.trim() !== '') as [string, string][]);
+    if (form.game_id.trim()) recentGames.use(form.game_id.trim());
+    navigate(`/orders?${q.toString()}`);
+  };
+  return (
+    <>
+      <h1>Orders</h1>
+      <Card title="Filter">
+        <form className="filters" onSubmit={search}>
+          <Field label="Game id">
+            <input name="game_id" value={form.game_id} onChange={(e) => setForm({ ...form, game_id: e.target.value })} />
+          </Field>
+          <Field label="Status">
+            <select name="status" value={form.status} onChange={(e) => setForm({ ...form, status: e.target.value })}>
+              <option value="">any</option>
+              {ORDER_STATUSES.map((s) => (
+                <option key={s}>{s}</option>
+              ))}
+            </select>
+          </Field>
+          <Field label="Combo id">
+            <input name="combo_id" value={form.combo_id} onChange={(e) => setForm({ ...form, combo_id: e.target.value })} />
+          </Field>
+          <Field label="Reference id">
+            <input name="reference_id" value={form.reference_id} onChange={(e) => setForm({ ...form, reference_id: e.target.value })} />
+          </Field>
+          <button type="submit" className="primary">
+            Search
+          </button>
+        </form>
+      </Card>
+      <Card title="Orders (newest first)" actions={<button onClick={list.reload}>Refresh</button>}>
+        <ErrorBox error={list.error} />
+        <table data-testid="orders-table">
+          <thead>
+            <tr>
+              <th>Order</th>
+              <th>Created</th>
+              <th>Game</th>
+              <th>Reference</th>
+              <th>Combo id</th>
+              <th>Product</th>
+              <th className="right">Amount</th>
+              <th>Status</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.items.map((o) => (
+              <tr key={o.order_id}>
+                <td className="mono">
+                  <Link to={`/orders/${encodeURIComponent(o.order_id)}`}>{o.order_id}</Link>
+                </td>
+                <td className="nowrap">{time(o.created_at)}</td>
+                <td className="mono">{o.game_id}</td>
+                <td className="mono">{o.reference_id}</td>
+                <td className="mono">{o.combo_id}</td>
+                <td>{o.product_id}</td>
+                <td className="right">{money(o.amount, o.currency)}</td>
+                <td>
+                  <StatusBadge status={o.status} />
+                  {o.is_sandbox && <span className="badge">sandbox</span>}
+                </td>
+              </tr>
+            ))}
+            {!list.loading && list.items.length === 0 && !list.error && (
+              <tr>
+                <td colSpan={8} className="muted">
+                  No orders match.
+                </td>
+              </tr>
+            )}
+          </tbody>
+        </table>
+        {list.raw !== undefined && <Json value={list.raw} label="Unrecognised answer" open />}
+        <LoadMore cursor={list.cursor} loading={list.loading} onMore={list.more} />
+      </Card>
+    </>
+  );
+}
+
+export function OrderDetailPage({ orderId }: { orderId: string }) {
+  const order = useLoad(() => api.order(orderId), [orderId]);
+  const action = useAction();
+  const [reason, setReason] = useState('');
+  if (order.error && !order.data) {
+    return (
+      <>
+        <h1>Order {orderId}</h1>
+        <ErrorBox error={order.error} />
+        <Link to="/orders">Back to orders</Link>
+      </>
+    );
+  }
+  if (!order.data) return <p className="muted">Loading…</p>;
+  const o = order.data;
+  const act = async (f: () => Promise<unknown>) => {
+    if ((await action.run(f)) !== undefined) {
+      setReason('');
+      order.reload();
+    }
+  };
+  const canRefund = o.status === 'paid' || o.status === 'delivered';
+  const canCancel = o.status === 'created';
+  return (
+    <>
+      <h1>
+        Order <span className="mono">{o.order_id}</span> <StatusBadge status={o.status} />
+      </h1>
+      <Card title="Order">
+        <dl className="facts" data-testid="order-facts">
+          <Fact k="Game" v={<Link to={`/games/${encodeURIComponent(o.game_id)}`}>{o.game_id}</Link>} />
+          <Fact k="Reference id" v={o.reference_id} />
+          <Fact k="Combo id" v={o.combo_id} />
+          <Fact k="Product" v={`${o.product_id}${o.quantity && o.quantity !== 1 ? ` × ${o.quantity}` : ''}`} />
+          <Fact k="Amount" v={money(o.amount, o.currency)} />
+          <Fact k="Platform" v={o.platform} />
+          <Fact k="Sandbox" v={o.is_sandbox === undefined ? undefined : o.is_sandbox ? 'yes' : 'no'} />
+          <Fact k="Late payment" v={o.late_payment ? 'yes' : undefined} />
+          <Fact k="Created" v={time(o.created_at)} />
+          <Fact k="Expires" v={time(o.expires_at)} />
+          <Fact k="Paid" v={o.paid_at ? time(o.paid_at) : undefined} />
+          <Fact k="Delivered" v={o.delivered_at ? time(o.delivered_at) : undefined} />
+          <Fact k="Refunded" v={o.refunded_at ? time(o.refunded_at) : undefined} />
+          <Fact k="Canceled" v={o.canceled_at ? time(o.canceled_at) : undefined} />
+          <Fact k="Notify URL" v={o.notify_url} />
+          <Fact
+            k="Checkout page"
+            v={
+              o.checkout_url && o.status === 'created' ? (
+                <a href={o.checkout_url} target="_blank" rel="noreferrer">
+                  open (pays this order)
+                </a>
+              ) : undefined
+            }
+          />
+          <Fact k="Context" v={o.context ?? undefined} />
+        </dl>
+        {(canRefund || canCancel) && (
+          <div className="row">
+            <input name="reason" className="wide" placeholder="reason (optional, kept in the audit log)" value={reason} onChange={(e) => setReason(e.target.value)} />
+            {canRefund && (
+              <ConfirmButton
+                label="Refund"
+                danger
+                question="Refund this order? The game gets a refund notification."
+                disabled={action.busy}
+                onConfirm={() => act(() => api.refundOrder(o.order_id, reason.trim() || undefined))}
+              />
+            )}
+            {canCancel && (
+              <ConfirmButton
+                label="Cancel order"
+                danger
+                question="Cancel this unpaid order?"
+                disabled={action.busy}
+                onConfirm={() => act(() => api.cancelOrder(o.order_id, reason.trim() || undefined))}
+              />
+            )}
+          </div>
+        )}
+        <ErrorBox error={action.error} />
+      </Card>
+      <Timeline order={o} />
+      {o.payments && o.payments.length > 0 && (
+        <Card title="Payments">
+          <table>
+            <thead>
+              <tr>
+                <th>Payment</th>
+                <th>Provider</th>
+                <th>Transaction</th>
+                <th className="right">Amount</th>
+                <th>Status</th>
+                <th>At</th>
+              </tr>
+            </thead>
+            <tbody>
+              {o.payments.map((p, i) => (
+                <tr key={p.payment_id ?? i}>
+                  <td className="mono">{p.payment_id}</td>
+                  <td>{p.provider}</td>
+                  <td className="mono">{p.provider_txn_id}</td>
+                  <td className="right">{money(p.amount, p.currency)}</td>
+                  <td>
+                    {p.status}
+                    {p.late ? ' (late)' : ''}
+                  </td>
+                  <td className="nowrap">{time(p.created_at)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </Card>
+      )}
+      <Card title="Notifications">
+        {(o.notifications ?? []).length === 0 && <p className="muted">No notifications.</p>}
+        {(o.notifications ?? []).map((n) => (
+          <NotificationBlock key={n.notification_id} n={n} onChanged={order.reload} />
+        ))}
+      </Card>
+      <Json value={o} label="Order (raw JSON)" />
+    </>
+  );
+}
+
+function Fact({ k, v }: { k: string; v: ReactNode | undefined }) {
+  if (v === undefined || v === null || v === '') return null;
+  return (
+    <>
+      <dt>{k}</dt>
+      <dd>{v}</dd>
+    </>
+  );
+}
+
+function Timeline({ order }: { order: OrderDetail }) {
+  const events = order.events ?? [];
+  return (
+    <Card title="Timeline">
+      {events.length === 0 ? (
+        <p className="muted">No state changes recorded.</p>
+      ) : (
+        <ol className="timeline" data-testid="timeline">
+          {events.map((e, i) => (
+            <li key={i}>
+              <span className="when">{time(e.at)}</span> {e.from_status ? <StatusBadge status={e.from_status} /> : <span className="muted">new</span>} →{' '}
+              <StatusBadge status={e.to_status} />
+              {e.detail !== undefined && e.detail !== null && <span className="muted small mono"> {JSON.stringify(e.detail)}</span>}
+            </li>
+          ))}
+        </ol>
+      )}
+    </Card>
+  );
+}
+
+export function NotificationBlock({ n, onChanged }: { n: Notification; onChanged: () => void }) {
+  const action = useAction();
+  const redeliver = async () => {
+    if ((await action.run(() => api.redeliver(n.notification_id))) !== undefined) onChanged();
+  };
+  return (
+    <div className="notification" data-testid="notification">
+      <div className="row spread">
+        <div>
+          <strong>{notificationType(n)}</strong> <span className="mono">{n.notification_id}</span> <StatusBadge status={n.status} />
+          <div className="muted small">
+            to {n.notify_url ?? '?'} · created {time(n.created_at)}
+            {n.delivered_at ? ` · delivered ${time(n.delivered_at)}` : ''}
+            {n.status === 'pending' && n.next_attempt_at ? ` · next attempt ${time(n.next_attempt_at)}` : ''}
+          </div>
+        </div>
+        <ConfirmButton label="Redeliver" question="Deliver this notification again?" disabled={action.busy} onConfirm={redeliver} />
+      </div>
+      <ErrorBox error={action.error} />
+      <table className="attempts">
+        <thead>
+          <tr>
+            <th>Attempt at</th>
+            <th>Status</th>
+            <th className="right">Latency</th>
+            <th>Error</th>
+            <th>Response</th>
+          </tr>
+        </thead>
+        <tbody>
+          {(n.attempts ?? []).map((a, i) => (
+            <tr key={a.attempt_id ?? i}>
+              <td className="nowrap">{time(a.at)}</td>
+              <td>{a.status_code ?? '—'}</td>
+              <td className="right">{a.latency_ms} ms</td>
+              <td>{a.error ?? ''}</td>
+              <td className="mono small snippet">{a.response_snippet ?? ''}</td>
+            </tr>
+          ))}
+          {(n.attempts ?? []).length === 0 && (
+            <tr>
+              <td colSpan={5} className="muted">
+                No attempts yet.
+              </td>
+            </tr>
+          )}
+        </tbody>
+      </table>
+    </div>
+  );
+}

@@ -1,0 +1,327 @@
+/**
+ * The console's whole data layer: every call to the operator API (/admin/v1, PROTOCOL 11) and
+ * the shapes it expects. Shapes are read defensively: pages render what they recognise and
+ * show the raw JSON of anything else, so a renamed field degrades the view instead of breaking it.
+ */
+
+const TOKEN_KEY = 'combo.console.token';
+const OPERATOR_KEY = 'combo.console.operator';
+const RECENT_GAMES_KEY = 'combo.console.recentGames';
+
+// ---------------------------------------------------------------- token and errors
+
+export const session = {
+  token(): string | null {
+    return sessionStorage.getItem(TOKEN_KEY);
+  },
+  /** The operator's name, sent as X-Operator so the audit log says who (informational). */
+  operator(): string | null {
+    return sessionStorage.getItem(OPERATOR_KEY);
+  },
+  signIn(token: string, operator = ''): void {
+    sessionStorage.setItem(TOKEN_KEY, token);
+    if (operator) sessionStorage.setItem(OPERATOR_KEY, operator);
+    else sessionStorage.removeItem(OPERATOR_KEY);
+  },
+  signOut(): void {
+    sessionStorage.removeItem(TOKEN_KEY);
+  },
+};
+
+/** A non-2xx answer: the ErrorResponse's `error` code and `message` (rest-interface 2.7). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+let unauthorizedHandler: () => void = () => {};
+/** What to do when the API answers 401 (the app returns to the sign-in page). */
+export function onUnauthorized(handler: () => void): void {
+  unauthorizedHandler = handler;
+}
+
+async function call<T = unknown>(method: string, path: string, body?: unknown, token = session.token()): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (token) headers.authorization = `Bearer ${token}`;
+  const operator = session.operator();
+  if (operator && /^[\x20-\x7e]{1,64}$/.test(operator)) headers['x-operator'] = operator;
+  const hasBody = method !== 'GET' && method !== 'DELETE';
+  // The API parses every POST/PUT/PATCH body as a JSON object: send {} when there is nothing.
+  if (hasBody) headers['content-type'] = 'application/json';
+  const res = await fetch(path, { method, headers, body: hasBody ? JSON.stringify(body ?? {}) : undefined });
+  const text = await res.text();
+  let json: unknown = undefined;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    /* not JSON: reported below when the status is an error */
+  }
+  if (!res.ok) {
+    const e = (json ?? {}) as { error?: string; message?: string };
+    const err = new ApiError(res.status, e.error ?? `http_${res.status}`, e.message ?? (text.slice(0, 200) || res.statusText));
+    if (res.status === 401) {
+      session.signOut();
+      unauthorizedHandler();
+    }
+    throw err;
+  }
+  return json as T;
+}
+
+function query(params: Record<string, string | number | boolean | undefined | null>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}
+
+const enc = encodeURIComponent;
+
+// ---------------------------------------------------------------- shapes
+
+/** One page of a cursor-paged list. `raw` keeps the answer when it was not `{data, next_cursor}`. */
+export interface Page<T> {
+  data: T[];
+  next_cursor: string | null;
+  raw?: unknown;
+}
+
+export function asPage<T>(x: unknown): Page<T> {
+  if (Array.isArray(x)) return { data: x as T[], next_cursor: null };
+  const o = (x ?? {}) as Record<string, unknown>;
+  const list = o.data ?? o.items ?? o.orders ?? o.notifications ?? o.sessions ?? o.partners;
+  if (Array.isArray(list)) {
+    const cursor = o.next_cursor ?? o.cursor ?? null;
+    return { ...(o as object), data: list as T[], next_cursor: typeof cursor === 'string' && cursor ? cursor : null } as Page<T>;
+  }
+  return { data: [], next_cursor: null, raw: x };
+}
+
+export interface Game {
+  game_id: string;
+  name: string;
+  iap_enabled: boolean;
+  sandbox_payments: boolean;
+  order_ttl_seconds: number;
+  gm_url: string | null;
+  rate_limit_per_second: number;
+  nppa?: { app_id: string; biz_id: string } | null;
+  key_ids: string[];
+  created_at: number;
+  updated_at: number;
+}
+export type GamePatch = Partial<Pick<Game, 'name' | 'iap_enabled' | 'sandbox_payments' | 'order_ttl_seconds' | 'gm_url' | 'rate_limit_per_second'>>;
+
+export interface NewSecret {
+  key_id: string;
+  secret_key: string;
+}
+
+export interface Product {
+  game_id: string;
+  product_id: string;
+  name: string;
+  price: number;
+  currency: string;
+  active: boolean;
+  created_at?: number;
+  updated_at?: number;
+}
+export type ProductInput = Pick<Product, 'name' | 'price' | 'currency' | 'active'>;
+
+export interface Partner {
+  partner_id: string;
+  name: string;
+  enabled: boolean;
+  games: string[];
+  rate_limit_per_second: number;
+  key_ids: string[];
+  created_at: number;
+  updated_at: number;
+}
+
+export const ORDER_STATUSES = ['created', 'paid', 'delivered', 'expired', 'canceled', 'refunded'] as const;
+
+export interface Order {
+  order_id: string;
+  game_id: string;
+  reference_id: string;
+  combo_id: string;
+  product_id: string;
+  platform?: string;
+  quantity?: number;
+  amount: number;
+  currency: string;
+  status: string;
+  is_sandbox?: boolean;
+  late_payment?: boolean;
+  notify_url?: string;
+  context?: string | null;
+  created_at: number;
+  expires_at?: number;
+  paid_at?: number | null;
+  delivered_at?: number | null;
+  refunded_at?: number | null;
+  canceled_at?: number | null;
+  expired_at?: number | null;
+}
+
+export interface OrderEvent {
+  from_status: string | null;
+  to_status: string;
+  at: number;
+  detail?: unknown;
+}
+
+export interface Payment {
+  payment_id?: string;
+  provider?: string;
+  provider_txn_id?: string;
+  amount?: number;
+  currency?: string;
+  status?: string;
+  late?: boolean;
+  created_at?: number;
+}
+
+export interface Attempt {
+  attempt_id?: string;
+  at: number;
+  status_code: number | null;
+  latency_ms: number;
+  error: string | null;
+  response_snippet: string | null;
+}
+
+export const NOTIFICATION_STATUSES = ['pending', 'succeeded', 'failed', 'gone'] as const;
+
+export interface Notification {
+  notification_id: string;
+  order_id?: string;
+  game_id?: string;
+  /** `notification_type` in the notifications list, `type` inside an order: read with notificationType(). */
+  notification_type?: string;
+  type?: string;
+  status: string;
+  notify_url?: string;
+  attempt_count?: number;
+  next_attempt_at?: number | null;
+  last_error?: string | null;
+  created_at: number;
+  updated_at?: number;
+  delivered_at?: number | null;
+  attempts?: Attempt[];
+}
+
+export const notificationType = (n: Notification): string => n.notification_type ?? n.type ?? '?';
+
+export interface OrderDetail extends Order {
+  checkout_url?: string;
+  events?: OrderEvent[];
+  payments?: Payment[];
+  notifications?: Notification[];
+}
+
+export interface GameSession {
+  game_id: string;
+  session_id: string;
+  combo_id: string;
+  entered_at: number | null;
+  left_at: number | null;
+  close_reason?: string | null;
+  open: boolean;
+  online_seconds?: number | null;
+}
+export interface SessionPage extends Page<GameSession> {
+  online_days?: { date: string; online_seconds: number }[];
+}
+
+export interface AuditEntry {
+  audit_id: string;
+  at: number;
+  actor: string;
+  action: string;
+  target: string;
+  detail?: unknown;
+}
+
+// ---------------------------------------------------------------- calls
+
+export const api = {
+  /** Checks a token without keeping it: 401 means it is wrong. */
+  async checkToken(token: string): Promise<void> {
+    await call('GET', '/admin/v1/partners?limit=1', undefined, token);
+  },
+
+  game: (id: string) => call<Game>('GET', `/admin/v1/games/${enc(id)}`),
+  createGame: (body: { game_id: string; name: string }) => call<Game & NewSecret>('POST', '/admin/v1/games', body),
+  patchGame: (id: string, patch: GamePatch) => call<Game>('PATCH', `/admin/v1/games/${enc(id)}`, patch),
+  createGameKey: (id: string) => call<NewSecret>('POST', `/admin/v1/games/${enc(id)}/keys`),
+  deleteGameKey: (id: string, keyId: string) => call('DELETE', `/admin/v1/games/${enc(id)}/keys/${enc(keyId)}`),
+  async products(id: string): Promise<Page<Product>> {
+    return asPage<Product>(await call('GET', `/admin/v1/games/${enc(id)}/products`));
+  },
+  putProduct: (id: string, productId: string, body: ProductInput) =>
+    call<Product>('PUT', `/admin/v1/games/${enc(id)}/products/${enc(productId)}`, body),
+
+  async partners(cursor?: string): Promise<Page<Partner>> {
+    return asPage<Partner>(await call('GET', `/admin/v1/partners${query({ limit: 50, cursor })}`));
+  },
+  partner: (id: string) => call<Partner>('GET', `/admin/v1/partners/${enc(id)}`),
+  createPartner: (body: { partner_id: string; name: string; games: string[] }) => call<Partner & NewSecret>('POST', '/admin/v1/partners', body),
+  patchPartner: (id: string, patch: Partial<Pick<Partner, 'name' | 'enabled' | 'games' | 'rate_limit_per_second'>>) =>
+    call<Partner>('PATCH', `/admin/v1/partners/${enc(id)}`, patch),
+  createPartnerKey: (id: string) => call<NewSecret>('POST', `/admin/v1/partners/${enc(id)}/keys`),
+  deletePartnerKey: (id: string, keyId: string) => call('DELETE', `/admin/v1/partners/${enc(id)}/keys/${enc(keyId)}`),
+
+  async orders(f: { game_id?: string; status?: string; combo_id?: string; reference_id?: string; limit?: number; cursor?: string }): Promise<Page<Order>> {
+    return asPage<Order>(await call('GET', `/admin/v1/orders${query({ limit: 50, ...f })}`));
+  },
+  order: (orderId: string) => call<OrderDetail>('GET', `/admin/v1/orders/${enc(orderId)}`),
+  refundOrder: (orderId: string, reason?: string) => call<Order>('POST', `/admin/v1/orders/${enc(orderId)}/refund`, reason ? { reason } : {}),
+  cancelOrder: (orderId: string, reason?: string) => call<Order>('POST', `/admin/v1/orders/${enc(orderId)}/cancel`, reason ? { reason } : {}),
+
+  async notifications(f: { status?: string; game_id?: string; limit?: number; cursor?: string }): Promise<Page<Notification>> {
+    return asPage<Notification>(await call('GET', `/admin/v1/notifications${query({ limit: 50, ...f })}`));
+  },
+  redeliver: (notificationId: string) => call<Notification>('POST', `/admin/v1/notifications/${enc(notificationId)}/redeliver`),
+  redeliverSince: (gameId: string, since: number) =>
+    call<{ count: number }>('POST', `/admin/v1/games/${enc(gameId)}/notifications/redeliver`, { since }),
+
+  async audit(f: { action?: string; target?: string; actor?: string; cursor?: string }): Promise<Page<AuditEntry>> {
+    return asPage<AuditEntry>(await call('GET', `/admin/v1/audit${query({ limit: 50, ...f })}`));
+  },
+
+  async sessions(f: { game_id?: string; combo_id?: string; open?: boolean; limit?: number; cursor?: string }): Promise<SessionPage> {
+    return asPage<GameSession>(await call('GET', `/admin/v1/sessions${query({ limit: 50, ...f })}`)) as SessionPage;
+  },
+};
+
+// ---------------------------------------------------------------- recently used games
+
+export const recentGames = {
+  list(): string[] {
+    try {
+      const v = JSON.parse(localStorage.getItem(RECENT_GAMES_KEY) ?? '[]') as unknown;
+      return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+    } catch {
+      return [];
+    }
+  },
+  /** The most recently used game: the default filter of the orders, notifications and sessions pages. */
+  current(): string {
+    return recentGames.list()[0] ?? '';
+  },
+  use(id: string): void {
+    const next = [id, ...recentGames.list().filter((g) => g !== id)].slice(0, 10);
+    localStorage.setItem(RECENT_GAMES_KEY, JSON.stringify(next));
+  },
+  forget(id: string): void {
+    localStorage.setItem(RECENT_GAMES_KEY, JSON.stringify(recentGames.list().filter((g) => g !== id)));
+  },
+};

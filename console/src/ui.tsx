@@ -1,0 +1,262 @@
+import { useCallback, useEffect, useState, type ReactNode } from 'react';
+import { ApiError } from './api';
+
+// ---------------------------------------------------------------- formatting
+
+/** Unix ms as UTC "YYYY-MM-DD HH:MM:SS": operators compare times across logs. */
+export function time(ms: number | null | undefined): string {
+  if (typeof ms !== 'number') return '—';
+  return new Date(ms).toISOString().replace('T', ' ').slice(0, 19);
+}
+
+export function fractionDigits(currency: string): number {
+  try {
+    return new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
+  } catch {
+    return 2;
+  }
+}
+
+/** Integer minor units as "6.00 CNY". */
+export function money(minor: number | undefined, currency: string | undefined): string {
+  if (typeof minor !== 'number' || !currency) return '—';
+  const d = fractionDigits(currency);
+  return `${(minor / 10 ** d).toFixed(d)} ${currency}`;
+}
+
+// ---------------------------------------------------------------- data loading
+
+export interface Loaded<T> {
+  data: T | undefined;
+  error: Error | undefined;
+  loading: boolean;
+  reload: () => void;
+  set: (v: T) => void;
+}
+
+/** Runs `load` when `deps` change; keeps the last result while reloading. */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
+  const [data, setData] = useState<T>();
+  const [error, setError] = useState<Error>();
+  const [loading, setLoading] = useState(true);
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    let live = true;
+    setLoading(true);
+    load()
+      .then((v) => live && (setData(v), setError(undefined)))
+      .catch((e: Error) => live && setError(e))
+      .finally(() => live && setLoading(false));
+    return () => {
+      live = false;
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [...deps, tick]);
+  return { data, error, loading, reload: useCallback(() => setTick((t) => t + 1), []), set: setData };
+}
+
+/** Runs an action, tracking busy state and the error it throws. */
+export function useAction(): { busy: boolean; error: Error | undefined; run: <T>(f: () => Promise<T>) => Promise<T | undefined>; clear: () => void } {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<Error>();
+  const run = useCallback(async <T,>(f: () => Promise<T>) => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      return await f();
+    } catch (e) {
+      setError(e as Error);
+      return undefined;
+    } finally {
+      setBusy(false);
+    }
+  }, []);
+  return { busy, error, run, clear: () => setError(undefined) };
+}
+
+// ---------------------------------------------------------------- components
+
+export function ErrorBox({ error }: { error: Error | undefined }) {
+  if (!error) return null;
+  const code = error instanceof ApiError ? `${error.status} ${error.code}: ` : '';
+  return (
+    <div className="error" role="alert">
+      {code}
+      {error.message}
+    </div>
+  );
+}
+
+export function Card(props: { title: ReactNode; actions?: ReactNode; children: ReactNode; id?: string }) {
+  return (
+    <section className="card" id={props.id}>
+      <header>
+        <h2>{props.title}</h2>
+        {props.actions && <div className="actions">{props.actions}</div>}
+      </header>
+      {props.children}
+    </section>
+  );
+}
+
+export function Json({ value, label = 'Raw JSON', open = false }: { value: unknown; label?: string; open?: boolean }) {
+  return (
+    <details className="json" open={open}>
+      <summary>{label}</summary>
+      <pre>{JSON.stringify(value, null, 2)}</pre>
+    </details>
+  );
+}
+
+export function Switch(props: { checked: boolean; onChange: (v: boolean) => void; label: string; disabled?: boolean; testId?: string }) {
+  return (
+    <label className="switch">
+      <input
+        type="checkbox"
+        role="switch"
+        checked={props.checked}
+        disabled={props.disabled}
+        aria-label={props.label}
+        data-testid={props.testId}
+        onChange={(e) => props.onChange(e.target.checked)}
+      />
+      <span className="slider" aria-hidden="true" />
+      <span>{props.label}</span>
+    </label>
+  );
+}
+
+export function StatusBadge({ status }: { status: string }) {
+  return <span className={`badge badge-${status}`}>{status}</span>;
+}
+
+/** A button that asks again before acting: the first click shows Confirm / Cancel. */
+export function ConfirmButton(props: { label: string; question: string; onConfirm: () => void; danger?: boolean; disabled?: boolean }) {
+  const [asking, setAsking] = useState(false);
+  if (!asking) {
+    return (
+      <button className={props.danger ? 'danger' : ''} disabled={props.disabled} onClick={() => setAsking(true)}>
+        {props.label}
+      </button>
+    );
+  }
+  return (
+    <span className="confirm" role="group" aria-label={props.question}>
+      <span>{props.question}</span>
+      <button
+        className="danger"
+        onClick={() => {
+          setAsking(false);
+          props.onConfirm();
+        }}
+      >
+        Confirm
+      </button>
+      <button onClick={() => setAsking(false)}>Cancel</button>
+    </span>
+  );
+}
+
+/** A new secret, shown once: it is not stored anywhere and the API never returns it again. */
+export function SecretOnce({ secret, onDone }: { secret: { key_id: string; secret_key: string }; onDone: () => void }) {
+  const [copied, setCopied] = useState(false);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(secret.secret_key);
+      setCopied(true);
+    } catch {
+      setCopied(false);
+    }
+  };
+  return (
+    <div className="secret" role="status" data-testid="secret-once">
+      <p>
+        <strong>New secret for key {secret.key_id}.</strong> Copy it now: it is shown only this once.
+      </p>
+      <code data-testid="secret-value">{secret.secret_key}</code>
+      <div className="row">
+        <button onClick={copy}>{copied ? 'Copied' : 'Copy'}</button>
+        <button onClick={onDone}>I have stored it</button>
+      </div>
+    </div>
+  );
+}
+
+export function LoadMore(props: { cursor: string | null; loading: boolean; onMore: () => void }) {
+  if (!props.cursor) return null;
+  return (
+    <div className="more">
+      <button disabled={props.loading} onClick={props.onMore}>
+        {props.loading ? 'Loading…' : 'Load more'}
+      </button>
+    </div>
+  );
+}
+
+export function Field(props: { label: string; children: ReactNode; hint?: string }) {
+  return (
+    <label className="field">
+      <span className="label">{props.label}</span>
+      {props.children}
+      {props.hint && <span className="hint">{props.hint}</span>}
+    </label>
+  );
+}
+
+export interface Paged<T> {
+  items: T[];
+  cursor: string | null;
+  raw: unknown;
+  loading: boolean;
+  error: Error | undefined;
+  more: () => void;
+  reload: () => void;
+}
+
+/** A cursor-paged list: the first page when `deps` change, the next ones on `more()`. */
+export function usePaged<T>(fetchPage: (cursor?: string) => Promise<import('./api').Page<T>>, deps: unknown[]): Paged<T> {
+  const [items, setItems] = useState<T[]>([]);
+  const [cursor, setCursor] = useState<string | null>(null);
+  const [raw, setRaw] = useState<unknown>();
+  const [loading, setLoading] = useState(false);
+  const [error, setError] = useState<Error>();
+  const [tick, setTick] = useState(0);
+
+  const load = useCallback(
+    async (from: string | undefined, append: boolean, isLive: () => boolean = () => true) => {
+      setLoading(true);
+      try {
+        const page = await fetchPage(from);
+        if (!isLive()) return;
+        setItems((old) => (append ? [...old, ...page.data] : page.data));
+        setCursor(page.next_cursor);
+        setRaw(page.raw);
+        setError(undefined);
+      } catch (e) {
+        if (isLive()) setError(e as Error);
+      } finally {
+        if (isLive()) setLoading(false);
+      }
+    },
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+    deps,
+  );
+
+  useEffect(() => {
+    let live = true;
+    void load(undefined, false, () => live);
+    return () => {
+      live = false;
+    };
+  }, [load, tick]);
+
+  return {
+    items,
+    cursor,
+    raw,
+    loading,
+    error,
+    more: () => cursor && void load(cursor, true),
+    reload: () => setTick((t) => t + 1),
+  };
+}

@@ -1,0 +1,397 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOrder, pay } from './helpers/orders.js';
+import { paidOrder } from './helpers/paid-orders.js';
+import { Receiver, ok, status, until } from './helpers/receiver.js';
+import { ADMIN_TOKEN, admin, createGame, signed, startService, type TestGame, type TestService } from './helpers/service.js';
+
+// The web console driven in a real headless Chromium against a real service.
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+const SHOTS = path.resolve('test-output');
+const haveChromium = existsSync(CHROMIUM);
+if (!haveChromium && process.env.CI) throw new Error(`Chromium is required in CI for the console tests (not found at ${CHROMIUM})`);
+if (!haveChromium) console.warn(`*** console e2e tests SKIPPED: no Chromium at ${CHROMIUM} (apt-get install chromium) ***`);
+
+/** Newest modification time of the files under dir (ms). */
+function newest(dir: string): number {
+  let max = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    max = Math.max(max, e.isDirectory() ? newest(p) : statSync(p).mtimeMs);
+  }
+  return max;
+}
+
+/** dist/console is made by `npm run build`; build just the console when it is missing or older than its source. */
+function ensureConsoleBuilt(): void {
+  const index = path.resolve('dist/console/index.html');
+  if (existsSync(index) && statSync(index).mtimeMs >= newest(path.resolve('console'))) return;
+  const r = spawnSync('npx', ['vite', 'build', '--config', 'console/vite.config.ts', '--logLevel', 'warn'], {
+    stdio: 'inherit',
+    // Vitest sets NODE_ENV=test, which would give React's development build.
+    env: { ...process.env, NODE_ENV: 'production' },
+  });
+  if (r.status !== 0) throw new Error('building the console failed');
+}
+
+describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
+  let t: TestService;
+  let ctx: BrowserContext;
+  let page: Page;
+  let userDir: string;
+  let receiver: Receiver;
+  const keys = new Map<string, string[]>();
+  const problems: string[] = [];
+
+  const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `console-${name}.png`), fullPage: true });
+  const go = (p: string) => page.goto(`${t.url}/console${p}`);
+
+  async function signIn(token = ADMIN_TOKEN) {
+    await page.getByLabel('Admin token').fill(token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+  }
+
+  beforeAll(async () => {
+    ensureConsoleBuilt();
+    mkdirSync(SHOTS, { recursive: true });
+    receiver = await new Receiver({ keys, now: () => Date.now() }).start();
+    // A one-second retry window: a notification whose receiver keeps failing is `failed` at once.
+    t = await startService({ env: { NOTIFY_MAX_AGE_SECONDS: '1', NOTIFY_RETRY_BASE_MS: '50', NOTIFY_POLL_INTERVAL_MS: '50' } });
+    userDir = mkdtempSync(path.join(os.tmpdir(), 'console-chromium-'));
+    ctx = await chromium.launchPersistentContext(userDir, {
+      executablePath: CHROMIUM,
+      args: ARGS,
+      headless: true,
+      viewport: { width: 1280, height: 900 },
+    });
+    page = ctx.pages()[0] ?? (await ctx.newPage());
+    page.setDefaultTimeout(15_000);
+    // Script errors and CSP refusals would go unnoticed in a headless browser: collect them.
+    page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+    // API errors are answers the pages handle; a console file (or anything else) failing is not.
+    page.on('console', (m) => {
+      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) problems.push(`console: ${m.text()}`);
+    });
+    page.on('response', (r) => {
+      if (r.status() >= 400 && !new URL(r.url()).pathname.startsWith('/admin/')) problems.push(`${r.status()} ${r.url()}`);
+    });
+    // ERR_ABORTED: a page navigated away while its fetch was in flight (the tests do that).
+    page.on('requestfailed', (r) => {
+      if (r.failure()?.errorText !== 'net::ERR_ABORTED') problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`);
+    });
+  }, 240_000);
+
+  afterAll(async () => {
+    await ctx?.close();
+    await t?.stop();
+    await receiver?.close();
+    if (userDir) rmSync(userDir, { recursive: true, force: true });
+  });
+
+  it('refuses a wrong token and signs in with the admin token', async () => {
+    await go('/');
+    await expect(page.getByRole('heading', { name: 'Combo platform console' }).isVisible()).resolves.toBe(true);
+    await signIn('not-the-token');
+    await page.getByRole('alert').waitFor();
+    expect(await page.getByRole('alert').textContent()).toContain('401');
+    await shot('signin');
+    await page.getByLabel('Admin token').fill('');
+    await page.getByLabel('Your name (optional)').fill('ops-alice');
+    await signIn();
+    await page.getByRole('heading', { name: /^Overview/ }).waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem('combo.console.token'))).toBe(ADMIN_TOKEN);
+  });
+
+  it('toggles the IAP switch of a game (checked through the API)', async () => {
+    const game = await createGame(t);
+    await go('/games');
+    await page.getByLabel('Game id', { exact: true }).fill(game.gameId);
+    await page.getByRole('button', { name: 'Open' }).click();
+    const iap = page.getByTestId('iap-switch');
+    await iap.waitFor({ state: 'attached' });
+    expect(await iap.isChecked()).toBe(true);
+    await iap.click();
+    await page.waitForFunction(() => !(document.querySelector('[data-testid="iap-switch"]') as HTMLInputElement).checked);
+    await expect.poll(async () => (await admin(t, 'GET', `/admin/v1/games/${game.gameId}`)).body.iap_enabled).toBe(false);
+    // The page shows the service's answer after a reload too.
+    await page.reload();
+    await iap.waitFor({ state: 'attached' });
+    expect(await iap.isChecked()).toBe(false);
+    await shot('game');
+    // Remembered as a recently used game.
+    await go('/games');
+    await page.getByRole('link', { name: game.gameId }).waitFor();
+    // The audit log names the operator given at sign-in (X-Operator).
+    await go(`/audit?action=game.update&target=${game.gameId}`);
+    const entry = page.getByTestId('audit-table').locator('tbody tr').first();
+    await entry.getByText('admin:ops-alice').waitFor();
+    expect(await entry.textContent()).toContain('"iap_enabled":false');
+    await shot('audit');
+  });
+
+  it('saves order TTL and gm_url, and shows the API error for a bad value', async () => {
+    const game = await createGame(t);
+    await go(`/games/${game.gameId}`);
+    await page.getByLabel('Order TTL (seconds)').fill('900');
+    await page.getByLabel('GM URL').fill('https://gm.example.com/combo');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await expect
+      .poll(async () => {
+        const g = (await admin(t, 'GET', `/admin/v1/games/${game.gameId}`)).body;
+        return [g.order_ttl_seconds, g.gm_url];
+      })
+      .toEqual([900, 'https://gm.example.com/combo']);
+    await page.getByLabel('Order TTL (seconds)').fill('59');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByRole('alert').waitFor();
+    expect(await page.getByRole('alert').textContent()).toContain('400 invalid_request');
+  });
+
+  it('creates a signing key and shows its secret once', async () => {
+    const game = await createGame(t);
+    await go(`/games/${game.gameId}`);
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const secret = page.getByTestId('secret-value');
+    await secret.waitFor();
+    const value = (await secret.textContent()) ?? '';
+    expect(value).toMatch(/^sk_/);
+    const g = (await admin(t, 'GET', `/admin/v1/games/${game.gameId}`)).body;
+    expect(g.key_ids).toHaveLength(2);
+    await page.getByRole('cell', { name: g.key_ids[0] }).waitFor();
+    await shot('key');
+    await page.getByRole('button', { name: 'I have stored it' }).click();
+    await secret.waitFor({ state: 'detached' });
+    await page.reload();
+    await page.getByRole('cell', { name: g.key_ids[0] }).waitFor();
+    expect(await page.content()).not.toContain(value);
+  });
+
+  it('creates and edits a product', async () => {
+    const game = await createGame(t);
+    await go(`/games/${game.gameId}`);
+    await page.getByLabel('Product id').fill('gem_300');
+    await page.getByLabel('Name', { exact: true }).last().fill('300 gems');
+    await page.getByLabel('Price (minor units)').fill('3000');
+    await page.getByRole('button', { name: 'Add product' }).click();
+    await page.getByRole('cell', { name: 'gem_300' }).waitFor();
+    await page.getByRole('cell', { name: '30.00 CNY' }).waitFor();
+    const p = (await admin(t, 'GET', `/admin/v1/games/${game.gameId}/products/gem_300`)).body;
+    expect(p).toMatchObject({ product_id: 'gem_300', name: '300 gems', price: 3000, currency: 'CNY', active: true });
+    await page.getByRole('row', { name: /gem_300/ }).getByRole('button', { name: 'Edit' }).click();
+    await page.getByLabel('Price (minor units)').fill('2500');
+    await page.getByRole('button', { name: 'Save product' }).click();
+    await page.getByRole('cell', { name: '25.00 CNY' }).waitFor();
+    expect((await admin(t, 'GET', `/admin/v1/games/${game.gameId}/products/gem_300`)).body.price).toBe(2500);
+    await shot('products');
+  });
+
+  it('creates a partner (secret once), lists it and disables it', async () => {
+    const game = await createGame(t);
+    const partnerId = `p_${game.gameId}`;
+    await go('/partners');
+    await page.getByLabel('Partner id').fill(partnerId);
+    await page.getByLabel('Name', { exact: true }).fill('Test partner');
+    await page.getByLabel('Granted games').fill(game.gameId);
+    await page.getByRole('button', { name: 'Create partner' }).click();
+    expect(await page.getByTestId('secret-value').textContent()).toMatch(/^sk_/);
+    await page.getByRole('link', { name: partnerId }).waitFor();
+    await shot('partners');
+    await page.getByRole('button', { name: 'I have stored it' }).click();
+    await page.getByTestId('partner-enabled').waitFor({ state: 'attached' });
+    expect(await page.getByTestId('partner-enabled').isChecked()).toBe(true);
+    await page.getByTestId('partner-enabled').click();
+    await expect.poll(async () => (await admin(t, 'GET', `/admin/v1/partners/${partnerId}`)).body.enabled).toBe(false);
+    expect((await admin(t, 'GET', `/admin/v1/partners/${partnerId}`)).body.games).toEqual([game.gameId]);
+
+    // Grant a second game, then revoke the first.
+    const other = await createGame(t);
+    await page.getByLabel('Game id to grant').fill(other.gameId);
+    await page.getByRole('button', { name: 'Grant' }).click();
+    await expect.poll(async () => (await admin(t, 'GET', `/admin/v1/partners/${partnerId}`)).body.games).toEqual([game.gameId, other.gameId]);
+    const first = page.getByRole('row', { name: new RegExp(`^${game.gameId}`) });
+    await first.getByRole('button', { name: 'Revoke' }).click();
+    await first.getByRole('button', { name: 'Confirm' }).click();
+    await expect.poll(async () => (await admin(t, 'GET', `/admin/v1/partners/${partnerId}`)).body.games).toEqual([other.gameId]);
+
+    // A second key: its secret is shown once.
+    await page.getByRole('button', { name: 'Create key' }).click();
+    expect(await page.getByTestId('secret-value').textContent()).toMatch(/^sk_/);
+    await expect.poll(async () => (await admin(t, 'GET', `/admin/v1/partners/${partnerId}`)).body.key_ids.length).toBe(2);
+  });
+
+  it('returns to sign-in when the API answers 401', async () => {
+    await go('/partners');
+    await page.evaluate(() => sessionStorage.setItem('combo.console.token', 'revoked-token'));
+    await page.reload();
+    await page.getByLabel('Admin token').waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem('combo.console.token'))).toBeNull();
+    await signIn();
+    await page.getByRole('heading', { name: 'Partners', exact: true }).waitFor();
+  });
+
+  /** A paid order whose ship_order notification failed (the receiver answers 500). */
+  async function failedNotification(game: TestGame, path: string) {
+    receiver.script(path, () => status(500, 'boom'));
+    const { order, notificationId } = await paidOrder(t, game, receiver.url + path);
+    await until(`notification ${notificationId} to fail`, async () => {
+      const r = await admin(t, 'GET', `/admin/v1/notifications/${notificationId}`);
+      return r.body.status === 'failed' ? r.body : null;
+    });
+    return { order, notificationId };
+  }
+
+  async function gameWithKeys(): Promise<TestGame> {
+    const g = await createGame(t);
+    keys.set(g.gameId, [g.secret]);
+    return g;
+  }
+
+  it('lists failed notifications of a game and redelivers one', async () => {
+    const game = await gameWithKeys();
+    const { notificationId, order } = await failedNotification(game, `/n/${game.gameId}/one`);
+    await go(`/notifications?game_id=${game.gameId}`);
+    const row = page.getByRole('row', { name: new RegExp(notificationId) });
+    await row.waitFor();
+    expect(await row.textContent()).toContain('failed');
+    expect(await row.textContent()).toContain(order.order_id);
+    await shot('notifications');
+    receiver.script(`/n/${game.gameId}/one`, () => ok());
+    await row.getByRole('button', { name: 'Redeliver' }).click();
+    await row.getByRole('button', { name: 'Confirm' }).click();
+    await expect.poll(async () => (await admin(t, 'GET', `/admin/v1/notifications/${notificationId}`)).body.status, { timeout: 15_000 }).toBe('succeeded');
+  });
+
+  it('redelivers every failed notification of a game since a time', async () => {
+    const game = await gameWithKeys();
+    const path = `/n/${game.gameId}/bulk`;
+    const a = await failedNotification(game, path);
+    const b = await failedNotification(game, path);
+    receiver.script(path, () => ok());
+    await go(`/notifications?game_id=${game.gameId}`);
+    await page.getByRole('row', { name: new RegExp(b.notificationId) }).waitFor();
+    await page.getByRole('button', { name: 'Redeliver all failed' }).click();
+    await page.getByRole('button', { name: 'Confirm' }).click();
+    expect(await page.getByTestId('bulk-result').textContent()).toBe('2 notifications queued for redelivery.');
+    for (const id of [a.notificationId, b.notificationId]) {
+      await expect.poll(async () => (await admin(t, 'GET', `/admin/v1/notifications/${id}`)).body.status, { timeout: 15_000 }).toBe('succeeded');
+    }
+  });
+
+  const orderStatus = async (id: string) => (await admin(t, 'GET', `/admin/v1/orders/${id}`)).body.status;
+
+  it('shows an order made by create-order in the list and its detail, and cancels it', async () => {
+    const game = await gameWithKeys();
+    const o = await createOrder(t, game, { notify_url: `${receiver.url}/n/${game.gameId}/cancel`, combo_id: 'c-cancel', reference_id: `ref-${game.gameId}` });
+    await go(`/orders?game_id=${game.gameId}`);
+    const row = page.getByRole('row', { name: new RegExp(o.order_id) });
+    await row.waitFor();
+    expect(await row.textContent()).toContain('created');
+    expect(await row.textContent()).toContain('6.00 CNY');
+    // Filters go to the API: another status finds nothing, the reference id finds it.
+    await page.getByLabel('Status').selectOption('paid');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByText('No orders match.').waitFor();
+    await page.getByLabel('Status').selectOption('');
+    await page.getByLabel('Reference id').fill(`ref-${game.gameId}`);
+    await page.getByRole('button', { name: 'Search' }).click();
+    await row.getByRole('link', { name: o.order_id }).click();
+    await page.getByTestId('order-facts').waitFor();
+    expect(await page.getByTestId('order-facts').textContent()).toContain('c-cancel');
+    await page.getByRole('link', { name: 'open (pays this order)' }).waitFor();
+    await page.getByRole('button', { name: 'Cancel order' }).click();
+    await page.getByRole('button', { name: 'Confirm' }).click();
+    await expect.poll(() => orderStatus(o.order_id)).toBe('canceled');
+    await page.getByRole('heading', { name: /canceled/ }).waitFor();
+    await page.getByTestId('timeline').getByText('canceled').waitFor();
+  });
+
+  it('shows a paid order with its timeline, payment, notification attempts, and refunds it', async () => {
+    const game = await gameWithKeys();
+    const o = await createOrder(t, game, { notify_url: `${receiver.url}/n/${game.gameId}/paid` });
+    expect((await pay(t, o.order_token)).status).toBe(200);
+    await expect.poll(() => orderStatus(o.order_id), { timeout: 15_000 }).toBe('delivered');
+    await go(`/orders/${o.order_id}`);
+    const timeline = page.getByTestId('timeline');
+    await timeline.waitFor();
+    expect(await timeline.textContent()).toMatch(/created.*paid.*delivered/s);
+    await page.getByRole('cell', { name: 'sandbox', exact: true }).waitFor();
+    const note = page.getByTestId('notification').first();
+    expect(await note.textContent()).toContain('ship_order');
+    expect(await note.textContent()).toContain('succeeded');
+    await note.getByRole('cell', { name: '200', exact: true }).waitFor();
+    await shot('order');
+    await page.getByRole('button', { name: 'Refund' }).click();
+    await page.getByRole('button', { name: 'Confirm' }).click();
+    await expect.poll(() => orderStatus(o.order_id)).toBe('refunded');
+    await page.getByTestId('notification').filter({ hasText: 'refund' }).waitFor();
+  });
+
+  it('pages through orders with Load more (cursor paging, 50 a page)', async () => {
+    const game = await gameWithKeys();
+    const made: string[] = [];
+    for (let i = 0; i < 52; i++) made.push((await createOrder(t, game, { notify_url: `${receiver.url}/n/${game.gameId}/many` })).order_id);
+    await go(`/orders?game_id=${game.gameId}`);
+    const rows = page.getByTestId('orders-table').locator('tbody tr');
+    await expect.poll(() => rows.count()).toBe(50);
+    await page.getByRole('button', { name: 'Load more' }).click();
+    await expect.poll(() => rows.count()).toBe(52);
+    await page.getByRole('button', { name: 'Load more' }).waitFor({ state: 'detached' });
+    const shown = await page.getByTestId('orders-table').locator('tbody tr td:first-child').allTextContents();
+    expect(shown).toEqual([...made].reverse());
+  });
+
+  it('lists sessions of a game', async () => {
+    const game = await gameWithKeys();
+    const r = await signed(t, game, 'POST', '/v1/server/enter-game', { combo_id: 'c-session', session_id: `s-${game.gameId}` });
+    expect(r.status).toBe(200);
+    await go(`/sessions?game_id=${game.gameId}`);
+    const row = page.getByRole('row', { name: new RegExp(`s-${game.gameId}`) });
+    await row.waitFor();
+    expect(await row.textContent()).toContain('c-session');
+    expect(await row.textContent()).toContain('open');
+    await shot('sessions');
+    // With a combo id too, the API adds the player's online time per Beijing day.
+    await page.getByLabel('Combo id').fill('c-session');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByRole('heading', { name: 'Online time of c-session per Beijing day' }).waitFor();
+  });
+
+  it('shows a 24-hour overview of one game', async () => {
+    const game = await gameWithKeys();
+    await failedNotification(game, `/n/${game.gameId}/overview-fail`);
+    const good = await paidOrder(t, game, `${receiver.url}/n/${game.gameId}/overview-ok`);
+    await until('the good notification to succeed', async () => {
+      const r = await admin(t, 'GET', `/admin/v1/notifications/${good.notificationId}`);
+      return r.body.status === 'succeeded' ? r.body : null;
+    });
+    await go(`/?game_id=${game.gameId}`);
+    const tiles = page.getByTestId('overview-tiles');
+    await tiles.waitFor();
+    const tile = (label: string) => tiles.locator('.tile', { hasText: label }).locator('.tile-value').textContent();
+    expect(await tile('Orders (24 h)')).toBe('2');
+    expect(await tile('Paid orders')).toBe('2');
+    expect(await tiles.locator('.tile', { hasText: 'Revenue' }).textContent()).toContain('sandbox: 24.00 CNY');
+    expect(await tile('Delivery success')).toBe('50.0 %');
+    expect(await tile('Failed')).toBe('1');
+    expect(await tile('Backlog')).toBe('0');
+    await shot('overview');
+  });
+
+  it('ran without script errors or CSP refusals', () => {
+    expect(problems).toEqual([]);
+  });
+});
