@@ -62,7 +62,11 @@ async function ready(url: string, child: ChildProcess): Promise<void> {
 
 function startChild(args: string[], env: Record<string, string>, loader = true, knownAddress?: string): Promise<{ child: ChildProcess; address: string }> {
   const child = spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...(loader ? ['--import', 'tsx'] : []), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  if (knownAddress) return ready(knownAddress, child).then(() => ({ child, address: knownAddress }));
+  if (knownAddress) {
+    // Nobody else reads its output: drain it, or a full pipe would block the child's logger.
+    child.stdout!.resume();
+    return ready(knownAddress, child).then(() => ({ child, address: knownAddress }));
+  }
   return new Promise((resolve, reject) => {
     const rl = createInterface({ input: child.stdout! });
     rl.on('line', (line) => {

@@ -137,9 +137,20 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
   };
   app.setNotFoundHandler((req, reply) => sendError(reply, unmatched(req)));
 
+  // 503s come in floods (overload, a database restart): one warning per second, not one per
+  // request, so logging cannot become the next overload. Other 5xx are logged each.
+  let last503Log = 0;
+  let quiet503 = 0;
   app.setErrorHandler((error: FastifyError | ApiError, req, reply) => {
     const apiError = toApiError(error);
-    if (apiError.status >= 500) req.log.error({ err: error, traceId: req.id }, 'request failed');
+    if (apiError.status === 503) {
+      const now = Date.now();
+      if (now - last503Log >= 1000) {
+        req.log.warn({ reason: apiError.message, traceId: req.id, alsoSinceLastLine: quiet503 }, 'service unavailable');
+        last503Log = now;
+        quiet503 = 0;
+      } else quiet503++;
+    } else if (apiError.status >= 500) req.log.error({ err: error, traceId: req.id }, 'request failed');
     sendError(reply, apiError);
   });
 }
