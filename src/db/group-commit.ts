@@ -1,5 +1,6 @@
 import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
 import type { DB } from './schema.js';
+import { runDirectly, type StatementSource } from './direct.js';
 
 // IMMEDIATE: the batch takes SQLite's write lock at once, so what its jobs read stays true until
 // the commit, also against another process writing the same file.
@@ -31,8 +32,13 @@ export class GroupCommitter {
   private queue: Job[] = [];
   private running = false;
 
+  /**
+   * @param statements the SQLite connection itself: when given, the batch's control statements
+   *   and its jobs' prepared statements run on it directly (db/direct.ts), inside the batch.
+   */
   constructor(
     private readonly db: Kysely<DB>,
+    private readonly statements?: StatementSource,
     private readonly maxBatch = 256,
   ) {}
 
@@ -59,23 +65,29 @@ export class GroupCommitter {
       // One connection, held for the whole batch; the control statements are fixed text.
       await this.db.connection().execute(async (conn) => {
         const trx = conn as unknown as Transaction<DB>;
-        await conn.executeQuery(BEGIN);
+        const exec = this.control(conn);
+        if (this.statements) runDirectly(trx, this.statements, false);
+        await exec(BEGIN);
         try {
           for (const job of batch) {
-            await conn.executeQuery(SAVEPOINT);
+            await exec(SAVEPOINT);
             try {
               job.result = await job.fn(trx);
-              await conn.executeQuery(RELEASE);
+              await exec(RELEASE);
             } catch (e) {
-              await conn.executeQuery(ROLLBACK_TO);
-              await conn.executeQuery(RELEASE);
+              await exec(ROLLBACK_TO);
+              await exec(RELEASE);
               failed.add(job);
               job.reject(e); // nothing of it is kept: it can answer at once
             }
           }
-          await conn.executeQuery(COMMIT);
+          await exec(COMMIT);
         } catch (e) {
-          await conn.executeQuery(ROLLBACK).catch(() => {});
+          try {
+            await exec(ROLLBACK);
+          } catch {
+            // the batch is lost either way; the original error is the one to report
+          }
           throw e;
         }
       });
@@ -85,5 +97,14 @@ export class GroupCommitter {
       return;
     }
     for (const j of batch) if (!failed.has(j)) j.resolve(j.result);
+  }
+
+  /** Runs a control statement: on the connection itself when it is known, else through Kysely. */
+  private control(conn: Kysely<DB>): (q: CompiledQuery) => unknown {
+    const statements = this.statements;
+    if (!statements) return (q) => conn.executeQuery(q);
+    return (q) => {
+      statements.prepare(q.sql).run();
+    };
   }
 }

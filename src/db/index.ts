@@ -6,6 +6,7 @@ import pg from 'pg';
 import type { DB } from './schema.js';
 import { migrations } from './migrations/index.js';
 import { GroupCommitter, type TransactionRunner } from './group-commit.js';
+import { runDirectly } from './direct.js';
 
 export type { TransactionRunner };
 
@@ -47,8 +48,13 @@ function openSqlite(file: string, options: DatabaseOptions): Database {
   raw.pragma('journal_mode = WAL');
   raw.pragma(`synchronous = ${options.sqliteSynchronous ?? 'NORMAL'}`);
   raw.pragma('busy_timeout = 5000');
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
-  const committer = new GroupCommitter(db);
+  const statements = withStatementCache(raw);
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: statements }) });
+  const committer = new GroupCommitter(db, statements);
+  // Hot reads outside transactions use a second, read-only connection (db/direct.ts). An
+  // in-memory database is private to its connection: there, reads go through Kysely.
+  const reader = file === ':memory:' ? null : withStatementCache(openReader(file));
+  if (reader) runDirectly(db, reader, true);
   return {
     db,
     dialect: 'sqlite',
@@ -56,8 +62,17 @@ function openSqlite(file: string, options: DatabaseOptions): Database {
     ping: async () => {
       raw.prepare('select 1').get();
     },
-    close: () => db.destroy(),
+    close: async () => {
+      reader?.close();
+      await db.destroy();
+    },
   };
+}
+
+function openReader(file: string): SQLite.Database {
+  const reader = new SQLite(file, { readonly: true });
+  reader.pragma('busy_timeout = 5000');
+  return reader;
 }
 
 /**

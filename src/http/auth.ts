@@ -19,7 +19,10 @@ function authorizationHeader(req: FastifyRequest, refuse: (message: string) => A
   // ambiguous, so it is refused (with the caller kind's own 401) rather than silently half-read.
   const raw = req.raw.rawHeaders;
   let count = 0;
-  for (let i = 0; i < raw.length; i += 2) if ((raw[i] as string).toLowerCase() === 'authorization') count++;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (name.length === 13 && name.toLowerCase() === 'authorization') count++;
+  }
   if (count > 1) throw refuse('Authorization header must appear once');
   const h = req.headers.authorization;
   return Array.isArray(h) ? undefined : h;

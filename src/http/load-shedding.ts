@@ -27,23 +27,31 @@ export function installLoadShedding(app: FastifyInstance, o: LoadSheddingOptions
   }, 1000);
   timer.unref();
 
-  app.addHook('onRequest', async (req) => {
+  // Callback-style hooks: nothing here is awaited, and an async hook costs a promise per request.
+  app.addHook('onRequest', (req, _reply, next) => {
     const url = req.routeOptions.url;
-    if (url === '/healthz' || url === '/readyz' || url === '/metrics') return;
+    if (url === '/healthz' || url === '/readyz' || url === '/metrics') return next();
     if (inflight >= o.maxInflight || saturated) {
-      throw Errors.serviceUnavailable('the service is over capacity; retry shortly', { 'retry-after': '1' });
+      return next(Errors.serviceUnavailable('the service is over capacity; retry shortly', { 'retry-after': '1' }));
     }
     inflight++;
     (req as { shedCounted?: boolean }).shedCounted = true;
+    next();
   });
-  const done = async (req: object) => {
+  const release = (req: object) => {
     if ((req as { shedCounted?: boolean }).shedCounted) {
       (req as { shedCounted?: boolean }).shedCounted = false;
       inflight--;
     }
   };
-  app.addHook('onResponse', done);
-  app.addHook('onRequestAbort', done);
+  app.addHook('onResponse', (req, _reply, next) => {
+    release(req);
+    next();
+  });
+  app.addHook('onRequestAbort', (req, next) => {
+    release(req);
+    next();
+  });
   return {
     close() {
       clearInterval(timer);

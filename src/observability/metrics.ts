@@ -105,10 +105,20 @@ export class ServiceMetrics implements DomainMetrics {
     if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }
 
+  /** The labelled series of each (method, route, status), looked up once: labels hash per call otherwise. */
+  private readonly requestSeries = new Map<string, { count: { inc(): void }; latency: { observe(v: number): void } }>();
+
   observeRequest(method: string, route: string, status: number, seconds: number): void {
-    const labels = { method, route, status: String(status) };
-    this.httpRequests.inc(labels);
-    this.httpLatency.observe(labels, seconds);
+    const key = `${method} ${status} ${route}`;
+    let series = this.requestSeries.get(key);
+    if (!series) {
+      const labels = { method, route, status: String(status) };
+      series = { count: this.httpRequests.labels(labels), latency: this.httpLatency.labels(labels) };
+      // Routes are patterns (bounded), unmatched requests share one label: this stays small.
+      this.requestSeries.set(key, series);
+    }
+    series.count.inc();
+    series.latency.observe(seconds);
   }
 
   rateLimited(kind: string): void {

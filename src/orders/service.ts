@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { Errors } from '../errors.js';
@@ -63,7 +63,7 @@ export class OrderService {
     if (!product || product.active !== 1) {
       throw Errors.invalidRequest(`product_id ${params.product_id} is not an active product of game ${game.game_id}`);
     }
-    const requestHash = createHash('sha256').update(JSON.stringify(params)).digest('base64url');
+    const requestHash = hash('sha256', JSON.stringify(params), 'base64url');
 
     const now = this.d.clock.now();
     const row = this.newOrder(snap, params, product.price * params.quantity, product.currency, requestHash, now);

@@ -1,4 +1,4 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, hash, timingSafeEqual } from 'node:crypto';
 
 /** SEAYOO-HMAC-SHA256 request signing (PROTOCOL 1), shared by both directions. */
 export const SCHEME = 'SEAYOO-HMAC-SHA256';
@@ -32,7 +32,8 @@ export function parseTimestamp(ts: string): number | null {
 }
 
 export function sha256Hex(body: Uint8Array | string): string {
-  return createHash('sha256').update(body).digest('hex');
+  // One-shot: no Hash object per request.
+  return hash('sha256', body, 'hex');
 }
 
 export function stringToSign(method: string, uri: string, timestamp: string, bodySha256: string): string {
@@ -111,8 +112,20 @@ export function signatureMatches(
 
 /** Checks the timestamp window; returns a reason or null. */
 export function checkTimestamp(timestamp: string, nowMs: number): string | null {
-  const ts = parseTimestamp(timestamp);
+  const ts = parseTimestampCached(timestamp);
   if (ts === null) return 'Authorization Timestamp must be YYYYMMDDTHHMMSSZ';
   if (Math.abs(nowMs - ts) > MAX_SKEW_MS) return 'Authorization Timestamp is more than 300 s from the server clock';
   return null;
+}
+
+// Requests signed in the same second carry the same timestamp: parse each distinct one once.
+let lastTimestamp = '';
+let lastParsed: number | null = null;
+
+function parseTimestampCached(timestamp: string): number | null {
+  if (timestamp !== lastTimestamp) {
+    lastParsed = parseTimestamp(timestamp);
+    lastTimestamp = timestamp;
+  }
+  return lastParsed;
 }
