@@ -23,11 +23,13 @@ export function rateLimitHook(o: RateLimitHookOptions) {
     const result = await o.limiter.take(policy);
     // Failing open, the service knows nothing true to advertise: no headers rather than made-up ones.
     if (result.degraded) return;
-    const headers = rateLimitHeaders(policy, result);
     if (result.allowed) {
-      reply.headers(headers);
+      // The common case sets the two headers directly: no intermediate object per request.
+      reply.header('ratelimit-policy', policyHeader(policy));
+      reply.header('ratelimit', remainingHeader(policy, result));
       return;
     }
+    const headers = rateLimitHeaders(policy, result);
     o.onLimited?.(policy);
     const retryAfter = Math.max(1, Math.ceil(result.retryAfterMs / 1000));
     throw Errors.rateLimited(`over the rate limit of ${policy.perSecond} requests per second; retry after ${retryAfter} s`, {
@@ -44,12 +46,29 @@ export function rateLimitHook(o: RateLimitHookOptions) {
  * <name> is the caller kind (`game`, `partner`, `ip`), never the caller's id.
  */
 export function rateLimitHeaders(policy: RateLimitPolicy, r: TakeResult): Record<string, string> {
-  const name = policy.key.split(':', 1)[0] || 'default';
+  return { 'ratelimit-policy': policyHeader(policy), ratelimit: remainingHeader(policy, r) };
+}
+
+// A caller's policy object lives as long as its cached snapshot: its header is built once.
+const policyHeaders = new WeakMap<RateLimitPolicy, string>();
+
+function policyHeader(policy: RateLimitPolicy): string {
+  let h = policyHeaders.get(policy);
+  if (h === undefined) {
+    h = `"${policyName(policy)}";q=${Math.floor(policy.perSecond)};w=1`;
+    policyHeaders.set(policy, h);
+  }
+  return h;
+}
+
+function remainingHeader(policy: RateLimitPolicy, r: TakeResult): string {
   const t = Math.ceil((r.allowed ? r.resetMs : r.retryAfterMs) / 1000);
-  return {
-    'ratelimit-policy': `"${name}";q=${Math.floor(policy.perSecond)};w=1`,
-    ratelimit: `"${name}";r=${r.remaining};t=${Math.max(0, t)}`,
-  };
+  return `"${policyName(policy)}";r=${r.remaining};t=${Math.max(0, t)}`;
+}
+
+function policyName(policy: RateLimitPolicy): string {
+  const colon = policy.key.indexOf(':');
+  return (colon < 0 ? policy.key : policy.key.slice(0, colon)) || 'default';
 }
 
 /**
