@@ -95,6 +95,8 @@ export function runShellBlocks(blocks: Fence[], db: 'sqlite' | 'postgres', env: 
     }, timeoutMs);
     child.on('close', (status) => {
       clearTimeout(timer);
+      // GUIDE_SHOW_OUTPUT=1 shows what the blocks printed (to write a guide's `# => ` lines).
+      if (process.env.GUIDE_SHOW_OUTPUT) process.stderr.write(`${stdout}\n--- stderr ---\n${stderr}\n`);
       const outputs = new Map<number, string>();
       const parts = stdout.split(/\n@@guide-block (\d+)\n/);
       for (let k = 1; k < parts.length; k += 2) outputs.set(Number(parts[k]), parts[k + 1] ?? '');
@@ -116,6 +118,7 @@ export function describeRun(r: GuideRun): string {
 export const GUIDES: Record<string, { shBlocks: number; test: string }> = {
   'docs/guides/game-backend.md': { shBlocks: 5, test: 'test/docs-examples.test.ts' },
   'docs/guides/partners.md': { shBlocks: 8, test: 'test/docs-partners.test.ts' },
+  'docs/guides/operators.md': { shBlocks: 14, test: 'test/docs-operators.test.ts' },
 };
 
 /** Escapes a `# => ` line into a regular expression: `...` matches any text, the rest literally. */
