@@ -2,7 +2,7 @@ import { useState, type ReactNode } from 'react';
 import { ORDER_STATUSES, api, notificationType, recentGames, type Notification, type OrderDetail } from './api';
 import { FilterCard, PagedTable, SelectFilter, TextFilter, useUrlFilters, usePaged } from './lists';
 import { Link } from './router';
-import { Card, ConfirmButton, ErrorBox, Field, Json, StatusBadge, money, time, useAction, useLoad } from './ui';
+import { Card, ConfirmButton, ErrorBox, Field, Json, StatusBadge, money, time, useAction, useLoad, Unloaded } from './ui';
 
 /** Filters live in the URL (?game_id=..&status=..) so a view can be shared and reloaded. */
 export function OrdersPage() {
@@ -49,16 +49,7 @@ export function OrderDetailPage({ orderId }: { orderId: string }) {
   const order = useLoad(() => api.order(orderId), [orderId]);
   const action = useAction();
   const [reason, setReason] = useState('');
-  if (order.error && !order.data) {
-    return (
-      <>
-        <h1>Order {orderId}</h1>
-        <ErrorBox error={order.error} />
-        <Link to="/orders">Back to orders</Link>
-      </>
-    );
-  }
-  if (!order.data) return <p className="muted">Loading…</p>;
+  if (!order.data) return <Unloaded loaded={order} title={`Order ${orderId}`} back={{ to: '/orders', label: 'Back to orders' }} />;
   const o = order.data;
   const act = async (f: () => Promise<unknown>) => {
     if ((await action.run(f)) !== undefined) {

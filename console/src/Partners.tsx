@@ -2,7 +2,7 @@ import { useState, type FormEvent } from 'react';
 import { api, type NewSecret, type Partner } from './api';
 import { Link, navigate } from './router';
 import { PagedTable, usePaged } from './lists';
-import { Card, ConfirmButton, ErrorBox, Field, Json, SecretOnce, Switch, time, useAction, useLoad } from './ui';
+import { Card, ConfirmButton, ErrorBox, Field, Json, SecretOnce, Switch, time, useAction, useLoad, Unloaded } from './ui';
 
 const splitIds = (s: string) =>
   s
@@ -80,16 +80,7 @@ export function PartnerDetail({ partnerId }: { partnerId: string }) {
   const action = useAction();
   const [fresh, setFresh] = useState<NewSecret>();
   const [addGame, setAddGame] = useState('');
-  if (partner.error && !partner.data) {
-    return (
-      <>
-        <h1>Partner {partnerId}</h1>
-        <ErrorBox error={partner.error} />
-        <Link to="/partners">Back to partners</Link>
-      </>
-    );
-  }
-  if (!partner.data) return <p className="muted">Loading…</p>;
+  if (!partner.data) return <Unloaded loaded={partner} title={`Partner ${partnerId}`} back={{ to: '/partners', label: 'Back to partners' }} />;
   const p = partner.data;
   const patch = async (change: Partial<Pick<Partner, 'enabled' | 'games'>>) => {
     const next = await action.run(() => api.patchPartner(p.partner_id, change));

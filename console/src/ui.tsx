@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useState, type ReactNode } from 'react';
 import { ApiError } from './api';
+import { Link } from './router';
 
 // ---------------------------------------------------------------- formatting
 
@@ -189,5 +190,17 @@ export function Field(props: { label: string; children: ReactNode; hint?: string
       {props.children}
       {props.hint && <span className="hint">{props.hint}</span>}
     </label>
+  );
+}
+
+/** What a detail page shows until its data is there: "Loading…", or the error and a way back. */
+export function Unloaded(props: { loaded: { error: Error | undefined }; title: string; back: { to: string; label: string } }) {
+  if (!props.loaded.error) return <p className="muted">Loading…</p>;
+  return (
+    <>
+      <h1>{props.title}</h1>
+      <ErrorBox error={props.loaded.error} />
+      <Link to={props.back.to}>{props.back.label}</Link>
+    </>
   );
 }
