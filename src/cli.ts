@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { ConfigError } from './config/index.js';
 import { apiCommand } from './cli/api.js';
+import { backupCommand } from './cli/backup.js';
 import { ApiFailure } from './cli/client.js';
 import { gamesCommand } from './cli/games.js';
 import { CommandError, UsageError, type Command, type Io } from './cli/io.js';
@@ -19,7 +20,7 @@ import { packageVersion } from './lib/package-info.js';
  * command group under src/cli/. Exit status: 0 done, 1 the command failed (API error,
  * unreachable service, receiver refused), 2 wrong usage or configuration.
  */
-const COMMANDS: Command[] = [gamesCommand, keysCommand, productsCommand, apiCommand, ordersCommand, signCommand, notifyCommand, migrateCommand, rotateSecretsCommand, nppaTestCommand];
+const COMMANDS: Command[] = [gamesCommand, keysCommand, productsCommand, apiCommand, ordersCommand, signCommand, notifyCommand, migrateCommand, backupCommand, rotateSecretsCommand, nppaTestCommand];
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

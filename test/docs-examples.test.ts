@@ -1,19 +1,30 @@
 /**
  * Every `sh` block of the guides is run, in order, against a real service (issue "Operator
  * tooling", point 5: examples cannot drift from the code). A block fails the test when it exits
- * non-zero; the test then checks the effects the guide promises.
+ * non-zero; the test then checks the effects the guide promises. This file runs
+ * docs/guides/game-backend.md and checks that every guide has its runner (test/helpers/guides.ts);
+ * the partner and operator guides run in test/docs-partners.test.ts and
+ * test/docs-operators.test.ts.
  */
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_DB } from './helpers/db.js';
+import { describeRun, GUIDES, runShellBlocks, shellBlocks, unmetExpectations } from './helpers/guides.js';
 import { createPartner, type TestPartner } from './helpers/partners.js';
 import { Receiver } from './helpers/receiver.js';
 import { ADMIN_TOKEN, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
 
-function shellBlocks(file: string): string[] {
-  const text = readFileSync(file, 'utf8');
-  return [...text.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
-}
+describe('docs/guides', () => {
+  it('every guide has a runner, and each has the number of sh blocks its runner expects', () => {
+    const files = readdirSync('docs/guides').filter((f) => f.endsWith('.md')).map((f) => `docs/guides/${f}`).sort();
+    expect(files).toEqual(Object.keys(GUIDES).sort());
+    for (const [file, { shBlocks, test }] of Object.entries(GUIDES)) {
+      expect(existsSync(test), test).toBe(true);
+      // shellBlocks also refuses shell examples under another tag (bash, console...): they would not run.
+      expect(shellBlocks(file).length, `${file}: sh blocks (update GUIDES in test/helpers/guides.ts and ${test} together)`).toBe(shBlocks);
+    }
+  });
+});
 
 let t: TestService;
 let game: TestGame;
@@ -32,11 +43,10 @@ afterAll(async () => {
 
 describe('docs/guides/game-backend.md', () => {
   const blocks = shellBlocks('docs/guides/game-backend.md');
-  it('has examples', () => expect(blocks.length).toBeGreaterThanOrEqual(5));
+  it('has as many sh blocks as the runner expects', () => expect(blocks.length).toBe(GUIDES['docs/guides/game-backend.md']!.shBlocks));
 
-  it('runs every example against a real service', async () => {
+  it(`runs every example against a real service (${TEST_DB})`, async () => {
     const env = {
-      ...process.env,
       COMBO_URL: t.url,
       ADMIN_TOKEN,
       GAME_ID: game.gameId,
@@ -45,16 +55,11 @@ describe('docs/guides/game-backend.md', () => {
       NOTIFY_URL: `${receiver.url}/combo/notify`,
     };
     // The blocks run as one script, in order: later blocks use the variables of earlier ones.
-    // Asynchronous: the service under test runs in this process and must keep answering.
-    const r = await new Promise<{ status: number | null; out: string }>((resolve) => {
-      const child = spawn('bash', ['-euo', 'pipefail', '-c', blocks.join('\n')], { env });
-      let out = '';
-      child.stdout.on('data', (d) => (out += d));
-      child.stderr.on('data', (d) => (out += d));
-      child.on('close', (status) => resolve({ status, out }));
-    });
-    expect(r.status, r.out).toBe(0);
-  }, 200_000);
+    const r = await runShellBlocks(blocks, TEST_DB, env, 200_000);
+    expect(r.status, describeRun(r)).toBe(0);
+    expect(r.ran).toEqual(blocks.map((_, i) => i));
+    expect(unmetExpectations(blocks, r)).toEqual([]);
+  }, 210_000);
 
   it('left what the guide says it does', async () => {
     const db = t.service.database.db;

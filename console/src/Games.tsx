@@ -1,7 +1,7 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { api, recentGames, type Game, type GamePatch, type NewSecret, type Product } from './api';
 import { Link, navigate } from './router';
-import { Card, ConfirmButton, ErrorBox, Field, Json, SecretOnce, Switch, money, time, useAction, useLoad } from './ui';
+import { Card, ConfirmButton, ErrorBox, Field, Json, SecretOnce, Switch, money, time, useAction, useLoad, Unloaded } from './ui';
 
 /** There is no list-games endpoint: the operator opens a game by id; recent ids are remembered. */
 export function Games() {
@@ -90,16 +90,7 @@ export function GameDetail({ gameId }: { gameId: string }) {
   useEffect(() => {
     if (game.data) recentGames.use(game.data.game_id);
   }, [game.data]);
-  if (game.error && !game.data) {
-    return (
-      <>
-        <h1>Game {gameId}</h1>
-        <ErrorBox error={game.error} />
-        <Link to="/games">Back to games</Link>
-      </>
-    );
-  }
-  if (!game.data) return <p className="muted">Loading…</p>;
+  if (!game.data) return <Unloaded loaded={game} title={`Game ${gameId}`} back={{ to: '/games', label: 'Back to games' }} />;
   const g = game.data;
   const q = `?game_id=${encodeURIComponent(g.game_id)}`;
   return (

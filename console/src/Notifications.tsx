@@ -1,7 +1,8 @@
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { NOTIFICATION_STATUSES, api, notificationType, recentGames, type Notification } from './api';
-import { Link, navigate, useRoute } from './router';
-import { Card, ConfirmButton, ErrorBox, Field, Json, LoadMore, StatusBadge, time, useAction, usePaged } from './ui';
+import { FilterCard, PagedTable, SelectFilter, TextFilter, useUrlFilters, usePaged } from './lists';
+import { Link } from './router';
+import { Card, ConfirmButton, ErrorBox, Field, StatusBadge, time, useAction } from './ui';
 
 /** "YYYY-MM-DDTHH:MM" (UTC) for a datetime-local input: the console shows all times in UTC. */
 const toInput = (ms: number) => new Date(ms).toISOString().slice(0, 16);
@@ -9,70 +10,26 @@ const fromInput = (s: string) => Date.parse(`${s}:00Z`);
 
 /** Notifications that gave up (status=failed by default), with per-row and bulk redelivery. */
 export function NotificationsPage() {
-  const { query } = useRoute();
-  const gameId = query.get('game_id') ?? recentGames.current();
-  const status = query.get('status') ?? 'failed';
-  const [form, setForm] = useState({ game_id: gameId, status });
-  const list = usePaged((cursor) => api.notifications({ status: status || undefined, game_id: gameId || undefined, cursor }), [gameId, status]);
-  const search = (e: FormEvent) => {
-    e.preventDefault();
-    if (form.game_id.trim()) recentGames.use(form.game_id.trim());
-    navigate(`/notifications?${new URLSearchParams({ game_id: form.game_id.trim(), status: form.status }).toString()}`);
-  };
+  // An empty status (any) is kept in the URL: without one the page shows the failed ones.
+  const filters = useUrlFilters('/notifications', { game_id: recentGames.current(), status: 'failed' }, { keepEmpty: true });
+  const { game_id: gameId, status } = filters.applied;
+  const list = usePaged((cursor) => api.notifications({ status: status || undefined, game_id: gameId || undefined, cursor }), [filters.key]);
   return (
     <>
       <h1>{status === 'failed' ? 'Failed notifications' : 'Notifications'}</h1>
-      <Card title="Filter">
-        <form className="filters" onSubmit={search}>
-          <Field label="Game id">
-            <input name="game_id" value={form.game_id} onChange={(e) => setForm({ ...form, game_id: e.target.value })} />
-          </Field>
-          <Field label="Status">
-            <select name="status" value={form.status} onChange={(e) => setForm({ ...form, status: e.target.value })}>
-              <option value="">any</option>
-              {NOTIFICATION_STATUSES.map((s) => (
-                <option key={s}>{s}</option>
-              ))}
-            </select>
-          </Field>
-          <button type="submit" className="primary">
-            Search
-          </button>
-        </form>
-      </Card>
+      <FilterCard filters={filters}>
+        <TextFilter filters={filters} name="game_id" label="Game id" />
+        <SelectFilter filters={filters} name="status" label="Status" options={NOTIFICATION_STATUSES} />
+      </FilterCard>
       {gameId && <BulkRedeliver gameId={gameId} onDone={list.reload} />}
-      <Card title="Notifications (newest first)" actions={<button onClick={list.reload}>Refresh</button>}>
-        <ErrorBox error={list.error} />
-        <table data-testid="notifications-table">
-          <thead>
-            <tr>
-              <th>Notification</th>
-              <th>Type</th>
-              <th>Order</th>
-              <th>Game</th>
-              <th>Status</th>
-              <th className="right">Attempts</th>
-              <th>Last error</th>
-              <th>Created</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {list.items.map((n) => (
-              <Row key={n.notification_id} n={n} onChanged={list.reload} />
-            ))}
-            {!list.loading && list.items.length === 0 && !list.error && (
-              <tr>
-                <td colSpan={9} className="muted">
-                  Nothing here.
-                </td>
-              </tr>
-            )}
-          </tbody>
-        </table>
-        {list.raw !== undefined && <Json value={list.raw} label="Unrecognised answer" open />}
-        <LoadMore cursor={list.cursor} loading={list.loading} onMore={list.more} />
-      </Card>
+      <PagedTable
+        title="Notifications (newest first)"
+        list={list}
+        testId="notifications-table"
+        headers={['Notification', 'Type', 'Order', 'Game', 'Status', { label: 'Attempts', className: 'right' }, 'Last error', 'Created', '']}
+        empty="Nothing here."
+        row={(n) => <Row key={n.notification_id} n={n} onChanged={list.reload} />}
+      />
     </>
   );
 }

@@ -1,105 +1,46 @@
-import { useState, type FormEvent, type ReactNode } from 'react';
+import { useState, type ReactNode } from 'react';
 import { ORDER_STATUSES, api, notificationType, recentGames, type Notification, type OrderDetail } from './api';
-import { Link, navigate, useRoute } from './router';
-import { Card, ConfirmButton, ErrorBox, Field, Json, LoadMore, StatusBadge, money, time, useAction, useLoad, usePaged } from './ui';
-
-interface Filters {
-  game_id: string;
-  status: string;
-  combo_id: string;
-  reference_id: string;
-}
+import { FilterCard, PagedTable, SelectFilter, TextFilter, useUrlFilters, usePaged } from './lists';
+import { Link } from './router';
+import { Card, ConfirmButton, ErrorBox, Field, Json, StatusBadge, money, time, useAction, useLoad, Unloaded } from './ui';
 
 /** Filters live in the URL (?game_id=..&status=..) so a view can be shared and reloaded. */
 export function OrdersPage() {
-  const { query } = useRoute();
-  const applied: Filters = {
-    game_id: query.get('game_id') ?? recentGames.current(),
-    status: query.get('status') ?? '',
-    combo_id: query.get('combo_id') ?? '',
-    reference_id: query.get('reference_id') ?? '',
-  };
-  const key = JSON.stringify(applied);
-  const [form, setForm] = useState<Filters>(applied);
-  const list = usePaged((cursor) => api.orders({ ...applied, cursor }), [key]);
-  const search = (e: FormEvent) => {
-    e.preventDefault();
-    const q = new URLSearchParams(Object.entries(form).filter(([, v]) => v.trim() !== '') as [string, string][]);
-    if (form.game_id.trim()) recentGames.use(form.game_id.trim());
-    navigate(`/orders?${q.toString()}`);
-  };
+  const filters = useUrlFilters('/orders', { game_id: recentGames.current(), status: '', combo_id: '', reference_id: '' });
+  const list = usePaged((cursor) => api.orders({ ...filters.applied, cursor }), [filters.key]);
   return (
     <>
       <h1>Orders</h1>
-      <Card title="Filter">
-        <form className="filters" onSubmit={search}>
-          <Field label="Game id">
-            <input name="game_id" value={form.game_id} onChange={(e) => setForm({ ...form, game_id: e.target.value })} />
-          </Field>
-          <Field label="Status">
-            <select name="status" value={form.status} onChange={(e) => setForm({ ...form, status: e.target.value })}>
-              <option value="">any</option>
-              {ORDER_STATUSES.map((s) => (
-                <option key={s}>{s}</option>
-              ))}
-            </select>
-          </Field>
-          <Field label="Combo id">
-            <input name="combo_id" value={form.combo_id} onChange={(e) => setForm({ ...form, combo_id: e.target.value })} />
-          </Field>
-          <Field label="Reference id">
-            <input name="reference_id" value={form.reference_id} onChange={(e) => setForm({ ...form, reference_id: e.target.value })} />
-          </Field>
-          <button type="submit" className="primary">
-            Search
-          </button>
-        </form>
-      </Card>
-      <Card title="Orders (newest first)" actions={<button onClick={list.reload}>Refresh</button>}>
-        <ErrorBox error={list.error} />
-        <table data-testid="orders-table">
-          <thead>
-            <tr>
-              <th>Order</th>
-              <th>Created</th>
-              <th>Game</th>
-              <th>Reference</th>
-              <th>Combo id</th>
-              <th>Product</th>
-              <th className="right">Amount</th>
-              <th>Status</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.items.map((o) => (
-              <tr key={o.order_id}>
-                <td className="mono">
-                  <Link to={`/orders/${encodeURIComponent(o.order_id)}`}>{o.order_id}</Link>
-                </td>
-                <td className="nowrap">{time(o.created_at)}</td>
-                <td className="mono">{o.game_id}</td>
-                <td className="mono">{o.reference_id}</td>
-                <td className="mono">{o.combo_id}</td>
-                <td>{o.product_id}</td>
-                <td className="right">{money(o.amount, o.currency)}</td>
-                <td>
-                  <StatusBadge status={o.status} />
-                  {o.is_sandbox && <span className="badge">sandbox</span>}
-                </td>
-              </tr>
-            ))}
-            {!list.loading && list.items.length === 0 && !list.error && (
-              <tr>
-                <td colSpan={8} className="muted">
-                  No orders match.
-                </td>
-              </tr>
-            )}
-          </tbody>
-        </table>
-        {list.raw !== undefined && <Json value={list.raw} label="Unrecognised answer" open />}
-        <LoadMore cursor={list.cursor} loading={list.loading} onMore={list.more} />
-      </Card>
+      <FilterCard filters={filters}>
+        <TextFilter filters={filters} name="game_id" label="Game id" />
+        <SelectFilter filters={filters} name="status" label="Status" options={ORDER_STATUSES} />
+        <TextFilter filters={filters} name="combo_id" label="Combo id" />
+        <TextFilter filters={filters} name="reference_id" label="Reference id" />
+      </FilterCard>
+      <PagedTable
+        title="Orders (newest first)"
+        list={list}
+        testId="orders-table"
+        headers={['Order', 'Created', 'Game', 'Reference', 'Combo id', 'Product', { label: 'Amount', className: 'right' }, 'Status']}
+        empty="No orders match."
+        row={(o) => (
+          <tr key={o.order_id}>
+            <td className="mono">
+              <Link to={`/orders/${encodeURIComponent(o.order_id)}`}>{o.order_id}</Link>
+            </td>
+            <td className="nowrap">{time(o.created_at)}</td>
+            <td className="mono">{o.game_id}</td>
+            <td className="mono">{o.reference_id}</td>
+            <td className="mono">{o.combo_id}</td>
+            <td>{o.product_id}</td>
+            <td className="right">{money(o.amount, o.currency)}</td>
+            <td>
+              <StatusBadge status={o.status} />
+              {o.is_sandbox && <span className="badge">sandbox</span>}
+            </td>
+          </tr>
+        )}
+      />
     </>
   );
 }
@@ -108,16 +49,7 @@ export function OrderDetailPage({ orderId }: { orderId: string }) {
   const order = useLoad(() => api.order(orderId), [orderId]);
   const action = useAction();
   const [reason, setReason] = useState('');
-  if (order.error && !order.data) {
-    return (
-      <>
-        <h1>Order {orderId}</h1>
-        <ErrorBox error={order.error} />
-        <Link to="/orders">Back to orders</Link>
-      </>
-    );
-  }
-  if (!order.data) return <p className="muted">Loading…</p>;
+  if (!order.data) return <Unloaded loaded={order} title={`Order ${orderId}`} back={{ to: '/orders', label: 'Back to orders' }} />;
   const o = order.data;
   const act = async (f: () => Promise<unknown>) => {
     if ((await action.run(f)) !== undefined) {

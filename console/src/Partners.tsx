@@ -1,7 +1,8 @@
 import { useState, type FormEvent } from 'react';
 import { api, type NewSecret, type Partner } from './api';
 import { Link, navigate } from './router';
-import { Card, ConfirmButton, ErrorBox, Field, Json, LoadMore, SecretOnce, Switch, time, useAction, useLoad, usePaged } from './ui';
+import { PagedTable, usePaged } from './lists';
+import { Card, ConfirmButton, ErrorBox, Field, Json, SecretOnce, Switch, time, useAction, useLoad, Unloaded } from './ui';
 
 const splitIds = (s: string) =>
   s
@@ -14,42 +15,23 @@ export function Partners() {
   return (
     <>
       <h1>Partners</h1>
-      <Card title="All partners">
-        <ErrorBox error={list.error} />
-        <table>
-          <thead>
-            <tr>
-              <th>Partner id</th>
-              <th>Name</th>
-              <th>Enabled</th>
-              <th>Games</th>
-              <th>Created</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.items.map((p) => (
-              <tr key={p.partner_id}>
-                <td className="mono">
-                  <Link to={`/partners/${encodeURIComponent(p.partner_id)}`}>{p.partner_id}</Link>
-                </td>
-                <td>{p.name}</td>
-                <td>{p.enabled ? 'yes' : 'no'}</td>
-                <td>{(p.games ?? []).join(', ')}</td>
-                <td className="nowrap">{time(p.created_at)}</td>
-              </tr>
-            ))}
-            {!list.loading && list.items.length === 0 && (
-              <tr>
-                <td colSpan={5} className="muted">
-                  No partners yet.
-                </td>
-              </tr>
-            )}
-          </tbody>
-        </table>
-        {list.raw !== undefined && <Json value={list.raw} label="Unrecognised answer" open />}
-        <LoadMore cursor={list.cursor} loading={list.loading} onMore={list.more} />
-      </Card>
+      <PagedTable
+        title="All partners"
+        list={list}
+        headers={['Partner id', 'Name', 'Enabled', 'Games', 'Created']}
+        empty="No partners yet."
+        row={(p) => (
+          <tr key={p.partner_id}>
+            <td className="mono">
+              <Link to={`/partners/${encodeURIComponent(p.partner_id)}`}>{p.partner_id}</Link>
+            </td>
+            <td>{p.name}</td>
+            <td>{p.enabled ? 'yes' : 'no'}</td>
+            <td>{(p.games ?? []).join(', ')}</td>
+            <td className="nowrap">{time(p.created_at)}</td>
+          </tr>
+        )}
+      />
       <CreatePartner onCreated={list.reload} />
     </>
   );
@@ -98,16 +80,7 @@ export function PartnerDetail({ partnerId }: { partnerId: string }) {
   const action = useAction();
   const [fresh, setFresh] = useState<NewSecret>();
   const [addGame, setAddGame] = useState('');
-  if (partner.error && !partner.data) {
-    return (
-      <>
-        <h1>Partner {partnerId}</h1>
-        <ErrorBox error={partner.error} />
-        <Link to="/partners">Back to partners</Link>
-      </>
-    );
-  }
-  if (!partner.data) return <p className="muted">Loading…</p>;
+  if (!partner.data) return <Unloaded loaded={partner} title={`Partner ${partnerId}`} back={{ to: '/partners', label: 'Back to partners' }} />;
   const p = partner.data;
   const patch = async (change: Partial<Pick<Partner, 'enabled' | 'games'>>) => {
     const next = await action.run(() => api.patchPartner(p.partner_id, change));

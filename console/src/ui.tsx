@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useState, type ReactNode } from 'react';
 import { ApiError } from './api';
+import { Link } from './router';
 
 // ---------------------------------------------------------------- formatting
 
@@ -182,17 +183,6 @@ export function SecretOnce({ secret, onDone }: { secret: { key_id: string; secre
   );
 }
 
-export function LoadMore(props: { cursor: string | null; loading: boolean; onMore: () => void }) {
-  if (!props.cursor) return null;
-  return (
-    <div className="more">
-      <button disabled={props.loading} onClick={props.onMore}>
-        {props.loading ? 'Loading…' : 'Load more'}
-      </button>
-    </div>
-  );
-}
-
 export function Field(props: { label: string; children: ReactNode; hint?: string }) {
   return (
     <label className="field">
@@ -203,60 +193,14 @@ export function Field(props: { label: string; children: ReactNode; hint?: string
   );
 }
 
-export interface Paged<T> {
-  items: T[];
-  cursor: string | null;
-  raw: unknown;
-  loading: boolean;
-  error: Error | undefined;
-  more: () => void;
-  reload: () => void;
-}
-
-/** A cursor-paged list: the first page when `deps` change, the next ones on `more()`. */
-export function usePaged<T>(fetchPage: (cursor?: string) => Promise<import('./api').Page<T>>, deps: unknown[]): Paged<T> {
-  const [items, setItems] = useState<T[]>([]);
-  const [cursor, setCursor] = useState<string | null>(null);
-  const [raw, setRaw] = useState<unknown>();
-  const [loading, setLoading] = useState(false);
-  const [error, setError] = useState<Error>();
-  const [tick, setTick] = useState(0);
-
-  const load = useCallback(
-    async (from: string | undefined, append: boolean, isLive: () => boolean = () => true) => {
-      setLoading(true);
-      try {
-        const page = await fetchPage(from);
-        if (!isLive()) return;
-        setItems((old) => (append ? [...old, ...page.data] : page.data));
-        setCursor(page.next_cursor);
-        setRaw(page.raw);
-        setError(undefined);
-      } catch (e) {
-        if (isLive()) setError(e as Error);
-      } finally {
-        if (isLive()) setLoading(false);
-      }
-    },
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-    deps,
+/** What a detail page shows until its data is there: "Loading…", or the error and a way back. */
+export function Unloaded(props: { loaded: { error: Error | undefined }; title: string; back: { to: string; label: string } }) {
+  if (!props.loaded.error) return <p className="muted">Loading…</p>;
+  return (
+    <>
+      <h1>{props.title}</h1>
+      <ErrorBox error={props.loaded.error} />
+      <Link to={props.back.to}>{props.back.label}</Link>
+    </>
   );
-
-  useEffect(() => {
-    let live = true;
-    void load(undefined, false, () => live);
-    return () => {
-      live = false;
-    };
-  }, [load, tick]);
-
-  return {
-    items,
-    cursor,
-    raw,
-    loading,
-    error,
-    more: () => cursor && void load(cursor, true),
-    reload: () => setTick((t) => t + 1),
-  };
 }
