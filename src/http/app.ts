@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerFactory } from 'fastify';
+import Fastify, { LogController, type FastifyContextConfig, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerFactory } from 'fastify';
 import type { Logger } from 'pino';
 import { isStorageUnavailable } from '../db/index.js';
 import { ApiError, Errors, isApiError } from '../errors.js';
@@ -21,7 +21,31 @@ declare module 'fastify' {
     rawBody?: Buffer;
     /** The authenticated caller (a game or partner snapshot), set by `authenticate`. */
     caller?: unknown;
+    /** This request's route, read once (see routeOf). */
+    routeInfo?: RouteInfo;
   }
+}
+
+/** What the pipeline needs of a request's route. */
+export interface RouteInfo {
+  /** The route pattern; undefined for an unmatched request. */
+  url: string | undefined;
+  config: FastifyContextConfig;
+  bodySchema: JsonSchema | undefined;
+}
+
+/**
+ * The request's route, memoized: Fastify's `req.routeOptions` builds a new object on every
+ * read, and the pipeline reads it several times per request.
+ */
+export function routeOf(req: FastifyRequest): RouteInfo {
+  let info = req.routeInfo;
+  if (!info) {
+    const o = req.routeOptions;
+    info = { url: o.url, config: o.config, bodySchema: o.schema?.body as JsonSchema | undefined };
+    req.routeInfo = info;
+  }
+  return info;
 }
 
 export interface AppHooks {
@@ -69,6 +93,8 @@ export function createFastify(opts: AppOptions): FastifyInstance {
 
   app.setValidatorCompiler(schemaCompiler);
   trackRoutes(app);
+  // Per-request fields declared up front: every request object keeps one shape.
+  for (const field of ['rawBody', 'caller', 'routeInfo']) app.decorateRequest(field, null);
   installPipeline(app, opts.hooks);
   return app;
 }
@@ -100,7 +126,7 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     if (req.is404) throw unmatched(req);
     // NUL cannot be stored in PostgreSQL text and is never meaningful in an id or filter.
     if (req.url.includes('%00')) throw Errors.invalidRequest(nulMessage(req.url));
-    if (BODY_METHODS.has(req.method) && req.routeOptions.url && !isJsonContentType(req.headers['content-type'])) {
+    if (BODY_METHODS.has(req.method) && routeOf(req).url && !isJsonContentType(req.headers['content-type'])) {
       // An action that takes no body (redeliver, new key, cancel) may be sent without one.
       if (!(bodyOptional(req) && !announcesBody(req))) throw Errors.unsupportedMediaType('Content-Type must be application/json');
     }
@@ -119,7 +145,8 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
   });
 
   app.addHook('preValidation', async (req, reply) => {
-    const cfg = req.routeOptions.config;
+    const route = routeOf(req);
+    const cfg = route.config;
     await hooks.authenticate(req, cfg.auth ?? 'none');
     if (hooks.rateLimit) await hooks.rateLimit(req, reply, cfg.auth ?? 'none');
     if (cfg.precheck) await cfg.precheck(req);
@@ -137,7 +164,7 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     }
     if (req.rawBody?.includes(BACKSLASH_U)) rejectUnstorable(req.body, '');
     // The ""-as-absent rule is for SDK callers (PROTOCOL 3); an operator's "" is a value to validate.
-    if (cfg.auth !== 'admin') stripEmptyOptionalStrings(req.body, req.routeOptions.schema?.body as JsonSchema | undefined);
+    if (cfg.auth !== 'admin') stripEmptyOptionalStrings(req.body, route.bodySchema);
   });
 
   const unmatched = (req: FastifyRequest): ApiError => {
@@ -207,7 +234,7 @@ function nulMessage(url: string): string {
 
 /** A route whose body has no required field (or no body schema at all) can go without a body. */
 function bodyOptional(req: FastifyRequest): boolean {
-  const schema = req.routeOptions.schema?.body as JsonSchema | undefined;
+  const schema = routeOf(req).bodySchema;
   return !schema || !schema.required || schema.required.length === 0;
 }
 

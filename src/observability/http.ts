@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { Errors } from '../errors.js';
 import { responses } from '../http/errors-schema.js';
+import { routeOf } from '../http/app.js';
 import type { Logger } from 'pino';
 import type { ServiceMetrics } from './metrics.js';
 
@@ -16,7 +17,7 @@ export const UNMATCHED_ROUTE = '(unmatched)';
  */
 export function installRequestObservability(app: FastifyInstance, metrics: ServiceMetrics): void {
   app.addHook('onResponse', (req, reply, done) => {
-    const route = req.routeOptions.url ?? UNMATCHED_ROUTE;
+    const route = routeOf(req).url ?? UNMATCHED_ROUTE;
     const elapsed = reply.elapsedTime;
     metrics.observeRequest(req.method, route, reply.statusCode, elapsed / 1000);
     // The line is built only when it will be written (request logs are off below info).
