@@ -16,7 +16,7 @@
  * (postgres://postgres@127.0.0.1:5432; databases `combo_scale` and `combo_scale_empty` are
  * created there), SCALE_REUSE=1 (keep a seeded database from an earlier run with the same
  * SCALE_ROWS), SCALE_ROUNDS (empty/full measurement pairs, 2), SCALE_LIST_RUNS (timed runs per
- * listing query, 20), BENCH_DURATION (s per throughput measurement, 10), BENCH_CONNECTIONS (64),
+ * listing query, 20), SCALE_WARMUP (s of untimed load on each service first, 5), BENCH_DURATION (s per throughput measurement, 10), BENCH_CONNECTIONS (64),
  * SCALE_SEED_ONLY=1 (prepare the databases, measure nothing), SCALE_DROP=1 (drop the PostgreSQL databases and SQLite files at the end).
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -36,6 +36,7 @@ const REUSE = process.env.SCALE_REUSE === '1';
 const ROUNDS = Number(process.env.SCALE_ROUNDS ?? 2);
 const LIST_RUNS = Number(process.env.SCALE_LIST_RUNS ?? 20);
 const duration = Number(process.env.BENCH_DURATION ?? 10);
+const WARMUP = Number(process.env.SCALE_WARMUP ?? 5);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 64);
 /** Fixed so that a reused database's encrypted game secrets stay readable. */
 const SECRETS_KEY = Buffer.alloc(32, 7).toString('base64');
@@ -328,7 +329,10 @@ async function timeGet(base: string, uri: string, runs: number): Promise<{ ms: n
     const r = await fetch(base + uri, { headers: { authorization: `Bearer ${ADMIN}` } });
     body = await r.json();
     ms.push(performance.now() - t);
-    if (r.status !== 200) throw new Error(`GET ${uri}: ${r.status} ${JSON.stringify(body)}`);
+    if (r.status !== 200) {
+      log(`GET ${uri}: ${r.status} ${JSON.stringify(body)}`);
+      return { ms: [...ms, Number.POSITIVE_INFINITY], body: { data: [], next_cursor: null } };
+    }
   }
   return { ms, body };
 }
@@ -452,6 +456,13 @@ async function main() {
     try {
       const game = 'scale_g1';
       const rows: { what: string; round: number; e: Throughput; f: Throughput }[] = [];
+      // Warm-up, not counted: the first seconds on a large file fill the page caches.
+      for (const svc of [svcE, svcF]) {
+        const secret = (svc === svcE ? empty : full).secrets[game]!;
+        log(`${kind}: warm-up ${WARMUP} s (${svc === svcE ? 'empty' : 'full'})...`);
+        await autocannon({ url: svc.address, connections, duration: WARMUP, requests: [{ setupRequest: createOrders(secret, game) as never }] });
+        await autocannon({ url: svc.address, connections, duration: WARMUP, requests: [{ setupRequest: enterGames(secret, game) as never }] });
+      }
       for (let round = 1; round <= ROUNDS; round++) {
         for (const [what, make] of [
           ['create-order', createOrders],
