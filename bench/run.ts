@@ -6,7 +6,8 @@
  *
  * Settings: BENCH_DURATION (s, default 10), BENCH_CONNECTIONS (default 64), BENCH_ONLY
  * (comma list of scenario names), BENCH_OVERLOAD_SECONDS
- * (10), BENCH_OVERLOAD_FACTOR (5), BENCH_OVERLOAD_CONNECTIONS (1024).
+ * (10), BENCH_OVERLOAD_FACTOR (5), BENCH_OVERLOAD_CONNECTIONS (1024), BENCH_SUSTAINABLE (`open`,
+ * or `closed`: how the overload5x scenario defines the sustainable rate).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -200,6 +201,8 @@ async function overload(pid: number | undefined, url: string, setupRequest: (r: 
 }
 
 interface Overload5xResult {
+  closedLoop: number;
+  ladder: { rate: number; p99: number; non200: number }[];
   sustainable: number;
   sustainableCpuUs: number;
   targetRate: number;
@@ -231,9 +234,11 @@ const OVERLOAD_P99_BOUND_MS = 100;
 const OVERLOAD_RSS_BOUND_MB = 512;
 
 /**
- * Overload at 5x: the sustainable create-order rate is measured first (closed loop at
- * BENCH_CONNECTIONS, `duration` seconds), then create-order is offered at 5x that rate at a
- * constant arrival rate (open loop, bench/open-loop.ts, over BENCH_OVERLOAD_CONNECTIONS
+ * Overload at 5x: the sustainable create-order rate is measured first: the closed-loop rate at
+ * BENCH_CONNECTIONS (`duration` seconds), then constant arrival rates of 30, 50, 70, 85 and 100 %
+ * of it (5 s each); the highest whose answers are all 200 with p99 <= 20 ms is the sustainable
+ * rate (BENCH_SUSTAINABLE=closed: the closed-loop rate). Then create-order is offered at 5x that
+ * rate at a constant arrival rate (open loop, bench/open-loop.ts, over BENCH_OVERLOAD_CONNECTIONS
  * keep-alive connections) for BENCH_OVERLOAD_SECONDS. Every answer is timed from its send, per
  * status: admitted (200) and shed (503/429) apart. Server RSS
  * is sampled every 100 ms; the service runs with its default shedding settings.
@@ -246,20 +251,40 @@ async function overload5x(
 ): Promise<Overload5xResult> {
   const cpu0 = cpuMs(pid);
   const base = await autocannon({ url, connections, duration, requests: [{ setupRequest: makeSetup() as never }] });
-  const sustainable = Math.round(base.requests.average);
+  const closedLoop = Math.round(base.requests.average);
   const sustainableCpuUs = Math.round(((cpuMs(pid) - cpu0) * 1000) / Math.max(1, base.requests.total));
   await new Promise((r) => setTimeout(r, 2000)); // let the group commit and GC settle
+  const { port } = new URL(url);
+  let made = 0;
+  const next = () => makeRequest(made++);
+  // Sustainable: the highest constant arrival rate (a ladder of fractions of the closed-loop
+  // rate, 5 s each) whose answers are all 200 with p99 <= 20 ms.
+  const ladder: { rate: number; p99: number; non200: number }[] = [];
+  let sustainable = 0;
+  for (const f of [0.3, 0.5, 0.7, 0.85, 1]) {
+    const rate = Math.round(closedLoop * f);
+    const r = await openLoop({ host: '127.0.0.1', port: Number(port), rate, seconds: 5, connections: 256, next });
+    const ok = [...(r.byStatus['200'] ?? [])].sort((a, b) => a - b);
+    const p99 = ok.length ? Math.round(ok[Math.ceil(ok.length * 0.99) - 1]! * 10) / 10 : NaN;
+    const non200 = r.sent - ok.length;
+    ladder.push({ rate, p99, non200 });
+    process.stderr.write(`  open loop ${rate} req/s: p99 ${p99} ms, non-200 ${non200}\n`);
+    if (non200 > 0 || !(p99 <= 20)) break;
+    sustainable = rate;
+    await new Promise((res) => setTimeout(res, 1000));
+  }
+  if (process.env.BENCH_SUSTAINABLE === 'closed' || sustainable === 0) sustainable = closedLoop;
+  await new Promise((r) => setTimeout(r, 2000));
   const targetRate = sustainable * OVERLOAD_FACTOR;
   const overConnections = Number(process.env.BENCH_OVERLOAD_CONNECTIONS ?? 1024);
   const total = Math.round(targetRate * OVERLOAD_SECONDS);
   process.stderr.write(`sustainable ${sustainable} req/s; signing ${total} requests...\n`);
-  const reqs = Array.from({ length: total }, (_, i) => makeRequest(i));
+  const reqs = Array.from({ length: total }, () => next());
   process.stderr.write(`offering ${targetRate} req/s (open loop) for ${OVERLOAD_SECONDS}s over ${overConnections} connections...\n`);
   const rssStart = rssMb(pid);
   let rssMax = rssStart;
   const sampler = setInterval(() => (rssMax = Math.max(rssMax, rssMb(pid))), 100);
   const cpu1 = cpuMs(pid);
-  const { port } = new URL(url);
   let k = 0;
   const r = await openLoop({ host: '127.0.0.1', port: Number(port), rate: targetRate, seconds: OVERLOAD_SECONDS, connections: overConnections, next: () => reqs[k++]!, drainMs: 10_000 });
   const cpu = cpuMs(pid) - cpu1;
@@ -277,6 +302,8 @@ async function overload5x(
   const other = Object.fromEntries(Object.entries(lat).filter(([k]) => !['200', '503', '429'].includes(k)).map(([k, v]) => [k, v.length]));
   const answers = Object.values(lat).reduce((a, v) => a + v.length, 0);
   return {
+    closedLoop,
+    ladder,
     sustainable,
     sustainableCpuUs,
     targetRate,
@@ -539,7 +566,9 @@ async function main() {
       const o = over5;
       console.log(`\n| overload5x (create-order; MAX_INFLIGHT_REQUESTS=${o.maxInflight}, MAX_EVENT_LOOP_DELAY_MS=${o.maxDelay}) | value |`);
       console.log('|---|---|');
-      console.log(`| sustainable rate (closed loop, ${connections} connections) | ${o.sustainable} req/s, ${o.sustainableCpuUs} µs CPU/req |`);
+      console.log(`| closed loop, ${connections} connections | ${o.closedLoop} req/s, ${o.sustainableCpuUs} µs CPU/req |`);
+      console.log(`| open loop ladder (rate: p99 ms of 200s, non-200) | ${o.ladder.map((l) => `${l.rate}: ${l.p99}, ${l.non200}`).join('; ')} |`);
+      console.log(`| sustainable rate (${process.env.BENCH_SUSTAINABLE === 'closed' ? 'closed loop' : 'highest open-loop rate with all 200 and p99 <= 20 ms'}) | ${o.sustainable} req/s |`);
       console.log(`| offered: target ${OVERLOAD_FACTOR}x = ${o.targetRate} req/s; achieved | ${o.offeredPerSecond} req/s for ${o.seconds} s (generator lag max ${o.maxLagMs} ms) |`);
       console.log(`| admitted (200) | ${o.admitted} (${o.admittedPerSecond}/s), p50 ${o.admittedP50} ms, p99 ${o.admittedP99} ms, max ${o.admittedMax} ms |`);
       console.log(`| shed (503/429) | ${o.shed}, p50 ${o.shedP50} ms, p99 ${o.shedP99} ms |`);
