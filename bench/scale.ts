@@ -357,7 +357,7 @@ async function listings(svc: Service, kind: string): Promise<ListTiming[]> {
   const old = now - SPAN_MS + 86_400_000; // one day after the oldest row
   const deepOrder = (t: number) => cursorOf([t, String((BigInt(t - EPOCH) << 22n) | 0xfffffn)]);
   // A heavy player (10 % of all orders go to 10,000 players) and an ordinary one.
-  const heavy = 'p0000042';
+  const heavy = 'p0000040'; // heavy players are those (i * 7919) % 10000 with i % 10 = 0: multiples of 10
   const plain = 'p0123457';
   const firstRef = (await adminCall(svc.address, 'GET', `/admin/v1/orders?game_id=scale_g2&limit=1`)).data[0]?.reference_id ?? 'ref-1';
   const o = '/admin/v1/orders?limit=50';

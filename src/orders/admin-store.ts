@@ -38,9 +38,11 @@ export class OrderAdminStore {
       if (filter.comboId !== undefined) q = q.where('combo_id', '=', filter.comboId);
       if (filter.referenceId !== undefined) q = q.where('reference_id', '=', filter.referenceId);
       if (after) {
-        q = q.where((eb) =>
-          eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('order_id', '<', after.orderId)])]),
-        );
+        // `created_at <=` first: a range the index can seek to (an OR alone is a filter, and a
+        // cursor deep into 10 million rows then scanned everything newer than it).
+        q = q
+          .where('created_at', '<=', after.createdAt)
+          .where((eb) => eb.or([eb('created_at', '<', after.createdAt), eb('order_id', '<', after.orderId)]));
       }
       return q.orderBy('created_at', 'desc').orderBy('order_id', 'desc').limit(limit);
     };

@@ -99,11 +99,12 @@ export class SessionStore {
       if (f.open !== undefined) query = query.where('left_at', f.open ? 'is' : 'is not', null);
       const c = f.after;
       if (c) {
-        query = query.where((eb) =>
+        // `created_at <=` first: a range the index can seek to (see OrderAdminStore.list).
+        query = query.where('created_at', '<=', c.createdAt).where((eb) =>
           eb.or([
             eb('created_at', '<', c.createdAt),
-            eb.and([eb('created_at', '=', c.createdAt), eb('game_id', '<', c.gameId)]),
-            eb.and([eb('created_at', '=', c.createdAt), eb('game_id', '=', c.gameId), eb('session_id', '<', c.sessionId)]),
+            eb('game_id', '<', c.gameId),
+            eb.and([eb('game_id', '=', c.gameId), eb('session_id', '<', c.sessionId)]),
           ]),
         );
       }
