@@ -47,10 +47,6 @@ function openSqlite(file: string, options: DatabaseOptions): Database {
   raw.pragma('journal_mode = WAL');
   raw.pragma(`synchronous = ${options.sqliteSynchronous ?? 'NORMAL'}`);
   raw.pragma('busy_timeout = 5000');
-  // 64 MiB of page cache (SQLite's default is 2 MiB): the inner pages of every index of a
-  // 10-million-row table stay in memory, so an insert reads only leaf pages from the OS
-  // (docs/benchmarks.md, "Scale: 10 million rows").
-  raw.pragma('cache_size = -65536');
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
   const committer = new GroupCommitter(db);
   return {
