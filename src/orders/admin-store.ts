@@ -27,7 +27,7 @@ export class OrderAdminStore {
    * Newest first by (created_at, order_id). With a game, or with no filter at all, one index
    * range read in order. With another filter but no game, every game's newest matching rows are
    * read through a per-game index ((game_id, status, created_at, order_id), (game_id, combo_id,
-   * created_at), (game_id, reference_id)) and merged: without it a rare status or an unknown
+   * created_at, order_id), (game_id, reference_id)) and merged: without it a rare status or an unknown
    * player scanned the whole table (10 million rows: seconds; docs/benchmarks.md).
    */
   async list(filter: OrderFilter, after: OrderCursor | null, limit: number): Promise<OrderRow[]> {
