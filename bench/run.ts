@@ -5,7 +5,9 @@
  * each endpoint's ratio to the bare route.
  *
  * Settings: BENCH_DURATION (s, default 10), BENCH_CONNECTIONS (default 64), BENCH_ONLY
- * (comma list of scenario names).
+ * (comma list of scenario names), BENCH_OVERLOAD_SECONDS
+ * (10), BENCH_OVERLOAD_FACTOR (5), BENCH_OVERLOAD_CONNECTIONS (1024), BENCH_SUSTAINABLE (`open`,
+ * or `closed`: how the overload5x scenario defines the sustainable rate).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -16,6 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
+import { httpPost, openLoop } from './open-loop.js';
 import { authorizationHeader } from '../src/signing/signer.js';
 
 const duration = Number(process.env.BENCH_DURATION ?? 10);
@@ -194,6 +197,135 @@ async function overload(pid: number | undefined, url: string, setupRequest: (r: 
     p99: result.latency.p99,
     rssStartMb: rssStart,
     rssMaxMb: rssMax,
+  };
+}
+
+interface Overload5xResult {
+  closedLoop: number;
+  ladder: { rate: number; p99: number; non200: number }[];
+  sustainable: number;
+  sustainableCpuUs: number;
+  targetRate: number;
+  offeredPerSecond: number;
+  maxLagMs: number;
+  seconds: number;
+  admitted: number;
+  admittedPerSecond: number;
+  admittedP50: number;
+  admittedP99: number;
+  admittedMax: number;
+  shed: number;
+  shedP50: number;
+  shedP99: number;
+  other: Record<string, number>;
+  errors: number;
+  cpuUsPerAnswer: number;
+  rssStartMb: number;
+  rssMaxMb: number;
+  rssEndMb: number;
+  maxInflight: string;
+  maxDelay: string;
+}
+
+const OVERLOAD_SECONDS = Number(process.env.BENCH_OVERLOAD_SECONDS ?? 10);
+const OVERLOAD_FACTOR = Number(process.env.BENCH_OVERLOAD_FACTOR ?? 5);
+/** Pass bounds of the overload5x scenario. */
+const OVERLOAD_P99_BOUND_MS = 100;
+const OVERLOAD_RSS_BOUND_MB = 512;
+
+/**
+ * Overload at 5x: the sustainable create-order rate is measured first: the closed-loop rate at
+ * BENCH_CONNECTIONS (`duration` seconds), then constant arrival rates of 30, 50, 70, 85 and 100 %
+ * of it (5 s each); the highest whose answers are all 200 with p99 <= 20 ms is the sustainable
+ * rate (BENCH_SUSTAINABLE=closed: the closed-loop rate). Then create-order is offered at 5x that
+ * rate at a constant arrival rate (open loop, bench/open-loop.ts, over BENCH_OVERLOAD_CONNECTIONS
+ * keep-alive connections) for BENCH_OVERLOAD_SECONDS. Every answer is timed from its send, per
+ * status: admitted (200) and shed (503/429) apart. Server RSS
+ * is sampled every 100 ms; the service runs with its default shedding settings.
+ */
+async function overload5x(
+  pid: number | undefined,
+  url: string,
+  makeSetup: () => (r: Record<string, unknown>) => Record<string, unknown>,
+  makeRequest: (i: number) => Buffer,
+): Promise<Overload5xResult> {
+  const cpu0 = cpuMs(pid);
+  const base = await autocannon({ url, connections, duration, requests: [{ setupRequest: makeSetup() as never }] });
+  const closedLoop = Math.round(base.requests.average);
+  const sustainableCpuUs = Math.round(((cpuMs(pid) - cpu0) * 1000) / Math.max(1, base.requests.total));
+  await new Promise((r) => setTimeout(r, 2000)); // let the group commit and GC settle
+  const { port } = new URL(url);
+  let made = 0;
+  const next = () => makeRequest(made++);
+  // Sustainable: the highest constant arrival rate (a ladder of fractions of the closed-loop
+  // rate, 5 s each) whose answers are all 200 with p99 <= 20 ms.
+  const ladder: { rate: number; p99: number; non200: number }[] = [];
+  let sustainable = 0;
+  for (const f of [0.3, 0.5, 0.7, 0.85, 1]) {
+    const rate = Math.round(closedLoop * f);
+    const r = await openLoop({ host: '127.0.0.1', port: Number(port), rate, seconds: 5, connections: 256, next });
+    const ok = [...(r.byStatus['200'] ?? [])].sort((a, b) => a - b);
+    const p99 = ok.length ? Math.round(ok[Math.ceil(ok.length * 0.99) - 1]! * 10) / 10 : NaN;
+    const non200 = r.sent - ok.length;
+    ladder.push({ rate, p99, non200 });
+    process.stderr.write(`  open loop ${rate} req/s: p99 ${p99} ms, non-200 ${non200}\n`);
+    if (non200 > 0 || !(p99 <= 20)) break;
+    sustainable = rate;
+    await new Promise((res) => setTimeout(res, 1000));
+  }
+  if (process.env.BENCH_SUSTAINABLE === 'closed' || sustainable === 0) sustainable = closedLoop;
+  await new Promise((r) => setTimeout(r, 2000));
+  const targetRate = sustainable * OVERLOAD_FACTOR;
+  const overConnections = Number(process.env.BENCH_OVERLOAD_CONNECTIONS ?? 1024);
+  const total = Math.round(targetRate * OVERLOAD_SECONDS);
+  process.stderr.write(`sustainable ${sustainable} req/s; signing ${total} requests...\n`);
+  const reqs = Array.from({ length: total }, () => next());
+  process.stderr.write(`offering ${targetRate} req/s (open loop) for ${OVERLOAD_SECONDS}s over ${overConnections} connections...\n`);
+  const rssStart = rssMb(pid);
+  let rssMax = rssStart;
+  const sampler = setInterval(() => (rssMax = Math.max(rssMax, rssMb(pid))), 100);
+  const cpu1 = cpuMs(pid);
+  let k = 0;
+  const r = await openLoop({ host: '127.0.0.1', port: Number(port), rate: targetRate, seconds: OVERLOAD_SECONDS, connections: overConnections, next: () => reqs[k++]!, drainMs: 10_000 });
+  const cpu = cpuMs(pid) - cpu1;
+  clearInterval(sampler);
+  await new Promise((res) => setTimeout(res, 2000));
+  const rssEnd = rssMb(pid);
+  rssMax = Math.max(rssMax, rssEnd);
+  const lat = r.byStatus;
+  const seconds = r.seconds;
+  const result = { errors: r.errors + r.unanswered };
+  const sorted = (a: number[] = []) => [...a].sort((x, y) => x - y);
+  const q = (a: number[], p: number) => (a.length ? Math.round(a[Math.min(a.length - 1, Math.ceil(a.length * p) - 1)]! * 10) / 10 : NaN);
+  const ok = sorted(lat['200']);
+  const shed = sorted([...(lat['503'] ?? []), ...(lat['429'] ?? [])]);
+  const other = Object.fromEntries(Object.entries(lat).filter(([k]) => !['200', '503', '429'].includes(k)).map(([k, v]) => [k, v.length]));
+  const answers = Object.values(lat).reduce((a, v) => a + v.length, 0);
+  return {
+    closedLoop,
+    ladder,
+    sustainable,
+    sustainableCpuUs,
+    targetRate,
+    offeredPerSecond: Math.round(r.sent / seconds),
+    maxLagMs: r.maxLagMs,
+    seconds: Math.round(seconds * 10) / 10,
+    admitted: ok.length,
+    admittedPerSecond: Math.round(ok.length / seconds),
+    admittedP50: q(ok, 0.5),
+    admittedP99: q(ok, 0.99),
+    admittedMax: q(ok, 1),
+    shed: shed.length,
+    shedP50: q(shed, 0.5),
+    shedP99: q(shed, 0.99),
+    other,
+    errors: result.errors,
+    cpuUsPerAnswer: Math.round((cpu * 1000) / Math.max(1, answers)),
+    rssStartMb: rssStart,
+    rssMaxMb: rssMax,
+    rssEndMb: rssEnd,
+    maxInflight: process.env.MAX_INFLIGHT_REQUESTS ?? 'default',
+    maxDelay: process.env.MAX_EVENT_LOOP_DELAY_MS ?? 'default',
   };
 }
 
@@ -387,6 +519,29 @@ async function main() {
       process.stderr.write(`running overload for ${duration}s at ${connections * 16} connections...\n`);
       over = await overload(osvc.child.pid, osvc.address, presigned(n * 2, (i) => ({ path: '/v1/server/create-order', body: orderBody(i + 10_000_000) }), game, og.secret_key));
     }
+    let over5: Overload5xResult | null = null;
+    if (!only || only.includes('overload5x')) {
+      // Its own service and database, with the default shedding settings (or those of this
+      // environment: MAX_INFLIGHT_REQUESTS, MAX_EVENT_LOOP_DELAY_MS).
+      const oport = await freePort();
+      const odir = mkdtempSync(path.join(os.tmpdir(), 'combo-bench-overload5x-'));
+      const osvc = await startChild(['dist/src/main.js'], {
+        PORT: String(oport), HOST: '127.0.0.1', DATA_DIR: odir, ADMIN_TOKEN: ADMIN, LOG_LEVEL: 'warn', CLIENT_RATE_LIMIT_PER_SECOND: '1000000',
+      }, false, `http://127.0.0.1:${oport}`);
+      children.push(osvc.child);
+      const og = (await adminCall(osvc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Bench', rate_limit_per_second: 1_000_000 })) as { secret_key: string };
+      await adminCall(osvc.address, 'PUT', `/admin/v1/games/${game}/products/gem_60`, { name: '60 gems', price: 600, currency: 'CNY' });
+      let batch = 0;
+      const count = n;
+      process.stderr.write(`running overload5x: sustainable rate for ${duration}s at ${connections} connections...\n`);
+      over5 = await overload5x(osvc.child.pid, osvc.address, () => {
+        const b = ++batch;
+        return presigned(count, (i) => ({ path: '/v1/server/create-order', body: orderBody(i + b * 20_000_000) }), game, og.secret_key);
+      }, (i) => {
+        const body = orderBody(i + 90_000_000);
+        return httpPost('/v1/server/create-order', body, { authorization: authorizationHeader({ kind: 'game', id: game }, og.secret_key, 'POST', '/v1/server/create-order', body) });
+      });
+    }
     let delivery: DeliveryResult | null = null;
     if (!only || only.includes('notifications')) {
       process.stderr.write('running notifications: paying orders, a local receiver answers 200...\n');
@@ -406,6 +561,28 @@ async function main() {
       console.log(`\n| overload (create-order, MAX_INFLIGHT_REQUESTS=256) | connections | admitted (200)/s | shed (503) | p99 ms (all answers) | RSS start MB | RSS max MB |`);
       console.log('|---|---|---|---|---|---|---|');
       console.log(`| ${over.connections} connections | ${over.connections} | ${over.admittedPerSecond} | ${over.shed} | ${over.p99} | ${over.rssStartMb} | ${over.rssMaxMb} |`);
+    }
+    if (over5) {
+      const o = over5;
+      console.log(`\n| overload5x (create-order; MAX_INFLIGHT_REQUESTS=${o.maxInflight}, MAX_EVENT_LOOP_DELAY_MS=${o.maxDelay}) | value |`);
+      console.log('|---|---|');
+      console.log(`| closed loop, ${connections} connections | ${o.closedLoop} req/s, ${o.sustainableCpuUs} µs CPU/req |`);
+      console.log(`| open loop ladder (rate: p99 ms of 200s, non-200) | ${o.ladder.map((l) => `${l.rate}: ${l.p99}, ${l.non200}`).join('; ')} |`);
+      console.log(`| sustainable rate (${process.env.BENCH_SUSTAINABLE === 'closed' ? 'closed loop' : 'highest open-loop rate with all 200 and p99 <= 20 ms'}) | ${o.sustainable} req/s |`);
+      console.log(`| offered: target ${OVERLOAD_FACTOR}x = ${o.targetRate} req/s; achieved | ${o.offeredPerSecond} req/s for ${o.seconds} s (generator lag max ${o.maxLagMs} ms) |`);
+      console.log(`| admitted (200) | ${o.admitted} (${o.admittedPerSecond}/s), p50 ${o.admittedP50} ms, p99 ${o.admittedP99} ms, max ${o.admittedMax} ms |`);
+      console.log(`| shed (503/429) | ${o.shed}, p50 ${o.shedP50} ms, p99 ${o.shedP99} ms |`);
+      console.log(`| other statuses; connection errors or unanswered | ${JSON.stringify(o.other)}; ${o.errors} |`);
+      console.log(`| server CPU per answer | ${o.cpuUsPerAnswer} µs |`);
+      console.log(`| server RSS start / max / end (2 s after) | ${o.rssStartMb} / ${o.rssMaxMb} / ${o.rssEndMb} MB |`);
+      const checks: [string, boolean][] = [
+        [`offered rate >= 90 % of ${OVERLOAD_FACTOR}x (${o.offeredPerSecond} of ${o.targetRate})`, o.offeredPerSecond >= 0.9 * o.targetRate],
+        [`memory bounded: RSS max ${o.rssMaxMb} MB <= ${OVERLOAD_RSS_BOUND_MB} MB`, o.rssMaxMb <= OVERLOAD_RSS_BOUND_MB],
+        [`admitted p99 ${o.admittedP99} ms <= ${OVERLOAD_P99_BOUND_MS} ms`, o.admittedP99 <= OVERLOAD_P99_BOUND_MS],
+        [`no answer other than 200/503/429 (${Object.values(o.other).reduce((a, b) => a + b, 0)}), no connection error (${o.errors})`, Object.keys(o.other).length === 0 && o.errors === 0],
+        ['some requests admitted', o.admitted > 0],
+      ];
+      for (const [what, pass] of checks) console.log(`${pass ? 'PASS' : 'FAIL'}  ${what}`);
     }
     if (delivery) {
       console.log(`\n| notifications | backlog delivered | deliveries/s (backlog drain) | orders created+paid/s | paid-to-received p50 ms | p99 ms |`);

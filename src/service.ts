@@ -12,7 +12,7 @@ import { packageVersion } from './lib/package-info.js';
 import { createFastify, type AuthKind } from './http/app.js';
 import { verifyAdminToken, verifySignedRequest, type CallerDirectory } from './http/auth.js';
 import { registerHealthRoutes } from './http/health.js';
-import { installLoadShedding } from './http/load-shedding.js';
+import { LoadShedder } from './http/load-shedding.js';
 import { defaultConsoleDir, registerConsoleRoutes } from './http/console.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { IdGenerator } from './lib/ids.js';
@@ -218,10 +218,17 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   };
 
   let draining = false;
+  const shedding = new LoadShedder({
+    maxInflight: config.maxInflightRequests,
+    maxEventLoopDelayMs: config.maxEventLoopDelayMs || Number.POSITIVE_INFINITY,
+    onShed: () => metrics.shed(),
+    logger,
+  });
   const app = createFastify({
     logger,
     tls: config.tls,
     trustProxy: config.trustProxy,
+    shedder: shedding,
     hooks: {
       isDraining: () => draining,
       rateLimit,
@@ -237,10 +244,6 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
 
   // The OpenAPI generator listens to route registration: it goes first.
   await registerOpenApi(app, { publicBaseUrl: config.publicBaseUrl, version: packageVersion() });
-  const shedding = installLoadShedding(app, {
-    maxInflight: config.maxInflightRequests,
-    maxEventLoopDelayMs: config.maxEventLoopDelayMs || Number.POSITIVE_INFINITY,
-  });
   registerApiDocsRoutes(app);
   // production: one log line and one metrics sample per request; GET /metrics.
   installRequestObservability(app, metrics);

@@ -97,6 +97,38 @@ describe('GET /admin/v1/orders', () => {
     expect(all.body.data).toHaveLength(3);
   });
 
+  it('without game_id, a filter merges every game newest first, paged without gaps or repeats', async () => {
+    const games = [await createGame(t), await createGame(t), await createGame(t)];
+    const combo = `merge-${Date.now()}`;
+    const made: CreatedOrder[] = [];
+    for (let i = 0; i < 12; i++) made.push(await createOrder(t, games[i % 3]!, { combo_id: combo, reference_id: `merge-ref-${combo}-${i % 4}` }));
+    await pay(t, made[4]!.order_token);
+    await pay(t, made[7]!.order_token);
+    const rows = await t.service.database.db.selectFrom('orders').select(['order_id', 'created_at', 'status', 'reference_id']).where('combo_id', '=', combo).execute();
+    rows.sort((a, b) => b.created_at - a.created_at || (b.order_id > a.order_id ? 1 : -1));
+    const walk = async (q: string) => {
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const r: any = await list(`?${q}&limit=5${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        expect(r.status).toBe(200);
+        seen.push(...r.body.data.map((o: { order_id: string }) => o.order_id));
+        cursor = r.body.next_cursor;
+      } while (cursor);
+      return seen;
+    };
+    expect(await walk(`combo_id=${combo}`)).toEqual(rows.map((r) => r.order_id));
+    expect(await walk(`combo_id=${combo}&status=created`)).toEqual(rows.filter((r) => r.status === 'created').map((r) => r.order_id));
+    const paid = (await list(`?status=paid&combo_id=${combo}`)).body.data.map((o: { order_id: string }) => o.order_id);
+    expect(paid).toEqual(rows.filter((r) => r.status === 'paid').map((r) => r.order_id));
+    // one reference_id, used once in each of three games
+    const ref = `merge-ref-${combo}-0`;
+    expect(await walk(`reference_id=${ref}`)).toEqual(rows.filter((r) => r.reference_id === ref).map((r) => r.order_id));
+    expect((await list(`?reference_id=${ref}`)).body.data).toHaveLength(3);
+    const newest = (await list('?status=created&limit=1')).body.data[0];
+    expect(newest.created_at).toBe(Math.max(...(await t.service.database.db.selectFrom('orders').select('created_at').where('status', '=', 'created').execute()).map((r) => r.created_at)));
+  });
+
   it('never exposes the token secret or request hash', async () => {
     const r = await list(`?game_id=${game.gameId}&limit=5`);
     for (const o of r.body.data) {

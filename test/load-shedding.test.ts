@@ -42,6 +42,8 @@ describe('load shedding', () => {
     expect(shed.headers.get('retry-after')).toBe('1');
     expect(shed.headers.get('x-trace-id')).toBeTruthy();
     expect((await fetch(`${t.url}/healthz`)).status).toBe(200);
+    // refused before routing, so counted apart from the per-route request counters
+    expect(await (await fetch(`${t.url}/metrics`)).text()).toMatch(/^combo_http_requests_shed_total 1$/m);
     // Nothing of the shed request was stored.
     const sessions = await t.service.database.db.selectFrom('sessions').selectAll().where('game_id', '=', game.gameId).execute();
     expect(sessions).toHaveLength(0);

@@ -81,6 +81,28 @@ describe('sessions: timeout sweep, operator listing, online time per Beijing day
     expect(closed.data[0]).toMatchObject({ entered_at: null, online_seconds: null, close_reason: 'leave' });
   });
 
+  it('without game_id, lists every game newest first (ties by game, then session), paged', async () => {
+    const games = [await createGame(t), await createGame(t)];
+    clock.advance(1000);
+    // same created_at in both games: the order is (created_at, game_id, session_id) descending
+    for (const g of games) for (const s of ['m-a', 'm-b']) await enter(t, g, 'merger', s);
+    clock.advance(1000);
+    await enter(t, games[0]!, 'merger', 'm-c');
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const p: any = await sessions(`combo_id=merger&limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      seen.push(...p.data.map((s: any) => `${s.game_id}/${s.session_id}`));
+      cursor = p.next_cursor;
+    } while (cursor);
+    const [g0, g1] = games.map((g) => g.gameId).sort();
+    expect(seen).toEqual([`${games[0]!.gameId}/m-c`, `${g1}/m-b`, `${g1}/m-a`, `${g0}/m-b`, `${g0}/m-a`]);
+    const all = await sessions('limit=3');
+    expect(all.data[0]).toMatchObject({ game_id: games[0]!.gameId, session_id: 'm-c' });
+    const open = await sessions('open=true&limit=200');
+    expect(open.data.map((s: any) => s.session_id)).toContain('m-c');
+  });
+
   it('rejects bad query parameters at each bound', async () => {
     for (const [q, ok] of [
       ['limit=0', false],

@@ -1,12 +1,16 @@
 import { isUtf8 } from 'node:buffer';
+import type http from 'node:http';
 import Fastify, { LogController, type FastifyContextConfig, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerFactory } from 'fastify';
 import type { Logger } from 'pino';
 import { isStorageUnavailable } from '../db/index.js';
 import { ApiError, Errors, isApiError } from '../errors.js';
 import { describeValidationError, schemaCompiler } from './validation.js';
 import { DualProtocolServer } from './dual-server.js';
+import type { LoadShedder } from './load-shedding.js';
 import { newTraceId } from './trace.js';
 import { trackRoutes } from './route-table.js';
+
+type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
 export type AuthKind = 'game' | 'partner' | 'admin' | 'client' | 'none';
 
@@ -63,6 +67,8 @@ export interface AppOptions {
   hooks: AppHooks;
   /** Fastify `trustProxy` (TRUST_PROXY): which proxies' X-Forwarded-For gives req.ip. */
   trustProxy?: boolean | number | string[];
+  /** Overload protection: checked in the Node request handler, before Fastify. */
+  shedder?: LoadShedder;
 }
 
 export const BODY_LIMIT = 64 * 1024;
@@ -88,8 +94,16 @@ export function createFastify(opts: AppOptions): FastifyInstance {
   const app = (
     opts.tls
       ? Fastify({ ...common, http2: true, https: { allowHTTP1: true, cert: opts.tls.cert, key: opts.tls.key } })
-      : Fastify({ ...common, serverFactory: ((handler: never) => new DualProtocolServer(handler)) as unknown as FastifyServerFactory })
+      : Fastify({ ...common, serverFactory: ((handler: Handler) => new DualProtocolServer(opts.shedder ? opts.shedder.wrap(handler) : handler)) as unknown as FastifyServerFactory })
   ) as unknown as FastifyInstance;
+  if (opts.tls && opts.shedder) {
+    // The TLS server was made by Fastify with its handler as the 'request' listener.
+    const server = app.server as unknown as http.Server;
+    for (const l of server.listeners('request') as Handler[]) {
+      server.off('request', l);
+      server.on('request', opts.shedder.wrap(l));
+    }
+  }
 
   app.setValidatorCompiler(schemaCompiler);
   trackRoutes(app);

@@ -47,6 +47,11 @@ export class ServiceMetrics implements DomainMetrics {
     labelNames: ['kind'] as const,
     registers: [this.registry],
   });
+  private readonly shedTotal = new Counter({
+    name: 'combo_http_requests_shed_total',
+    help: 'Requests refused with 503 by load shedding (over MAX_INFLIGHT_REQUESTS or a saturated event loop), before routing',
+    registers: [this.registry],
+  });
   private readonly notificationAttempts = new Counter({
     name: 'combo_notification_attempts_total',
     help: 'Notification delivery attempts, by result',
@@ -119,6 +124,11 @@ export class ServiceMetrics implements DomainMetrics {
     }
     series.count.inc();
     series.latency.observe(seconds);
+  }
+
+  /** A request refused by load shedding (it never reaches the per-route counters). */
+  shed(): void {
+    this.shedTotal.inc();
   }
 
   rateLimited(kind: string): void {

@@ -1,5 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { DB, NotificationAttemptsTable, NotificationsTable, OrderStatus, PaymentsTable } from '../db/schema.js';
+import { MAX_MERGED_GAMES } from '../http/paging.js';
 import type { OrderEventRow, OrderRow } from './store.js';
 
 export interface OrderFilter {
@@ -22,18 +23,37 @@ export type AttemptRow = Selectable<NotificationAttemptsTable>;
 export class OrderAdminStore {
   constructor(readonly db: Kysely<DB>) {}
 
-  list(filter: OrderFilter, after: OrderCursor | null, limit: number): Promise<OrderRow[]> {
-    let q = this.db.selectFrom('orders').selectAll();
-    if (filter.gameId !== undefined) q = q.where('game_id', '=', filter.gameId);
-    if (filter.status !== undefined) q = q.where('status', '=', filter.status);
-    if (filter.comboId !== undefined) q = q.where('combo_id', '=', filter.comboId);
-    if (filter.referenceId !== undefined) q = q.where('reference_id', '=', filter.referenceId);
-    if (after) {
-      q = q.where((eb) =>
-        eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('order_id', '<', after.orderId)])]),
-      );
-    }
-    return q.orderBy('created_at', 'desc').orderBy('order_id', 'desc').limit(limit).execute();
+  /**
+   * Newest first by (created_at, order_id). With a game, or with no filter at all, one index
+   * range read in order. With another filter but no game, every game's newest matching rows are
+   * read through a per-game index ((game_id, status, created_at, order_id), (game_id, combo_id,
+   * created_at, order_id), (game_id, reference_id)) and merged: without it a rare status or an unknown
+   * player scanned the whole table (10 million rows: seconds; docs/benchmarks.md).
+   */
+  async list(filter: OrderFilter, after: OrderCursor | null, limit: number): Promise<OrderRow[]> {
+    const query = (gameId: string | undefined) => {
+      let q = this.db.selectFrom('orders').selectAll();
+      if (gameId !== undefined) q = q.where('game_id', '=', gameId);
+      if (filter.status !== undefined) q = q.where('status', '=', filter.status);
+      if (filter.comboId !== undefined) q = q.where('combo_id', '=', filter.comboId);
+      if (filter.referenceId !== undefined) q = q.where('reference_id', '=', filter.referenceId);
+      if (after) {
+        // `created_at <=` first: a range the index can seek to (an OR alone is a filter, and a
+        // cursor deep into 10 million rows then scanned everything newer than it).
+        q = q
+          .where('created_at', '<=', after.createdAt)
+          .where((eb) => eb.or([eb('created_at', '<', after.createdAt), eb('order_id', '<', after.orderId)]));
+      }
+      return q.orderBy('created_at', 'desc').orderBy('order_id', 'desc').limit(limit);
+    };
+    const otherFilter = filter.status !== undefined || filter.comboId !== undefined || filter.referenceId !== undefined;
+    if (filter.gameId !== undefined || !otherFilter) return query(filter.gameId).execute();
+    const games = await this.db.selectFrom('games').select('game_id').orderBy('game_id').limit(MAX_MERGED_GAMES + 1).execute();
+    if (games.length === 0) return [];
+    if (games.length > MAX_MERGED_GAMES) return query(undefined).execute();
+    const parts = games.map((g, i) => this.db.selectFrom(query(g.game_id).as(`g${i}`)).selectAll());
+    const merged = parts.slice(1).reduce((u, p) => u.unionAll(p), parts[0]!);
+    return this.db.selectFrom(merged.as('m')).selectAll().orderBy('created_at', 'desc').orderBy('order_id', 'desc').limit(limit).execute() as Promise<OrderRow[]>;
   }
 
   events(orderId: string): Promise<OrderEventRow[]> {

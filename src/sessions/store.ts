@@ -2,6 +2,7 @@ import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { TransactionRunner } from '../db/group-commit.js';
 import type { DB, NppaEventsTable, SessionsTable } from '../db/schema.js';
 import { prepare } from '../db/prepared.js';
+import { MAX_MERGED_GAMES } from '../http/paging.js';
 
 export type SessionRow = Selectable<SessionsTable>;
 export type BehaviourEventRow = Selectable<NppaEventsTable>;
@@ -85,23 +86,36 @@ export class SessionStore {
       .execute();
   }
 
-  /** Newest first, keyset paging on (created_at, game_id, session_id). */
-  list(q: Q, f: SessionFilter): Promise<SessionRow[]> {
-    let query = q.selectFrom('sessions').selectAll();
-    if (f.gameId !== undefined) query = query.where('game_id', '=', f.gameId);
-    if (f.comboId !== undefined) query = query.where('combo_id', '=', f.comboId);
-    if (f.open !== undefined) query = query.where('left_at', f.open ? 'is' : 'is not', null);
-    const c = f.after;
-    if (c) {
-      query = query.where((eb) =>
-        eb.or([
-          eb('created_at', '<', c.createdAt),
-          eb.and([eb('created_at', '=', c.createdAt), eb('game_id', '<', c.gameId)]),
-          eb.and([eb('created_at', '=', c.createdAt), eb('game_id', '=', c.gameId), eb('session_id', '<', c.sessionId)]),
-        ]),
-      );
-    }
-    return query.orderBy('created_at', 'desc').orderBy('game_id', 'desc').orderBy('session_id', 'desc').limit(f.limit).execute();
+  /**
+   * Newest first, keyset paging on (created_at, game_id, session_id). One game: one range read
+   * of (game_id, created_at, session_id) in order. Without a game, every game's newest rows
+   * are read that way and merged (no sort of every session; docs/benchmarks.md).
+   */
+  async list(q: Q, f: SessionFilter): Promise<SessionRow[]> {
+    const query = (gameId: string | undefined) => {
+      let query = q.selectFrom('sessions').selectAll();
+      if (gameId !== undefined) query = query.where('game_id', '=', gameId);
+      if (f.comboId !== undefined) query = query.where('combo_id', '=', f.comboId);
+      if (f.open !== undefined) query = query.where('left_at', f.open ? 'is' : 'is not', null);
+      const c = f.after;
+      if (c) {
+        // `created_at <=` first: a range the index can seek to (see OrderAdminStore.list).
+        query = query.where('created_at', '<=', c.createdAt).where((eb) =>
+          eb.or([
+            eb('created_at', '<', c.createdAt),
+            eb('game_id', '<', c.gameId),
+            eb.and([eb('game_id', '=', c.gameId), eb('session_id', '<', c.sessionId)]),
+          ]),
+        );
+      }
+      return query.orderBy('created_at', 'desc').orderBy('game_id', 'desc').orderBy('session_id', 'desc').limit(f.limit);
+    };
+    if (f.gameId !== undefined) return query(f.gameId).execute();
+    const games = await q.selectFrom('games').select('game_id').orderBy('game_id').limit(MAX_MERGED_GAMES + 1).execute();
+    if (games.length === 0 || games.length > MAX_MERGED_GAMES) return query(undefined).execute();
+    const parts = games.map((g, i) => q.selectFrom(query(g.game_id).as(`g${i}`)).selectAll());
+    const merged = parts.slice(1).reduce((u, p) => u.unionAll(p), parts[0]!);
+    return q.selectFrom(merged.as('m')).selectAll().orderBy('created_at', 'desc').orderBy('game_id', 'desc').orderBy('session_id', 'desc').limit(f.limit).execute() as Promise<SessionRow[]>;
   }
 
   async insertBehaviourEvent(q: Q, row: BehaviourEventRow): Promise<void> {

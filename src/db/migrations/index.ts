@@ -4,6 +4,7 @@ import * as m0002 from './0002_compliance_nppa.js';
 import * as m0002n from './0002_notifications_window.js';
 import * as m0002o from './0002_orders_listing.js';
 import * as m0003 from './0003_orders_drop_redundant_index.js';
+import * as m0004 from './0004_admin_listing_indexes.js';
 
 /**
  * Versioned migrations, applied in name order, forward only. Add a new file
@@ -15,4 +16,5 @@ export const migrations: Record<string, Migration> = {
   '0002_notifications_window': m0002n,
   '0002_orders_listing': m0002o,
   '0003_orders_drop_redundant_index': m0003,
+  '0004_admin_listing_indexes': m0004,
 };

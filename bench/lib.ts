@@ -1,0 +1,112 @@
+/** Helpers shared by the benchmarks that start the service from the build (bench/scale.ts). */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import { authorizationHeader } from '../src/signing/signer.js';
+
+export const ADMIN = 'bench-admin-token-0123456789';
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+/** Resolves once GET /readyz answers 200. */
+export async function ready(url: string, child: ChildProcess, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(`${url}/readyz`)).status === 200) return;
+    } catch {
+      /* not listening yet */
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('service did not become ready');
+}
+
+export interface Service {
+  child: ChildProcess;
+  address: string;
+  stop(): Promise<void>;
+}
+
+/** Starts `node dist/src/main.js` (the build, as in production) with `env` on a free loopback port. */
+export async function startService(env: Record<string, string>): Promise<Service> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['dist/src/main.js'], {
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN: ADMIN, LOG_LEVEL: 'warn', NODE_ENV: 'development', CLIENT_RATE_LIMIT_PER_SECOND: '1000000', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  child.stdout!.resume(); // nobody reads it: drain, or a full pipe would block the logger
+  const address = `http://127.0.0.1:${port}`;
+  await ready(address, child);
+  return {
+    child,
+    address,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+export async function adminCall(base: string, method: string, p: string, body?: unknown): Promise<any> {
+  const r = await fetch(base + p, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  if (r.status >= 300) throw new Error(`${method} ${p}: ${r.status} ${await r.text()}`);
+  return r.json();
+}
+
+/** A generator of distinct, already-signed requests (HMAC cost stays out of the measurement). */
+export function presigned(count: number, make: (i: number) => { path: string; body: string }, game: string, secret: string) {
+  const list = Array.from({ length: count }, (_, i) => {
+    const { path: p, body } = make(i);
+    return {
+      method: 'POST' as const,
+      path: p,
+      body,
+      headers: { 'content-type': 'application/json', authorization: authorizationHeader({ kind: 'game', id: game }, secret, 'POST', p, body) },
+    };
+  });
+  let next = 0;
+  return (req: Record<string, unknown>) => Object.assign(req, list[next++ % list.length]!);
+}
+
+/** user+system CPU ms of a process so far, from /proc (Linux). */
+export function cpuMs(pid: number | undefined): number {
+  if (!pid) return NaN;
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // clock ticks (USER_HZ = 100)
+  } catch {
+    return NaN;
+  }
+}
+
+export function rssMb(pid: number | undefined): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Math.round(Number(m[1]) / 1024) : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Quantile of a sorted array (nearest rank). */
+export function quantile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(sorted.length * p) - 1))]!;
+}
