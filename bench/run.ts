@@ -421,6 +421,7 @@ async function main() {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'combo-bench-'));
   const children: ChildProcess[] = [];
   const servers: http.Server[] = [];
+  const tempDirs: string[] = [];
   try {
     // The service runs from the compiled build, as in production (`npm run bench` builds first).
     const port = await freePort();
@@ -525,6 +526,7 @@ async function main() {
       // environment: MAX_INFLIGHT_REQUESTS, MAX_EVENT_LOOP_DELAY_MS).
       const oport = await freePort();
       const odir = mkdtempSync(path.join(os.tmpdir(), 'combo-bench-overload5x-'));
+      tempDirs.push(odir);
       const osvc = await startChild(['dist/src/main.js'], {
         PORT: String(oport), HOST: '127.0.0.1', DATA_DIR: odir, ADMIN_TOKEN: ADMIN, LOG_LEVEL: 'warn', CLIENT_RATE_LIMIT_PER_SECOND: '1000000',
       }, false, `http://127.0.0.1:${oport}`);
@@ -593,6 +595,7 @@ async function main() {
     for (const srv of servers) srv.close();
     for (const c of children) c.kill('SIGTERM');
     rmSync(dataDir, { recursive: true, force: true });
+    for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
   }
 }
 

@@ -431,11 +431,16 @@ async function listings(svc: Service, kind: string): Promise<ListTiming[]> {
 
 async function dropAll(): Promise<void> {
   for (const kind of KINDS) {
-    if (kind === 'postgres') await pgAdmin(async (c) => {
-      await c.query('DROP DATABASE IF EXISTS combo_scale');
-      await c.query('DROP DATABASE IF EXISTS combo_scale_empty');
-    });
-    else for (const n of ['combo_scale', 'combo_scale_empty']) for (const s of ['.db', '.db-wal', '.db-shm', '.sqlite.json']) rmSync(path.join(DIR, n + s), { force: true });
+    if (kind === 'postgres') {
+      await pgAdmin(async (c) => {
+        await c.query('DROP DATABASE IF EXISTS combo_scale');
+        await c.query('DROP DATABASE IF EXISTS combo_scale_empty');
+      });
+    } else {
+      for (const n of ['combo_scale', 'combo_scale_empty']) for (const s of ['.db', '.db-wal', '.db-shm']) rmSync(path.join(DIR, n + s), { force: true });
+    }
+    rmSync(path.join(DIR, `combo_scale.${kind}.json`), { force: true }); // the seeded-database marker
+    log(`${kind}: dropped the benchmark databases (the report stays in ${DIR})`);
   }
 }
 
