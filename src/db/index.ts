@@ -48,7 +48,6 @@ function openSqlite(file: string, options: DatabaseOptions): Database {
   raw.pragma('journal_mode = WAL');
   raw.pragma(`synchronous = ${options.sqliteSynchronous ?? 'NORMAL'}`);
   raw.pragma('busy_timeout = 5000');
-  tuneCache(raw);
   const statements = withStatementCache(raw);
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: statements }) });
   const committer = new GroupCommitter(db, statements);
@@ -73,18 +72,7 @@ function openSqlite(file: string, options: DatabaseOptions): Database {
 function openReader(file: string): SQLite.Database {
   const reader = new SQLite(file, { readonly: true });
   reader.pragma('busy_timeout = 5000');
-  tuneCache(reader);
   return reader;
-}
-
-/**
- * SQLite's default page cache is 2 MB: with millions of orders the index pages an insert
- * touches no longer stay in it, and each miss is a read() of the file. 64 MB per connection
- * keeps the hot part of every index in memory. (No mmap: a disk error on a mapped page is a
- * SIGBUS that kills the process, where a read() error is an SQLITE_IOERR answered 503.)
- */
-function tuneCache(conn: SQLite.Database): void {
-  conn.pragma('cache_size = -65536');
 }
 
 /**
