@@ -321,6 +321,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
         await outbound.close();
         await limiter.close();
         await nppaClient.close();
+        await metrics.close();
         await database.close();
       })();
       return stopped;

@@ -22,6 +22,8 @@ export interface Database {
   transaction: TransactionRunner;
   /** Cheap reachability probe for /readyz. */
   ping(): Promise<void>;
+  /** The database file (SQLite on a file only). */
+  sqliteFile?: string;
   /** Connection pool counters (PostgreSQL only), for /metrics. */
   poolStats?(): { total: number; idle: number; waiting: number };
   close(): Promise<void>;
@@ -58,6 +60,7 @@ function openSqlite(file: string, options: DatabaseOptions): Database {
   return {
     db,
     dialect: 'sqlite',
+    sqliteFile: file === ':memory:' ? undefined : file,
     transaction: committer.run,
     ping: async () => {
       raw.prepare('select 1').get();

@@ -105,7 +105,7 @@ export class ServiceMetrics implements DomainMetrics {
   });
 
   constructor(private readonly database: Database, opts: { defaultMetrics?: boolean; nodeId?: number | null } = {}) {
-    this.store = new ObservabilityStore(database.db);
+    this.store = new ObservabilityStore(database.db, database.sqliteFile);
     if (opts.nodeId !== undefined && opts.nodeId !== null) this.registry.setDefaultLabels({ node_id: String(opts.nodeId) });
     if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }
@@ -152,6 +152,11 @@ export class ServiceMetrics implements DomainMetrics {
     });
     await this.inflight;
     return this.registry.metrics();
+  }
+
+  /** Stops the database count's thread (SQLite). */
+  close(): Promise<void> {
+    return this.store.close();
   }
 
   get contentType(): string {

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
+import { SqliteStatusCounter, type StatusCount } from './count-worker.js';
 
 export interface BacklogCounts {
   ordersByStatus: { status: string; n: number }[];
@@ -10,18 +11,37 @@ export interface BacklogCounts {
 /**
  * The database-derived gauges, read on each scrape. Each query is one grouped count over an
  * index whose first column is `status` (orders_status_expires, notifications_due,
- * nppa_events_due).
+ * nppa_events_due). The orders count reads every order: on an SQLite file it runs on a thread
+ * of its own (count-worker.ts), so a scrape never stops the requests.
  */
 export class ObservabilityStore {
-  constructor(private readonly db: Kysely<DB>) {}
+  private readonly counter: SqliteStatusCounter | null;
+
+  /** @param sqliteFile the SQLite database file, when the database is one */
+  constructor(
+    private readonly db: Kysely<DB>,
+    sqliteFile?: string,
+  ) {
+    this.counter = sqliteFile ? new SqliteStatusCounter(sqliteFile) : null;
+  }
+
+  async close(): Promise<void> {
+    await this.counter?.close();
+  }
+
+  private ordersByStatus(): Promise<StatusCount[]> {
+    if (this.counter) return this.counter.count();
+    return this.db
+      .selectFrom('orders')
+      .select((eb) => ['status', eb.fn.countAll<number | string>().as('n')])
+      .groupBy('status')
+      .execute()
+      .then((rows) => rows.map((r) => ({ status: r.status, n: Number(r.n) })));
+  }
 
   async backlog(): Promise<BacklogCounts> {
     const [orders, notifications, nppa] = await Promise.all([
-      this.db
-        .selectFrom('orders')
-        .select((eb) => ['status', eb.fn.countAll<number | string>().as('n')])
-        .groupBy('status')
-        .execute(),
+      this.ordersByStatus(),
       this.db
         .selectFrom('notifications')
         .select((eb) => eb.fn.countAll<number | string>().as('n'))
@@ -34,7 +54,7 @@ export class ObservabilityStore {
         .executeTakeFirstOrThrow(),
     ]);
     return {
-      ordersByStatus: orders.map((r) => ({ status: r.status, n: Number(r.n) })),
+      ordersByStatus: orders,
       notificationsPending: Number(notifications.n),
       nppaEventsPending: Number(nppa.n),
     };

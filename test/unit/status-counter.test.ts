@@ -1,0 +1,44 @@
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SqliteStatusCounter } from '../../src/observability/count-worker.js';
+
+describe('SqliteStatusCounter (orders per status, counted off the main thread)', () => {
+  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'combo-counter-')), 'c.db');
+  const db = new SQLite(file);
+  db.pragma('journal_mode = WAL');
+  db.exec('create table orders (order_id text primary key, status text not null)');
+  const insert = db.prepare('insert into orders values (?, ?)');
+  db.transaction(() => {
+    for (let i = 0; i < 300; i++) insert.run(`o${i}`, i % 3 === 0 ? 'created' : i % 3 === 1 ? 'paid' : 'delivered');
+  })();
+  const counter = new SqliteStatusCounter(file);
+  afterAll(async () => {
+    await counter.close();
+    db.close();
+  });
+
+  const sorted = (rows: { status: string; n: number }[]) => [...rows].sort((a, b) => a.status.localeCompare(b.status));
+
+  it('counts what is committed, as the query on the main connection does', async () => {
+    const expected = db.prepare('select status, count(*) as n from orders group by status').all() as { status: string; n: number }[];
+    expect(sorted(await counter.count())).toEqual(sorted(expected));
+    insert.run('late', 'refunded');
+    expect((await counter.count()).find((r) => r.status === 'refunded')).toEqual({ status: 'refunded', n: 1 });
+  });
+
+  it('answers concurrent counts, and starts a new thread after close', async () => {
+    const [a, b] = await Promise.all([counter.count(), counter.count()]);
+    expect(a).toEqual(b);
+    await counter.close();
+    expect(sorted(await counter.count())).toEqual(sorted(a));
+  });
+
+  it('fails a count when the file is not a database with orders, without hanging', async () => {
+    const broken = new SqliteStatusCounter(path.join(path.dirname(file), 'missing.db'));
+    await expect(broken.count()).rejects.toThrow();
+    await broken.close();
+  });
+});
