@@ -11,7 +11,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -19,12 +19,12 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import { httpPost, openLoop } from './open-loop.js';
+import { ADMIN, adminCall, cpuMs, freePort, presigned, ready, rssMb } from './lib.js';
 import { authorizationHeader } from '../src/signing/signer.js';
 
 const duration = Number(process.env.BENCH_DURATION ?? 10);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const only = process.env.BENCH_ONLY?.split(',');
-const ADMIN = 'bench-admin-token-0123456789';
 
 interface Result {
   name: string;
@@ -35,32 +35,6 @@ interface Result {
   p99: number;
   non2xx: number;
   errors: number;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
-
-/** Resolves once GET /readyz answers 200 (the service logs nothing below warn here). */
-async function ready(url: string, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(`${url}/readyz`)).status === 200) return;
-    } catch {
-      /* not listening yet */
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('service did not become ready');
 }
 
 function startChild(args: string[], env: Record<string, string>, loader = true, knownAddress?: string): Promise<{ child: ChildProcess; address: string }> {
@@ -84,16 +58,6 @@ function startChild(args: string[], env: Record<string, string>, loader = true, 
   });
 }
 
-async function adminCall(base: string, method: string, p: string, body: unknown) {
-  const r = await fetch(base + p, {
-    method,
-    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  if (r.status >= 300) throw new Error(`${method} ${p}: ${r.status} ${await r.text()}`);
-  return r.json();
-}
-
 /** One partner-signed GET, re-signed once a minute (signatures are valid for 300 s). */
 function partnerGet(uri: string, partner: string, secret: string) {
   let signedAt = 0;
@@ -106,35 +70,6 @@ function partnerGet(uri: string, partner: string, secret: string) {
     }
     return Object.assign(req, { method: 'GET', path: uri, headers: { authorization: auth } });
   };
-}
-
-/** A generator of distinct, already-signed requests (HMAC cost stays out of the measurement). */
-function presigned(count: number, make: (i: number) => { path: string; body: string }, game: string, secret: string) {
-  const list = Array.from({ length: count }, (_, i) => {
-    const { path: p, body } = make(i);
-    return {
-      method: 'POST' as const,
-      path: p,
-      body,
-      headers: { 'content-type': 'application/json', authorization: authorizationHeader({ kind: 'game', id: game }, secret, 'POST', p, body) },
-    };
-  });
-  let next = 0;
-  return (req: Record<string, unknown>) => {
-    const r = list[next++ % list.length]!;
-    return Object.assign(req, r);
-  };
-}
-
-/** user+system CPU ms of a process so far, from /proc (Linux). */
-function cpuMs(pid: number | undefined): number {
-  if (!pid) return NaN;
-  try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // clock ticks (USER_HZ = 100)
-  } catch {
-    return NaN;
-  }
 }
 
 async function load(name: string, pid: number | undefined, url: string, setupRequest?: (r: Record<string, unknown>) => Record<string, unknown>, body?: string): Promise<Result> {
@@ -169,14 +104,6 @@ interface OverloadResult {
   rssMaxMb: number;
 }
 
-function rssMb(pid: number | undefined): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Math.round(Number(m[1]) / 1024) : NaN;
-  } catch {
-    return NaN;
-  }
-}
 
 /**
  * Overload: 16x the connections of the other scenarios against a service whose
