@@ -5,12 +5,10 @@ import type { Logger } from 'pino';
 import { isStorageUnavailable } from '../db/index.js';
 import { ApiError, Errors, isApiError } from '../errors.js';
 import { describeValidationError, schemaCompiler } from './validation.js';
-import { DualProtocolServer } from './dual-server.js';
+import { DualProtocolServer, type Handler } from './dual-server.js';
 import type { LoadShedder } from './load-shedding.js';
 import { newTraceId } from './trace.js';
 import { trackRoutes } from './route-table.js';
-
-type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
 export type AuthKind = 'game' | 'partner' | 'admin' | 'client' | 'none';
 

@@ -10,7 +10,8 @@ import net from 'node:net';
  */
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 
-type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
+/** A Node request handler (what Fastify hands its server, and what load shedding wraps). */
+export type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
 export class DualProtocolServer extends net.Server {
   readonly http1: http.Server;

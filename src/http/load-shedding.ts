@@ -1,6 +1,7 @@
 import type http from 'node:http';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import type { Logger } from 'pino';
+import type { Handler } from './dual-server.js';
 import { newTraceId } from './trace.js';
 
 export interface LoadSheddingOptions {
@@ -13,8 +14,6 @@ export interface LoadSheddingOptions {
   /** 503 floods are logged here once a second, not per request. */
   logger?: Logger;
 }
-
-type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
 const BODY = Buffer.from(JSON.stringify({ error: 'service_unavailable', message: 'the service is over capacity; retry shortly' }));
 const EXEMPT = new Set(['/healthz', '/readyz', '/metrics']);

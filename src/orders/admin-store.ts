@@ -1,6 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { DB, NotificationAttemptsTable, NotificationsTable, OrderStatus, PaymentsTable } from '../db/schema.js';
-import { MAX_MERGED_GAMES } from '../http/paging.js';
+import { newestAcrossGames } from '../db/per-game.js';
 import type { OrderEventRow, OrderRow } from './store.js';
 
 export interface OrderFilter {
@@ -48,12 +48,7 @@ export class OrderAdminStore {
     };
     const otherFilter = filter.status !== undefined || filter.comboId !== undefined || filter.referenceId !== undefined;
     if (filter.gameId !== undefined || !otherFilter) return query(filter.gameId).execute();
-    const games = await this.db.selectFrom('games').select('game_id').orderBy('game_id').limit(MAX_MERGED_GAMES + 1).execute();
-    if (games.length === 0) return [];
-    if (games.length > MAX_MERGED_GAMES) return query(undefined).execute();
-    const parts = games.map((g, i) => this.db.selectFrom(query(g.game_id).as(`g${i}`)).selectAll());
-    const merged = parts.slice(1).reduce((u, p) => u.unionAll(p), parts[0]!);
-    return this.db.selectFrom(merged.as('m')).selectAll().orderBy('created_at', 'desc').orderBy('order_id', 'desc').limit(limit).execute() as Promise<OrderRow[]>;
+    return newestAcrossGames(this.db, query, (m) => m.orderBy('created_at', 'desc').orderBy('order_id', 'desc').limit(limit));
   }
 
   events(orderId: string): Promise<OrderEventRow[]> {

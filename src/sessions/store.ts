@@ -2,7 +2,7 @@ import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { TransactionRunner } from '../db/group-commit.js';
 import type { DB, NppaEventsTable, SessionsTable } from '../db/schema.js';
 import { prepare } from '../db/prepared.js';
-import { MAX_MERGED_GAMES } from '../http/paging.js';
+import { newestAcrossGames } from '../db/per-game.js';
 
 export type SessionRow = Selectable<SessionsTable>;
 export type BehaviourEventRow = Selectable<NppaEventsTable>;
@@ -111,11 +111,7 @@ export class SessionStore {
       return query.orderBy('created_at', 'desc').orderBy('game_id', 'desc').orderBy('session_id', 'desc').limit(f.limit);
     };
     if (f.gameId !== undefined) return query(f.gameId).execute();
-    const games = await q.selectFrom('games').select('game_id').orderBy('game_id').limit(MAX_MERGED_GAMES + 1).execute();
-    if (games.length === 0 || games.length > MAX_MERGED_GAMES) return query(undefined).execute();
-    const parts = games.map((g, i) => q.selectFrom(query(g.game_id).as(`g${i}`)).selectAll());
-    const merged = parts.slice(1).reduce((u, p) => u.unionAll(p), parts[0]!);
-    return q.selectFrom(merged.as('m')).selectAll().orderBy('created_at', 'desc').orderBy('game_id', 'desc').orderBy('session_id', 'desc').limit(f.limit).execute() as Promise<SessionRow[]>;
+    return newestAcrossGames(q, query, (m) => m.orderBy('created_at', 'desc').orderBy('game_id', 'desc').orderBy('session_id', 'desc').limit(f.limit));
   }
 
   async insertBehaviourEvent(q: Q, row: BehaviourEventRow): Promise<void> {
