@@ -1,10 +1,23 @@
 /** Helpers shared by the benchmarks that start the service from the build (bench/scale.ts). */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { authorizationHeader } from '../src/signing/signer.js';
 
 export const ADMIN = 'bench-admin-token-0123456789';
+
+/**
+ * BENCH_PIN=1 (Linux, `taskset`): the benchmark process (the load generator) runs on CPU 0 and
+ * every process it starts on CPU 1, so on a 2-core machine the service has a core of its own
+ * instead of competing with the generator for both.
+ */
+const pinned = process.env.BENCH_PIN === '1';
+if (pinned) execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
+
+/** Spawns `node args` (on CPU 1 under BENCH_PIN=1; taskset execs node, so the pid is node's). */
+export function spawnNode(args: string[], options: Parameters<typeof spawn>[2]): ChildProcess {
+  return pinned ? spawn('taskset', ['-c', '1', process.execPath, ...args], options) : spawn(process.execPath, args, options);
+}
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -41,7 +54,7 @@ export interface Service {
 /** Starts `node dist/src/main.js` (the build, as in production) with `env` on a free loopback port. */
 export async function startService(env: Record<string, string>): Promise<Service> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['dist/src/main.js'], {
+  const child = spawnNode(['dist/src/main.js'], {
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN: ADMIN, LOG_LEVEL: 'warn', NODE_ENV: 'development', CLIENT_RATE_LIMIT_PER_SECOND: '1000000', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -220,10 +220,12 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   let draining = false;
   const shedding = new LoadShedder({
     maxInflight: config.maxInflightRequests,
+    latencyTargetMs: config.admissionLatencyTargetMs,
     maxEventLoopDelayMs: config.maxEventLoopDelayMs || Number.POSITIVE_INFINITY,
     onShed: () => metrics.shed(),
     logger,
   });
+  metrics.watchAdmission({ limit: () => shedding.currentLimit, inProgress: () => shedding.inProgress });
   const app = createFastify({
     logger,
     tls: config.tls,

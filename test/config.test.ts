@@ -41,6 +41,8 @@ describe('loadConfig', () => {
     expect(c.databaseUrl).toBe(`sqlite:${path.join(dir, 'combo.db')}`);
     expect(c.logLevel).toBe('info');
     expect(c.sqliteSynchronous).toBe('NORMAL');
+    expect(c.maxInflightRequests).toBe(256);
+    expect(c.admissionLatencyTargetMs).toBe(50);
     expect(c.tls).toBeNull();
     expect(c.adminTokenGenerated).toBe(true);
     expect(c.adminToken).toMatch(/^adm_[A-Za-z0-9_-]{32}$/);
@@ -58,9 +60,21 @@ describe('loadConfig', () => {
     ['DATABASE_URL', 'postgresql://db/combo', 'postgresql://db/combo'],
     ['DATABASE_URL', 'sqlite:/var/lib/combo.db', 'sqlite:/var/lib/combo.db'],
     ['ADMIN_TOKEN', 'x'.repeat(16), 'x'.repeat(16)],
+    ['ADMISSION_LATENCY_TARGET_MS', '0', 0],
+    ['ADMISSION_LATENCY_TARGET_MS', '60000', 60_000],
+    ['MAX_INFLIGHT_REQUESTS', '1', 1],
+    ['MAX_INFLIGHT_REQUESTS', '1000000', 1_000_000],
   ])('accepts %s=%s', (name, value, expected) => {
     const c = loadConfig({ DATA_DIR: dir, [name]: value });
-    const field = { PORT: c.port, SQLITE_SYNCHRONOUS: c.sqliteSynchronous, LOG_LEVEL: c.logLevel, DATABASE_URL: c.databaseUrl, ADMIN_TOKEN: c.adminToken }[name];
+    const field = {
+      PORT: c.port,
+      SQLITE_SYNCHRONOUS: c.sqliteSynchronous,
+      LOG_LEVEL: c.logLevel,
+      DATABASE_URL: c.databaseUrl,
+      ADMIN_TOKEN: c.adminToken,
+      ADMISSION_LATENCY_TARGET_MS: c.admissionLatencyTargetMs,
+      MAX_INFLIGHT_REQUESTS: c.maxInflightRequests,
+    }[name];
     expect(field).toBe(expected);
   });
 
@@ -83,6 +97,11 @@ describe('loadConfig', () => {
     ['SHUTDOWN_TIMEOUT_MS', 'soon'],
     ['NODE_ID', '1024'],
     ['PUBLIC_BASE_URL', 'ftp://x'],
+    ['ADMISSION_LATENCY_TARGET_MS', '-1'],
+    ['ADMISSION_LATENCY_TARGET_MS', '60001'],
+    ['ADMISSION_LATENCY_TARGET_MS', '50ms'],
+    ['MAX_INFLIGHT_REQUESTS', '0'],
+    ['MAX_INFLIGHT_REQUESTS', '1000001'],
   ])('refuses %s=%s and names it', (name, value) => {
     const p = problems({ DATA_DIR: dir, [name]: value });
     expect(p).toHaveLength(1);

@@ -55,3 +55,52 @@ describe('load shedding', () => {
     expect(again.status).toBe(200);
   });
 });
+
+describe('adaptive admission limit', () => {
+  let s: TestService;
+  beforeAll(async () => {
+    // The coarser event-loop-delay switch off: this test's 600 ms of busy loop would trip it.
+    s = await startService({ env: { MAX_INFLIGHT_REQUESTS: '256', ADMISSION_LATENCY_TARGET_MS: '50', MAX_EVENT_LOOP_DELAY_MS: '0' } });
+  });
+  afterAll(async () => {
+    await s?.stop();
+  });
+
+  const gauge = async (name: string) => {
+    const text = await (await fetch(`${s.url}/metrics`)).text();
+    const m = new RegExp(`^${name} (\\d+)$`, 'm').exec(text);
+    return m ? Number(m[1]) : null;
+  };
+  /**
+   * Keeps the event loop saturated for `ms`, as under overload: busy turns of 60 ms (over half
+   * the 50 ms target, so each window counts as too slow) with only a check-phase yield between
+   * them, so that the adjustment timer runs and sees nearly no idle time. Wherever the 100 ms
+   * windows fall, the whole windows inside this stretch are saturated and too slow.
+   */
+  const saturate = async (ms: number) => {
+    const end = performance.now() + ms;
+    while (performance.now() < end) {
+      const turn = performance.now() + 60;
+      while (performance.now() < turn);
+      await new Promise((r) => setImmediate(r));
+    }
+  };
+
+  it('lowers the in-progress limit while the event loop is saturated, then grows back to MAX_INFLIGHT_REQUESTS', async () => {
+    expect(await gauge('combo_http_admission_limit')).toBe(256);
+    expect(await gauge('combo_http_requests_in_progress')).toBe(0);
+    // 500 ms saturated: at least three whole windows, each lowering the limit by a fifth; reading
+    // the gauge takes calm windows, which raise it by a tenth each, so it cannot be back at 256
+    // from 131 or less before it is read. Repeated in case a very slow read let it grow back.
+    const lowered = await until('the limit drops', async () => {
+      await saturate(500);
+      const v = await gauge('combo_http_admission_limit');
+      return v !== null && v < 256 ? v : null;
+    });
+    expect(lowered).toBeLessThan(256);
+    // Fast, unsaturated windows: back to the ceiling (a tenth per 100 ms window).
+    await until('the limit is back at 256', async () => ((await gauge('combo_http_admission_limit')) === 256 ? true : null));
+    const game = await createGame(s);
+    expect((await signed(s, game, 'POST', '/v1/server/enter-game', { combo_id: 'c1', session_id: 's-adaptive' })).status).toBe(200);
+  });
+});

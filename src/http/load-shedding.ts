@@ -1,12 +1,18 @@
 import type http from 'node:http';
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance, type EventLoopUtilization, type IntervalHistogram } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Handler } from './dual-server.js';
 import { newTraceId } from './trace.js';
+import { AdaptiveLimit } from './adaptive-limit.js';
 
 export interface LoadSheddingOptions {
   /** Requests in progress beyond this are refused at once (503). */
   maxInflight: number;
+  /**
+   * Adapt the in-progress limit below `maxInflight` so that admitted requests finish within
+   * this many ms while the process is saturated (adaptive-limit.ts); 0 keeps the limit fixed.
+   */
+  latencyTargetMs: number;
   /** When the event loop's p99 delay over the last second exceeds this, new requests get 503. */
   maxEventLoopDelayMs: number;
   /** Called once per refused request (metrics). */
@@ -15,6 +21,15 @@ export interface LoadSheddingOptions {
   logger?: Logger;
 }
 
+/** How often the adaptive limit is adjusted (ms). */
+const WINDOW_MS = 100;
+/** Sampling interval of the window's event-loop delay histogram (ms). */
+const WINDOW_DELAY_RESOLUTION_MS = 5;
+/** Event-loop utilization from which a window counts as saturated. */
+const SATURATED_ELU = 0.9;
+const ADMITTED_AT = Symbol('admittedAt');
+type Timed = http.ServerResponse & { [ADMITTED_AT]?: number };
+
 const BODY = Buffer.from(JSON.stringify({ error: 'service_unavailable', message: 'the service is over capacity; retry shortly' }));
 const EXEMPT = new Set(['/healthz', '/readyz', '/metrics']);
 
@@ -22,7 +37,8 @@ const EXEMPT = new Set(['/healthz', '/readyz', '/metrics']);
  * Overload protection: past capacity the service sheds new requests with 503
  * `service_unavailable` and `Retry-After: 1` rather than queueing them without end (memory and
  * latency would grow with the backlog). Two signals: requests in progress (a hard bound on the
- * work held in memory, and with it on the latency of what is admitted) and event-loop delay (the
+ * work held in memory; adapted below MAX_INFLIGHT_REQUESTS while the process is saturated and
+ * slow, adaptive-limit.ts, so that what is admitted stays fast) and event-loop delay (the
  * process is saturated: what is admitted would wait anyway). Health and metrics endpoints are
  * exempt.
  *
@@ -36,29 +52,51 @@ export class LoadShedder {
   private inflight = 0;
   private saturated = false;
   private readonly delay: IntervalHistogram;
-  private readonly timer: NodeJS.Timeout;
+  private readonly timers: NodeJS.Timeout[] = [];
   private shedSinceLog = 0;
-  private readonly release = () => {
-    this.inflight--;
-  };
+  private readonly adaptive: AdaptiveLimit | null;
+  private limit: number;
+  private elu: EventLoopUtilization = performance.eventLoopUtilization();
+  /** Event-loop delay over the current adaptive window. */
+  private readonly windowDelay: IntervalHistogram | null;
+  /** Ends an admitted request; a plain function: 'close' listeners run with the response as `this`. */
+  private readonly release: (this: Timed) => void;
 
   constructor(private readonly o: LoadSheddingOptions) {
+    const shedder = this;
+    this.release = function release(this: Timed) {
+      shedder.inflight--;
+      const at = this[ADMITTED_AT];
+      if (at !== undefined) shedder.adaptive?.record(performance.now() - at);
+    };
+    this.limit = o.maxInflight;
+    this.adaptive = o.latencyTargetMs > 0 ? new AdaptiveLimit({ max: o.maxInflight, min: Math.min(8, o.maxInflight), targetMs: o.latencyTargetMs }) : null;
     this.delay = monitorEventLoopDelay({ resolution: 10 });
     this.delay.enable();
-    this.timer = setInterval(() => {
-      this.saturated = this.delay.percentile(99) / 1e6 > o.maxEventLoopDelayMs;
-      this.delay.reset();
-      if (this.shedSinceLog > 0) {
-        o.logger?.warn({ shed: this.shedSinceLog, inflight: this.inflight, eventLoopSaturated: this.saturated }, 'service unavailable: requests shed (over capacity)');
-        this.shedSinceLog = 0;
-      }
-    }, 1000);
-    this.timer.unref();
+    this.windowDelay = this.adaptive ? monitorEventLoopDelay({ resolution: WINDOW_DELAY_RESOLUTION_MS }) : null;
+    this.windowDelay?.enable();
+    this.timers.push(
+      setInterval(() => {
+        this.saturated = this.delay.percentile(99) / 1e6 > o.maxEventLoopDelayMs;
+        this.delay.reset();
+        if (this.shedSinceLog > 0) {
+          o.logger?.warn({ shed: this.shedSinceLog, inflight: this.inflight, limit: this.limit, eventLoopSaturated: this.saturated }, 'service unavailable: requests shed (over capacity)');
+          this.shedSinceLog = 0;
+        }
+      }, 1000),
+    );
+    if (this.adaptive) this.timers.push(setInterval(() => this.endWindow(), WINDOW_MS));
+    for (const t of this.timers) t.unref();
   }
 
   /** Requests admitted and not yet answered. */
   get inProgress(): number {
     return this.inflight;
+  }
+
+  /** How many requests may be in progress at once now (MAX_INFLIGHT_REQUESTS, or less while adapted). */
+  get currentLimit(): number {
+    return this.limit;
   }
 
   /** The Node request handler `handler`, behind the admission check. */
@@ -68,11 +106,21 @@ export class LoadShedder {
     };
   }
 
+  private endWindow(): void {
+    const elu = performance.eventLoopUtilization();
+    const busy = performance.eventLoopUtilization(elu, this.elu).utilization;
+    this.elu = elu;
+    // The histogram counts the sampling interval itself in each delay.
+    const lagMs = Math.max(0, this.windowDelay!.percentile(99) / 1e6 - WINDOW_DELAY_RESOLUTION_MS);
+    this.windowDelay!.reset();
+    this.limit = this.adaptive!.endWindow(busy >= SATURATED_ELU, lagMs);
+  }
+
   private admit(req: http.IncomingMessage, res: http.ServerResponse): boolean {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     if (EXEMPT.has(q < 0 ? url : url.slice(0, q))) return true;
-    if (this.inflight >= this.o.maxInflight || this.saturated) {
+    if (this.inflight >= this.limit || this.saturated) {
       this.shedSinceLog++;
       this.o.onShed?.();
       // Answered before the body is read; Node discards the rest of the body and keeps the
@@ -82,12 +130,14 @@ export class LoadShedder {
       return false;
     }
     this.inflight++;
+    if (this.adaptive) (res as Timed)[ADMITTED_AT] = performance.now();
     res.once('close', this.release);
     return true;
   }
 
   close(): void {
-    clearInterval(this.timer);
+    for (const t of this.timers) clearInterval(t);
     this.delay.disable();
+    this.windowDelay?.disable();
   }
 }

@@ -52,6 +52,7 @@ export class ServiceMetrics implements DomainMetrics {
     help: 'Requests refused with 503 by load shedding (over MAX_INFLIGHT_REQUESTS or a saturated event loop), before routing',
     registers: [this.registry],
   });
+  private admission: { limit(): number; inProgress(): number } | null = null;
   private readonly notificationAttempts = new Counter({
     name: 'combo_notification_attempts_total',
     help: 'Notification delivery attempts, by result',
@@ -108,6 +109,12 @@ export class ServiceMetrics implements DomainMetrics {
     this.store = new ObservabilityStore(database.db, database.sqliteFile);
     if (opts.nodeId !== undefined && opts.nodeId !== null) this.registry.setDefaultLabels({ node_id: String(opts.nodeId) });
     if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+    this.sampledGauge(
+      'combo_http_admission_limit',
+      'Requests that may be in progress at once: MAX_INFLIGHT_REQUESTS, or less while load shedding adapts it (ADMISSION_LATENCY_TARGET_MS)',
+      (a) => a.limit(),
+    );
+    this.sampledGauge('combo_http_requests_in_progress', 'Requests admitted by load shedding and not yet answered', (a) => a.inProgress());
   }
 
   /** The labelled series of each (method, route, status), looked up once: labels hash per call otherwise. */
@@ -129,6 +136,25 @@ export class ServiceMetrics implements DomainMetrics {
   /** A request refused by load shedding (it never reaches the per-route counters). */
   shed(): void {
     this.shedTotal.inc();
+  }
+
+  /** A gauge read from the load shedder at scrape time (nothing on the request path). */
+  private sampledGauge(name: string, help: string, read: (a: { limit(): number; inProgress(): number }) => number): Gauge {
+    const admission = () => this.admission;
+    return new Gauge({
+      name,
+      help,
+      registers: [this.registry],
+      collect() {
+        const a = admission();
+        if (a) this.set(read(a));
+      },
+    });
+  }
+
+  /** Where the admission gauges read from (the load shedder). */
+  watchAdmission(source: { limit(): number; inProgress(): number }): void {
+    this.admission = source;
   }
 
   rateLimited(kind: string): void {
