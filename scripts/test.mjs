@@ -20,7 +20,10 @@ function run(db, label = db, args = extra, env = {}) {
   let counts = { passed: 0, failed: 0, skipped: 0 };
   try {
     const j = JSON.parse(readFileSync(out, 'utf8'));
-    counts = { passed: j.numPassedTests, failed: j.numFailedTests + (j.numFailedTestSuites ?? 0), skipped: j.numPendingTests + j.numTodoTests };
+    // A file that failed without a failed test (it did not load, or a hook failed) counts once;
+    // a failed test is not counted again for its file.
+    const brokenFiles = (j.testResults ?? []).filter((f) => f.status === 'failed' && !(f.assertionResults ?? []).some((a) => a.status === 'failed')).length;
+    counts = { passed: j.numPassedTests, failed: j.numFailedTests + brokenFiles, skipped: j.numPendingTests + j.numTodoTests };
   } catch {
     counts.failed += 1;
   }
