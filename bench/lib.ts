@@ -1,6 +1,6 @@
 /** Helpers shared by the benchmarks that start the service from the build (bench/scale.ts). */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import { authorizationHeader } from '../src/signing/signer.js';
 
@@ -107,6 +107,26 @@ export function cpuMs(pid: number | undefined): number {
   } catch {
     return NaN;
   }
+}
+
+/**
+ * CPU time (ms) of every PostgreSQL server process on this machine (the backends serving the
+ * service): with BENCH_DATABASE_URL on a local PostgreSQL, part of each request's cost.
+ */
+export function postgresCpuMs(): number {
+  let total = 0;
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      if (!stat.includes('(postgres)')) continue;
+      const f = stat.split(') ')[1]!.split(' ');
+      total += ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+    } catch {
+      /* the process ended */
+    }
+  }
+  return total;
 }
 
 export function rssMb(pid: number | undefined): number {

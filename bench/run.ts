@@ -8,7 +8,9 @@
  * (comma list of scenario names), BENCH_OVERLOAD_SECONDS
  * (10), BENCH_OVERLOAD_FACTOR (5), BENCH_OVERLOAD_CONNECTIONS (1024), BENCH_SUSTAINABLE (`open`,
  * `closed`, or a number of req/s: how the overload5x scenario defines the sustainable rate),
- * BENCH_PIN (1: generator on CPU 0, service on CPU 1; see bench/lib.ts).
+ * BENCH_PIN (1: generator on CPU 0, service on CPU 1; see bench/lib.ts), BENCH_DATABASE_URL (the
+ * service's DATABASE_URL instead of a fresh SQLite file; with a local PostgreSQL the table adds
+ * the PostgreSQL server processes' CPU per request).
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -20,17 +22,21 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import { httpPost, openLoop } from './open-loop.js';
-import { ADMIN, adminCall, cpuMs, spawnNode, freePort, presigned, ready, rssMb } from './lib.js';
+import { ADMIN, adminCall, cpuMs, postgresCpuMs, spawnNode, freePort, presigned, ready, rssMb } from './lib.js';
 import { authorizationHeader } from '../src/signing/signer.js';
 
 const duration = Number(process.env.BENCH_DURATION ?? 10);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const only = process.env.BENCH_ONLY?.split(',');
+const databaseUrl = process.env.BENCH_DATABASE_URL;
+const onPostgres = databaseUrl?.startsWith('postgres') ?? false;
 
 interface Result {
   name: string;
   /** CPU time the server process spent per request (user+sys), robust to a busy machine. */
   cpuUsPerReq: number;
+  /** CPU time of the local PostgreSQL server processes per request (BENCH_DATABASE_URL). */
+  dbCpuUsPerReq?: number;
   rps: number;
   p50: number;
   p99: number;
@@ -75,6 +81,7 @@ function partnerGet(uri: string, partner: string, secret: string) {
 
 async function load(name: string, pid: number | undefined, url: string, setupRequest?: (r: Record<string, unknown>) => Record<string, unknown>, body?: string): Promise<Result> {
   const cpu0 = cpuMs(pid);
+  const db0 = onPostgres ? postgresCpuMs() : 0;
   const result = await autocannon({
     url,
     connections,
@@ -85,9 +92,11 @@ async function load(name: string, pid: number | undefined, url: string, setupReq
     requests: setupRequest ? [{ setupRequest: setupRequest as never }] : undefined,
   });
   const cpu = cpuMs(pid) - cpu0;
+  const perRequest = (ms: number) => Math.round((ms * 1000) / Math.max(1, result.requests.total));
   return {
     name,
-    cpuUsPerReq: Math.round((cpu * 1000) / Math.max(1, result.requests.total)),
+    cpuUsPerReq: perRequest(cpu),
+    dbCpuUsPerReq: onPostgres && !name.startsWith('bare') ? perRequest(postgresCpuMs() - db0) : undefined,
     rps: Math.round(result.requests.average),
     p50: result.latency.p50,
     p99: result.latency.p99,
@@ -366,6 +375,7 @@ async function main() {
       PORT: String(port),
       HOST: '127.0.0.1',
       DATA_DIR: dataDir,
+      ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
       ADMIN_TOKEN: ADMIN,
       // Request logs off, as the bare route logs nothing (BENCH_LOG_LEVEL=info to include them).
       LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
@@ -489,12 +499,15 @@ async function main() {
     const bareRps = results.find((r) => r.name.startsWith('bare'))?.rps;
     console.log(`\n${new Date().toISOString()}  ${os.cpus().length} cores (${os.cpus()[0]?.model ?? '?'}), node ${process.version}, ${connections} connections, ${duration}s each\n`);
     const bareCpu = results.find((r) => r.name.startsWith('bare'))?.cpuUsPerReq;
-    console.log('| scenario | req/s | p50 ms | p99 ms | ratio to bare | server CPU µs/req | CPU ratio (bare/this) | non-2xx | errors |');
-    console.log('|---|---|---|---|---|---|---|---|---|');
+    console.log(`database: ${databaseUrl ? databaseUrl.replace(/\/\/[^@/]*@/, '//') : 'a fresh SQLite file'}`);
+    const dbCol = onPostgres ? ' PostgreSQL CPU µs/req |' : '';
+    console.log(`| scenario | req/s | p50 ms | p99 ms | ratio to bare | server CPU µs/req | CPU ratio (bare/this) |${dbCol} non-2xx | errors |`);
+    console.log(`|---|---|---|---|---|---|---|${onPostgres ? '---|' : ''}---|---|`);
     for (const r of results) {
       const ratio = bareRps ? (r.rps / bareRps).toFixed(2) : '-';
       const cpuRatio = bareCpu ? (bareCpu / r.cpuUsPerReq).toFixed(2) : '-';
-      console.log(`| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${ratio} | ${r.cpuUsPerReq} | ${cpuRatio} | ${r.non2xx} | ${r.errors} |`);
+      const dbCell = onPostgres ? ` ${r.dbCpuUsPerReq ?? '-'} |` : '';
+      console.log(`| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${ratio} | ${r.cpuUsPerReq} | ${cpuRatio} |${dbCell} ${r.non2xx} | ${r.errors} |`);
     }
     if (over) {
       console.log(`\n| overload (create-order, MAX_INFLIGHT_REQUESTS=256) | connections | admitted (200)/s | shed (503) | p99 ms (all answers) | RSS start MB | RSS max MB |`);

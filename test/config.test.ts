@@ -42,7 +42,7 @@ describe('loadConfig', () => {
     expect(c.logLevel).toBe('info');
     expect(c.sqliteSynchronous).toBe('NORMAL');
     expect(c.maxInflightRequests).toBe(256);
-    expect(c.admissionLatencyTargetMs).toBe(50);
+    expect(c.admissionLatencyTargetMs).toBe(0);
     expect(c.tls).toBeNull();
     expect(c.adminTokenGenerated).toBe(true);
     expect(c.adminToken).toMatch(/^adm_[A-Za-z0-9_-]{32}$/);

@@ -184,7 +184,7 @@ export function loadConfig(env: Env = process.env): Config {
     allowPrivateUrls: flag('ALLOW_PRIVATE_NOTIFY_URLS'),
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
     maxInflightRequests: int('MAX_INFLIGHT_REQUESTS', 256, 1, 1_000_000),
-    admissionLatencyTargetMs: int('ADMISSION_LATENCY_TARGET_MS', 50, 0, 60_000),
+    admissionLatencyTargetMs: int('ADMISSION_LATENCY_TARGET_MS', 0, 0, 60_000),
     maxEventLoopDelayMs: int('MAX_EVENT_LOOP_DELAY_MS', 500, 0, 60_000),
     nodeId,
     notify: {

@@ -46,10 +46,6 @@ export async function startService(opts: StartOptions = {}): Promise<TestService
     ALLOW_PRIVATE_NOTIFY_URLS: '1',
     // Every test client is 127.0.0.1: tests of the per-IP limit set their own rate.
     CLIENT_RATE_LIMIT_PER_SECOND: '1000000',
-    // The service runs in the test's own process: the test client's work and the parallel tests
-    // would count as the service's saturation and shrink its admission limit mid-test. Tests of
-    // the adaptive limit (load-shedding.test.ts) set it.
-    ADMISSION_LATENCY_TARGET_MS: '0',
     ...opts.env,
   });
   const service = await createService({
