@@ -136,7 +136,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const orderStore = new OrderStore(database.db, database.transaction);
   const orders = new OrderService({ store: orderStore, clock, ids, guard: new ComplianceGuard(compliance) });
   const sessions = new SessionService({
-    store: new SessionStore(database.db, database.transaction),
+    store: new SessionStore(database.db, database.transaction, database.oneStatement),
     clock,
     ids,
     games: snapshot,

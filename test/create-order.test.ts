@@ -98,6 +98,18 @@ describe('enter-game / leave-game', () => {
     expect(again.body.error).toBe('invalid_request');
   });
 
+  it('answers 20 identical enter-game reports sent at once with 200 and stores one session', async () => {
+    const s = { combo_id: 'p4', session_id: 'sess-parallel' };
+    const answers = await Promise.all(Array.from({ length: 20 }, () => enter(s)));
+    expect(answers.map((a) => a.status)).toEqual(Array(20).fill(200));
+    const rows = await t.service.database.db.selectFrom('sessions').selectAll().where('game_id', '=', game.gameId).where('session_id', '=', s.session_id).execute();
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ combo_id: 'p4', left_at: null });
+    // The same session id for another player, at once, from 10 callers: all refused.
+    const others = await Promise.all(Array.from({ length: 10 }, () => enter({ ...s, combo_id: 'p5' })));
+    expect(others.map((a) => a.status)).toEqual(Array(10).fill(400));
+  });
+
   it('stores a leave without enter', async () => {
     expect((await leave({ combo_id: 'p3', session_id: 'sess-orphan' })).status).toBe(200);
     const row = await t.service.database.db

@@ -12,6 +12,8 @@ const RELEASE = CompiledQuery.raw('release savepoint job');
 const ROLLBACK_TO = CompiledQuery.raw('rollback to savepoint job');
 
 export type TransactionRunner = <T>(fn: (trx: Transaction<DB>) => Promise<T>) => Promise<T>;
+/** Runs `fn`, whose only write is ONE statement, atomically; settles after it committed. */
+export type StatementRunner = <T>(fn: (q: Kysely<DB> | Transaction<DB>) => Promise<T>) => Promise<T>;
 
 interface Job {
   fn: (trx: Transaction<DB>) => Promise<unknown>;

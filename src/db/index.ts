@@ -5,7 +5,7 @@ import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type MigrationRe
 import pg from 'pg';
 import type { DB } from './schema.js';
 import { migrations } from './migrations/index.js';
-import { GroupCommitter, type TransactionRunner } from './group-commit.js';
+import { GroupCommitter, type StatementRunner, type TransactionRunner } from './group-commit.js';
 import { runDirectly } from './direct.js';
 
 export type { TransactionRunner };
@@ -20,6 +20,12 @@ export interface Database {
    * arrive together share one physical commit (group commit); on PostgreSQL each is its own.
    */
   transaction: TransactionRunner;
+  /**
+   * For a write that is one statement: a statement is atomic by itself. On SQLite it joins a
+   * group commit like `transaction`; on PostgreSQL it runs without BEGIN and COMMIT, one round
+   * trip instead of three.
+   */
+  oneStatement: StatementRunner;
   /** Cheap reachability probe for /readyz. */
   ping(): Promise<void>;
   /** The database file (SQLite on a file only). */
@@ -62,6 +68,7 @@ function openSqlite(file: string, options: DatabaseOptions): Database {
     dialect: 'sqlite',
     sqliteFile: file === ':memory:' ? undefined : file,
     transaction: committer.run,
+    oneStatement: committer.run,
     ping: async () => {
       raw.prepare('select 1').get();
     },
@@ -118,6 +125,7 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
     db,
     dialect: 'postgres',
     transaction: (fn) => db.transaction().execute(fn),
+    oneStatement: (fn) => fn(db),
     ping: async () => {
       await sql`select 1`.execute(db);
     },

@@ -1,4 +1,4 @@
-import type { Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { Errors } from '../errors.js';
 import type { GameSnapshot } from '../games/service.js';
@@ -44,14 +44,25 @@ export class SessionService {
       close_reason: null,
       created_at: now,
     };
-    // The common case (a new session) is one insert with its behaviour event; a retry or a
-    // conflicting report falls through to what is stored.
-    await store.transaction(async (trx) => {
-      if (await store.insertIfAbsent(trx, row)) return this.behaviour(trx, snap, row, 1, now);
-      const existing = await store.find(trx, gameId, body.session_id);
-      if (!existing) throw new Error(`session ${body.session_id} vanished after a conflicting insert`);
-      checkEnterRetry(existing, body);
-    });
+    // The common case (a new session) is one insert, with its behaviour event for a game that
+    // reports to the national system; a retry or a conflicting report falls through to what is
+    // stored.
+    if (snap.game.nppa_app_id) {
+      return store.transaction(async (trx) => {
+        if (await store.insertIfAbsent(trx, row)) return this.behaviour(trx, snap, row, 1, now);
+        checkEnterRetry(await this.stored(trx, body.session_id, gameId), body);
+      });
+    }
+    // Nothing else to write: the insert is a transaction of its own (one round trip on PostgreSQL).
+    if (await store.oneStatement((q) => store.insertIfAbsent(q, row))) return;
+    checkEnterRetry(await this.stored(store.db, body.session_id, gameId), body);
+  }
+
+  /** The session a conflicting insert ran into (it is committed: rows are never deleted). */
+  private async stored(q: Kysely<DB> | Transaction<DB>, sessionId: string, gameId: string): Promise<SessionRow> {
+    const existing = await this.d.store.find(q, gameId, sessionId);
+    if (!existing) throw new Error(`session ${sessionId} vanished after a conflicting insert`);
+    return existing;
   }
 
   async leave(snap: GameSnapshot, body: SessionReportBody): Promise<void> {

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { TransactionRunner } from '../db/group-commit.js';
+import type { StatementRunner, TransactionRunner } from '../db/group-commit.js';
 import type { DB, NppaEventsTable, SessionsTable } from '../db/schema.js';
 import { prepare } from '../db/prepared.js';
 import { newestAcrossGames } from '../db/per-game.js';
@@ -25,6 +25,7 @@ export class SessionStore {
   constructor(
     readonly db: Kysely<DB>,
     private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
+    private readonly single: StatementRunner = tx,
   ) {
     const sample = Object.fromEntries(SESSION_COLUMNS.map((c) => [c, null])) as unknown as SessionRow;
     this.insertNew = prepare(db, (d) =>
@@ -35,6 +36,11 @@ export class SessionStore {
   /** A transaction that has committed when the promise settles (group commit on SQLite). */
   transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
     return this.tx(fn);
+  }
+
+  /** A write of one statement, atomic and committed when the promise settles (db/index.ts). */
+  oneStatement<T>(fn: (q: Q) => Promise<T>): Promise<T> {
+    return this.single(fn);
   }
 
   find(q: Q, gameId: string, sessionId: string): Promise<SessionRow | undefined> {
