@@ -133,7 +133,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const games = new GameService({ store: new GameStore(database.db, database.transaction), clock, ids, secrets });
   const snapshot = (gameId: string) => games.snapshot(gameId);
   const compliance = new ComplianceStore(database.db, database.dialect, database.transaction);
-  const orderStore = new OrderStore(database.db, database.transaction);
+  const orderStore = new OrderStore(database.db, database.transaction, database.dialect);
   const orders = new OrderService({ store: orderStore, clock, ids, guard: new ComplianceGuard(compliance) });
   const sessions = new SessionService({
     store: new SessionStore(database.db, database.transaction, database.oneStatement),
