@@ -110,6 +110,17 @@ describe('enter-game / leave-game', () => {
     expect(others.map((a) => a.status)).toEqual(Array(10).fill(400));
   });
 
+  it('settles enter and leave reports for one session sent at once: every leave 200, the session closed', async () => {
+    const s = { combo_id: 'p6', session_id: 'sess-race' };
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? leave(s) : enter(s))));
+    expect(answers.filter((_, i) => i % 2).map((a) => a.status)).toEqual(Array(10).fill(200));
+    // An enter that comes after a leave finds the session closed (400); before it, 200.
+    for (const a of answers.filter((_, i) => i % 2 === 0)) expect([200, 400]).toContain(a.status);
+    const rows = await t.service.database.db.selectFrom('sessions').selectAll().where('game_id', '=', game.gameId).where('session_id', '=', s.session_id).execute();
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.left_at).not.toBeNull();
+  });
+
   it('stores a leave without enter', async () => {
     expect((await leave({ combo_id: 'p3', session_id: 'sess-orphan' })).status).toBe(200);
     const row = await t.service.database.db

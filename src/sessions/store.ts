@@ -57,15 +57,19 @@ export class SessionStore {
     return Number(r.numAffectedRows ?? 0n) > 0;
   }
 
-  /** Guarded close: only an open session is closed, so a concurrent leave closes it once. */
-  async close(q: Q, gameId: string, sessionId: string, at: number, reason: 'leave' | 'timeout'): Promise<boolean> {
-    const r = await q
+  /**
+   * Guarded close: only an open session is closed, so a concurrent leave closes it once. With
+   * `comboId`, only that player's session.
+   */
+  async close(q: Q, gameId: string, sessionId: string, at: number, reason: 'leave' | 'timeout', comboId?: string): Promise<boolean> {
+    let update = q
       .updateTable('sessions')
       .set({ left_at: at, close_reason: reason })
       .where('game_id', '=', gameId)
       .where('session_id', '=', sessionId)
-      .where('left_at', 'is', null)
-      .executeTakeFirst();
+      .where('left_at', 'is', null);
+    if (comboId !== undefined) update = update.where('combo_id', '=', comboId);
+    const r = await update.executeTakeFirst();
     return Number(r.numUpdatedRows) > 0;
   }
 
