@@ -384,3 +384,43 @@ describe('outbound safety in production', () => {
     }
   });
 });
+
+describe('recording an attempt (the store on a real database)', () => {
+  const attemptOf = (notificationId: string, id: string, at: number) => ({
+    attempt_id: id,
+    notification_id: notificationId,
+    at,
+    status_code: 200,
+    latency_ms: 3,
+    error: null,
+    response_snippet: null,
+  });
+
+  it('under a lost lease records the attempt and changes nothing else; under its lease delivers the order with its event', async () => {
+    const g = await game();
+    const now = Date.now();
+    // Claimed by a dispatcher ('crashed') for an hour: the service's own dispatcher leaves it be.
+    const { order, notificationId } = await paidOrder(t, g, receiver.url + newPath(), { lockedUntil: now + 3_600_000 });
+    const db = t.service.database;
+    const store = new NotificationStore(db.db, db.dialect, db.transaction);
+    const ids = new IdGenerator();
+    const outcome = { status: 'succeeded' as const, attempts: 1, next_attempt_at: now, last_error: null, delivered_at: now };
+    const delivery = { orderId: order.order_id, eventId: `oev_${ids.next(now)}`, notificationId };
+
+    expect(await store.recordAttempt({ notificationId, token: 'another', now }, attemptOf(notificationId, `nta_${ids.next(now)}`, now), outcome, delivery)).toBe(false);
+    expect(await attemptRows(t, notificationId)).toHaveLength(1);
+    expect(await notificationRow(t, notificationId)).toMatchObject({ status: 'pending', locked_by: 'crashed', attempts: 0 });
+    const orderRow = () => db.db.selectFrom('orders').selectAll().where('order_id', '=', order.order_id).executeTakeFirstOrThrow();
+    const events = () => db.db.selectFrom('order_events').selectAll().where('order_id', '=', order.order_id).execute();
+    expect((await orderRow()).status).toBe('paid');
+    expect(await events()).toHaveLength(0);
+
+    expect(await store.recordAttempt({ notificationId, token: 'crashed', now }, attemptOf(notificationId, `nta_${ids.next(now)}`, now), outcome, delivery)).toBe(true);
+    expect(await attemptRows(t, notificationId)).toHaveLength(2);
+    expect(await notificationRow(t, notificationId)).toMatchObject({ status: 'succeeded', locked_by: null, locked_until: 0, attempts: 1, delivered_at: now, updated_at: now });
+    expect(await orderRow()).toMatchObject({ status: 'delivered', delivered_at: now, updated_at: now });
+    expect(await events()).toEqual([
+      { event_id: delivery.eventId, order_id: order.order_id, from_status: 'paid', to_status: 'delivered', at: now, detail: JSON.stringify({ notification_id: notificationId }) },
+    ]);
+  });
+});
