@@ -50,16 +50,16 @@ export class SessionService {
     if (snap.game.nppa_app_id) {
       return store.transaction(async (trx) => {
         if (await store.insertIfAbsent(trx, row)) return this.behaviour(trx, snap, row, 1, now);
-        checkEnterRetry(await this.stored(trx, body.session_id, gameId), body);
+        checkEnterRetry(await this.stored(trx, gameId, body.session_id), body);
       });
     }
     // Nothing else to write: the insert is a transaction of its own (one round trip on PostgreSQL).
     if (await store.oneStatement((q) => store.insertIfAbsent(q, row))) return;
-    checkEnterRetry(await this.stored(store.db, body.session_id, gameId), body);
+    checkEnterRetry(await this.stored(store.db, gameId, body.session_id), body);
   }
 
   /** The session a conflicting insert ran into (it is committed: rows are never deleted). */
-  private async stored(q: Kysely<DB> | Transaction<DB>, sessionId: string, gameId: string): Promise<SessionRow> {
+  private async stored(q: Kysely<DB> | Transaction<DB>, gameId: string, sessionId: string): Promise<SessionRow> {
     const existing = await this.d.store.find(q, gameId, sessionId);
     if (!existing) throw new Error(`session ${sessionId} vanished after a conflicting insert`);
     return existing;
