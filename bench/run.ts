@@ -282,6 +282,10 @@ interface DeliveryResult {
   payRate: number;
   p50: number;
   p99: number;
+  /** Service CPU per order over the whole scenario (create, pay, deliver, record). */
+  cpuUsPerOrder?: number;
+  /** The same for the local PostgreSQL's server processes (BENCH_DATABASE_URL). */
+  dbCpuUsPerOrder?: number;
 }
 
 /**
@@ -494,7 +498,13 @@ async function main() {
     let delivery: DeliveryResult | null = null;
     if (!only || only.includes('notifications')) {
       process.stderr.write('running notifications: paying orders, a local receiver answers 200...\n');
-      delivery = await notifications(svc.address, game, secret, Number(process.env.BENCH_NOTIFICATIONS ?? 5000));
+      const count = Number(process.env.BENCH_NOTIFICATIONS ?? 5000);
+      const cpu0 = cpuMs(svc.child.pid);
+      const db0 = onPostgres ? postgresCpuMs() : 0;
+      delivery = await notifications(svc.address, game, secret, count);
+      // Every order of both phases (count + 500) is created, paid and delivered once.
+      delivery.cpuUsPerOrder = Math.round(((cpuMs(svc.child.pid) - cpu0) * 1000) / (count + 500));
+      if (onPostgres) delivery.dbCpuUsPerOrder = Math.round(((postgresCpuMs() - db0) * 1000) / (count + 500));
     }
     const bareRps = results.find((r) => r.name.startsWith('bare'))?.rps;
     console.log(`\n${new Date().toISOString()}  ${os.cpus().length} cores (${os.cpus()[0]?.model ?? '?'}), node ${process.version}, ${connections} connections, ${duration}s each\n`);
@@ -537,9 +547,11 @@ async function main() {
       for (const [what, pass] of checks) console.log(`${pass ? 'PASS' : 'FAIL'}  ${what}`);
     }
     if (delivery) {
-      console.log(`\n| notifications | backlog delivered | deliveries/s (backlog drain) | orders created+paid/s | paid-to-received p50 ms | p99 ms |`);
-      console.log('|---|---|---|---|---|---|');
-      console.log(`| ship_order to a local receiver | ${delivery.delivered} | ${delivery.perSecond} | ${delivery.payRate} | ${delivery.p50} | ${delivery.p99} |`);
+      const dbCol = onPostgres ? ' PostgreSQL CPU µs/order |' : '';
+      console.log(`\n| notifications | backlog delivered | deliveries/s (backlog drain) | orders created+paid/s | paid-to-received p50 ms | p99 ms | server CPU µs/order (create, pay, deliver) |${dbCol}`);
+      console.log(`|---|---|---|---|---|---|---|${onPostgres ? '---|' : ''}`);
+      const dbCell = onPostgres ? ` ${delivery.dbCpuUsPerOrder} |` : '';
+      console.log(`| ship_order to a local receiver | ${delivery.delivered} | ${delivery.perSecond} | ${delivery.payRate} | ${delivery.p50} | ${delivery.p99} | ${delivery.cpuUsPerOrder} |${dbCell}`);
     }
   } finally {
     for (const srv of servers) srv.close();

@@ -385,6 +385,24 @@ describe('outbound safety in production', () => {
   });
 });
 
+describe('claiming (the store on a real database)', () => {
+  it('claims at most `limit` due notifications, and never one already claimed', async () => {
+    const g = await game();
+    // Due in a week: the service's own dispatcher leaves them be.
+    const later = Date.now() + 7 * 86_400_000;
+    for (let i = 0; i < 5; i++) await paidOrder(t, g, receiver.url + newPath(), { now: later });
+    const db = t.service.database;
+    const store = new NotificationStore(db.db, db.dialect, db.transaction);
+    const [a, b] = await Promise.all([store.claimDue(later, 2, later + 60_000, 'claim-a'), store.claimDue(later, 2, later + 60_000, 'claim-b')]);
+    expect(a).toHaveLength(2);
+    expect(b).toHaveLength(2);
+    const ids = [...a, ...b].map((n) => n.notification_id);
+    expect(new Set(ids).size).toBe(4);
+    const held = await db.db.selectFrom('notifications').select(['notification_id', 'locked_by']).where('locked_by', 'in', ['claim-a', 'claim-b']).execute();
+    expect(held.map((r) => r.notification_id).sort()).toEqual([...ids].sort());
+  });
+});
+
 describe('recording an attempt (the store on a real database)', () => {
   const attemptOf = (notificationId: string, id: string, at: number) => ({
     attempt_id: id,

@@ -1,4 +1,4 @@
-import { type Kysely, type Selectable, type Transaction } from 'kysely';
+import { type Kysely, type QueryCreator, type Selectable, type Transaction } from 'kysely';
 import type { TransactionRunner } from '../db/group-commit.js';
 import type { Dialect } from '../db/index.js';
 import type { DB, NotificationAttemptsTable, NotificationsTable, NotificationStatus } from '../db/schema.js';
@@ -53,20 +53,29 @@ export class NotificationStore {
    * still pending (PROTOCOL 5).
    */
   async claimDue(now: number, limit: number, lockedUntil: number, token: string): Promise<NotificationRow[]> {
-    if (this.dialect === 'sqlite') {
-      // SQLite runs one writer at a time and evaluates the IN list once: one statement.
-      return this.lease(this.db, this.dueIds(this.db, now, limit), now, lockedUntil, token);
-    }
-    // PostgreSQL: pick and lock the ids first. (Inside one UPDATE ... IN (SELECT ... LIMIT n
-    // SKIP LOCKED) the planner may rescan the subquery and lease more than n rows.)
-    return this.transaction(async (trx) => {
-      const ids = (await this.dueIds(trx, now, limit).forUpdate('n').skipLocked().execute()).map((r) => r.notification_id);
-      return ids.length ? this.lease(trx, ids, now, lockedUntil, token) : [];
-    });
+    // One statement on both databases (one round trip on PostgreSQL, where the dispatcher
+    // claims each time a slot frees up). The ids are picked in a MATERIALIZED CTE, evaluated
+    // once: inside a plain UPDATE ... IN (SELECT ... LIMIT n SKIP LOCKED) PostgreSQL's planner
+    // may rescan the subquery and lease more than n rows. There they are also locked, skipping
+    // rows another claimer holds; SQLite runs one writer at a time.
+    return this.db
+      .with(
+        (cte) => cte('due').materialized(),
+        (w) => (this.dialect === 'postgres' ? this.dueIds(w, now, limit).forUpdate('n').skipLocked() : this.dueIds(w, now, limit)),
+      )
+      .updateTable('notifications')
+      .set({ locked_until: lockedUntil, locked_by: token })
+      .where('notification_id', 'in', (eb) => eb.selectFrom('due').select('due.notification_id'))
+      // The guarded lease: only rows still pending, due and unlocked are taken.
+      .where('status', '=', 'pending')
+      .where('next_attempt_at', '<=', now)
+      .where('locked_until', '<', now)
+      .returningAll()
+      .execute();
   }
 
   /** Due notifications, oldest due first; a refund waits while its ship_order is pending. */
-  private dueIds(q: Q, now: number, limit: number) {
+  private dueIds(q: QueryCreator<DB>, now: number, limit: number) {
     return q
       .selectFrom('notifications as n')
       .select('n.notification_id')
@@ -90,25 +99,6 @@ export class NotificationStore {
       )
       .orderBy('n.next_attempt_at')
       .limit(limit);
-  }
-
-  /** The guarded lease: only rows still pending, due and unlocked are taken. */
-  private lease(
-    q: Q,
-    ids: string[] | ReturnType<NotificationStore['dueIds']>,
-    now: number,
-    lockedUntil: number,
-    token: string,
-  ): Promise<NotificationRow[]> {
-    return q
-      .updateTable('notifications')
-      .set({ locked_until: lockedUntil, locked_by: token })
-      .where('notification_id', 'in', ids)
-      .where('status', '=', 'pending')
-      .where('next_attempt_at', '<=', now)
-      .where('locked_until', '<', now)
-      .returningAll()
-      .execute();
   }
 
   /** Gives a claimed row back, due again at `dueAt` (no attempt made: its host was busy). */
