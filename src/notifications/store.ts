@@ -128,13 +128,7 @@ export class NotificationStore {
     if (this.dialect === 'postgres') return this.recordAttemptAtOnce(n, attempt, outcome, delivery);
     return this.transaction(async (trx) => {
       await trx.insertInto('notification_attempts').values(attempt).execute();
-      const r = await trx
-        .updateTable('notifications')
-        .set({ ...outcome, locked_until: 0, locked_by: null, updated_at: n.now })
-        .where('notification_id', '=', n.notificationId)
-        .where('locked_by', '=', n.token)
-        .where('status', '=', 'pending')
-        .executeTakeFirst();
+      const r = await settle(trx, n, outcome).executeTakeFirst();
       if (Number(r.numUpdatedRows) !== 1) return false;
       if (delivery) await markDelivered(trx, delivery, n.now);
       return true;
@@ -153,15 +147,7 @@ export class NotificationStore {
     delivery: OrderDelivery | null,
   ): Promise<boolean> {
     const base = this.db
-      .with('u', (w) =>
-        w
-          .updateTable('notifications')
-          .set({ ...outcome, locked_until: 0, locked_by: null, updated_at: n.now })
-          .where('notification_id', '=', n.notificationId)
-          .where('locked_by', '=', n.token)
-          .where('status', '=', 'pending')
-          .returning('notification_id'),
-      )
+      .with('u', (w) => settle(w, n, outcome).returning('notification_id'))
       .with('a', (w) => w.insertInto('notification_attempts').values(attempt).returning('attempt_id'));
     if (!delivery) return (await base.selectFrom('u').select('notification_id').execute()).length === 1;
     const rows = await base
@@ -262,6 +248,16 @@ export class NotificationStore {
 }
 
 /** Guarded `paid` -> `delivered`: a refunded (or already delivered) order is left alone. */
+/** The notification's new state, guarded by the lease: changes nothing when the lease was lost. */
+function settle(q: QueryCreator<DB>, n: { notificationId: string; token: string; now: number }, outcome: AttemptOutcome) {
+  return q
+    .updateTable('notifications')
+    .set({ ...outcome, locked_until: 0, locked_by: null, updated_at: n.now })
+    .where('notification_id', '=', n.notificationId)
+    .where('locked_by', '=', n.token)
+    .where('status', '=', 'pending');
+}
+
 async function markDelivered(trx: Transaction<DB>, d: OrderDelivery, now: number): Promise<void> {
   const r = await trx
     .updateTable('orders')
