@@ -100,7 +100,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const clock = opts.clock ?? systemClock;
   const database = openDatabase(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
   try {
-    await migrateToLatest(database.db);
+    await migrateToLatest(database);
   } catch (e) {
     await database.close();
     throw e;

@@ -7,7 +7,7 @@ async function run(args: string[], io: Io): Promise<number> {
   const config = loadConfig(io.env);
   const database = openDatabase(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
   try {
-    const result = await migrateToLatest(database.db);
+    const result = await migrateToLatest(database);
     const applied = result.results?.filter((r) => r.status === 'Success').map((r) => r.migrationName) ?? [];
     io.out(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
     return 0;

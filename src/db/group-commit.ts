@@ -10,13 +10,26 @@ const ROLLBACK = CompiledQuery.raw('rollback');
 const SAVEPOINT = CompiledQuery.raw('savepoint job');
 const RELEASE = CompiledQuery.raw('release savepoint job');
 const ROLLBACK_TO = CompiledQuery.raw('rollback to savepoint job');
+// See openSqlite: journals in memory, except around a large transaction (TransactionOptions).
+const TEMP_FILE = CompiledQuery.raw('pragma temp_store = FILE');
+const TEMP_MEMORY = CompiledQuery.raw('pragma temp_store = MEMORY');
 
-export type TransactionRunner = <T>(fn: (trx: Transaction<DB>) => Promise<T>) => Promise<T>;
+export interface TransactionOptions {
+  /**
+   * The transaction may change many rows (a bulk operation): on SQLite it runs alone, with its
+   * journals in temporary files rather than in memory, so its memory use does not grow with
+   * its size.
+   */
+  large?: boolean;
+}
+
+export type TransactionRunner = <T>(fn: (trx: Transaction<DB>) => Promise<T>, options?: TransactionOptions) => Promise<T>;
 /** Runs `fn`, whose only write is ONE statement, atomically; settles after it committed. */
 export type StatementRunner = <T>(fn: (q: Kysely<DB> | Transaction<DB>) => Promise<T>) => Promise<T>;
 
 interface Job {
   fn: (trx: Transaction<DB>) => Promise<unknown>;
+  large: boolean;
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
   result?: unknown;
@@ -44,9 +57,9 @@ export class GroupCommitter {
     private readonly maxBatch = 256,
   ) {}
 
-  readonly run: TransactionRunner = <T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> =>
+  readonly run: TransactionRunner = <T>(fn: (trx: Transaction<DB>) => Promise<T>, options?: TransactionOptions): Promise<T> =>
     new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      this.queue.push({ fn, large: options?.large === true, resolve: resolve as (v: unknown) => void, reject });
       if (!this.running) {
         this.running = true;
         setImmediate(() => void this.drain());
@@ -54,14 +67,19 @@ export class GroupCommitter {
     });
 
   private async drain(): Promise<void> {
-    while (this.queue.length) {
-      const batch = this.queue.splice(0, this.maxBatch);
-      await this.flush(batch);
-    }
+    while (this.queue.length) await this.flush(this.nextBatch());
     this.running = false;
   }
 
+  /** The next jobs in arrival order; a large job makes a batch of its own. */
+  private nextBatch(): Job[] {
+    const end = this.queue.findIndex((j, i) => i >= this.maxBatch || j.large);
+    if (end === 0) return this.queue.splice(0, 1);
+    return this.queue.splice(0, end === -1 ? this.maxBatch : end);
+  }
+
   private async flush(batch: Job[]): Promise<void> {
+    const large = batch.length === 1 && (batch[0] as Job).large;
     const failed = new Set<Job>();
     try {
       // One connection, held for the whole batch; the control statements are fixed text.
@@ -69,28 +87,11 @@ export class GroupCommitter {
         const trx = conn as unknown as Transaction<DB>;
         const exec = this.control(conn);
         if (this.statements) runDirectly(trx, this.statements, false);
-        await exec(BEGIN);
+        if (large) await exec(TEMP_FILE);
         try {
-          for (const job of batch) {
-            await exec(SAVEPOINT);
-            try {
-              job.result = await job.fn(trx);
-              await exec(RELEASE);
-            } catch (e) {
-              await exec(ROLLBACK_TO);
-              await exec(RELEASE);
-              failed.add(job);
-              job.reject(e); // nothing of it is kept: it can answer at once
-            }
-          }
-          await exec(COMMIT);
-        } catch (e) {
-          try {
-            await exec(ROLLBACK);
-          } catch {
-            // the batch is lost either way; the original error is the one to report
-          }
-          throw e;
+          await transact(exec, trx, batch, failed);
+        } finally {
+          if (large) await exec(TEMP_MEMORY);
         }
       });
     } catch (e) {
@@ -108,5 +109,32 @@ export class GroupCommitter {
     return (q) => {
       statements.prepare(q.sql).run();
     };
+  }
+}
+
+/** BEGIN, each job in its own savepoint, COMMIT. A job that fails is rejected at once and added to `failed`. */
+async function transact(exec: (q: CompiledQuery) => unknown, trx: Transaction<DB>, batch: Job[], failed: Set<Job>): Promise<void> {
+  await exec(BEGIN);
+  try {
+    for (const job of batch) {
+      await exec(SAVEPOINT);
+      try {
+        job.result = await job.fn(trx);
+        await exec(RELEASE);
+      } catch (e) {
+        await exec(ROLLBACK_TO);
+        await exec(RELEASE);
+        failed.add(job);
+        job.reject(e); // nothing of it is kept: it can answer at once
+      }
+    }
+    await exec(COMMIT);
+  } catch (e) {
+    try {
+      await exec(ROLLBACK);
+    } catch {
+      // the batch is lost either way; the original error is the one to report
+    }
+    throw e;
   }
 }

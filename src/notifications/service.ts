@@ -75,12 +75,13 @@ export class NotificationService {
   async redeliverSince(gameId: string, since: number, actor: string): Promise<{ count: number }> {
     const { store, clock, ids } = this.d;
     const now = clock.now();
+    // Any number of notifications: on SQLite its journals must not be held in memory.
     const count = await store.transaction(async (trx) => {
       if (!(await store.gameExists(trx, gameId))) throw Errors.notFound(`game ${gameId} not found`);
       const n = await store.redeliver(trx, { gameId, createdSince: since, statuses: UNDELIVERED }, now);
       await recordAudit(trx, ids, now, { actor, action: 'notification.redeliver_all', target: gameId, detail: { since, count: n } });
       return n;
-    });
+    }, { large: true });
     if (count > 0) this.d.onRedeliver();
     return { count };
   }

@@ -1,5 +1,5 @@
 import { type Kysely, type QueryCreator, type Selectable, type Transaction } from 'kysely';
-import type { TransactionRunner } from '../db/group-commit.js';
+import type { TransactionOptions, TransactionRunner } from '../db/group-commit.js';
 import type { Dialect } from '../db/index.js';
 import type { DB, NotificationAttemptsTable, NotificationsTable, NotificationStatus } from '../db/schema.js';
 
@@ -40,8 +40,8 @@ export class NotificationStore {
   ) {}
 
   /** A transaction that has committed when the promise settles (group commit on SQLite). */
-  transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-    return this.tx(fn);
+  transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>, options?: TransactionOptions): Promise<T> {
+    return this.tx(fn, options);
   }
 
   /**
@@ -247,7 +247,6 @@ export class NotificationStore {
   }
 }
 
-/** Guarded `paid` -> `delivered`: a refunded (or already delivered) order is left alone. */
 /** The notification's new state, guarded by the lease: changes nothing when the lease was lost. */
 function settle(q: QueryCreator<DB>, n: { notificationId: string; token: string; now: number }, outcome: AttemptOutcome) {
   return q
@@ -258,6 +257,7 @@ function settle(q: QueryCreator<DB>, n: { notificationId: string; token: string;
     .where('status', '=', 'pending');
 }
 
+/** Guarded `paid` -> `delivered`: a refunded (or already delivered) order is left alone. */
 async function markDelivered(trx: Transaction<DB>, d: OrderDelivery, now: number): Promise<void> {
   const r = await trx
     .updateTable('orders')

@@ -1,0 +1,106 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import { sql, type Transaction } from 'kysely';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { migrateToLatest, openDatabase, type Database } from '../src/db/index.js';
+import type { DB } from '../src/db/schema.js';
+import { TEST_DB } from './helpers/db.js';
+
+// SQLite's group commit (src/db/group-commit.ts) on a real file. PostgreSQL has no group commit:
+// the PostgreSQL run of the suite skips this file.
+describe.skipIf(TEST_DB !== 'sqlite')('SQLite group commit', () => {
+  let dir: string;
+  let file: string;
+  let database: Database;
+  let reader: SQLite.Database;
+
+  beforeEach(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'combo-gc-'));
+    file = path.join(dir, 'gc.db');
+    database = openDatabase(`sqlite:${file}`);
+    await migrateToLatest(database);
+    await sql`create table t (x integer primary key)`.execute(database.db);
+    // A second connection sees only what is committed.
+    reader = new SQLite(file, { readonly: true });
+  });
+
+  afterEach(async () => {
+    reader.close();
+    await database.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const insert = (trx: Transaction<DB>, x: number) => sql`insert into t (x) values (${x})`.execute(trx);
+  const tempStore = async (q: Transaction<DB> | Database['db']) => (await sql<{ temp_store: number }>`pragma temp_store`.execute(q)).rows[0]?.temp_store;
+  const committed = () => (reader.prepare('select x from t order by x').all() as { x: number }[]).map((r) => r.x);
+
+  it('commits transactions that arrive together in one batch; a failing one is rolled back alone', async () => {
+    const seen: number[][] = [];
+    const results = await Promise.allSettled([
+      database.transaction(async (trx) => {
+        await insert(trx, 1);
+        seen.push(committed());
+      }),
+      database.transaction(async (trx) => {
+        await insert(trx, 2);
+        throw new Error('job 2 fails after its write');
+      }),
+      database.transaction(async (trx) => {
+        await insert(trx, 3);
+        seen.push(committed());
+      }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((results[1] as PromiseRejectedResult).reason.message).toBe('job 2 fails after its write');
+    // One batch: while its jobs ran, nothing of it was committed yet.
+    expect(seen).toEqual([[], []]);
+    expect(committed()).toEqual([1, 3]);
+  });
+
+  it('keeps journals in memory, also after migrations', async () => {
+    expect(await tempStore(database.db)).toBe(2); // MEMORY
+    await migrateToLatest(database);
+    expect(await tempStore(database.db)).toBe(2);
+    expect(await database.transaction((trx) => tempStore(trx))).toBe(2);
+  });
+
+  it('runs a large transaction alone, with journals in temporary files, and memory journals again after it', async () => {
+    const [before, large, after] = await Promise.all([
+      database.transaction(async (trx) => {
+        await insert(trx, 1);
+        return { temp: await tempStore(trx), committed: committed() };
+      }),
+      database.transaction(
+        async (trx) => {
+          await insert(trx, 2);
+          return { temp: await tempStore(trx), committed: committed() };
+        },
+        { large: true },
+      ),
+      database.transaction(async (trx) => {
+        await insert(trx, 3);
+        return { temp: await tempStore(trx), committed: committed() };
+      }),
+    ]);
+    expect(before).toEqual({ temp: 2, committed: [] });
+    // Arrived with the others, but ran in a transaction of its own: the first had committed.
+    expect(large).toEqual({ temp: 1, committed: [1] }); // FILE
+    expect(after).toEqual({ temp: 2, committed: [1, 2] });
+    expect(committed()).toEqual([1, 2, 3]);
+  });
+
+  it('restores memory journals after a large transaction that fails', async () => {
+    const failed = database.transaction(
+      async (trx) => {
+        await insert(trx, 1);
+        throw new Error('bulk change fails');
+      },
+      { large: true },
+    );
+    await expect(failed).rejects.toThrow('bulk change fails');
+    expect(await database.transaction((trx) => tempStore(trx))).toBe(2);
+    expect(committed()).toEqual([]);
+  });
+});
