@@ -98,12 +98,17 @@ export function presigned(count: number, make: (i: number) => { path: string; bo
   return (req: Record<string, unknown>) => Object.assign(req, list[next++ % list.length]!);
 }
 
+/** user+system CPU ms in a /proc/<pid>/stat line (fields after the command name). */
+function statCpuMs(stat: string): number {
+  const f = stat.split(') ')[1]!.split(' ');
+  return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // clock ticks (USER_HZ = 100)
+}
+
 /** user+system CPU ms of a process so far, from /proc (Linux). */
 export function cpuMs(pid: number | undefined): number {
   if (!pid) return NaN;
   try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // clock ticks (USER_HZ = 100)
+    return statCpuMs(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return NaN;
   }
@@ -119,9 +124,7 @@ export function postgresCpuMs(): number {
     if (!/^\d+$/.test(d)) continue;
     try {
       const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      if (!stat.includes('(postgres)')) continue;
-      const f = stat.split(') ')[1]!.split(' ');
-      total += ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+      if (stat.includes('(postgres)')) total += statCpuMs(stat);
     } catch {
       /* the process ended */
     }
