@@ -2,9 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { sql, type Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/index.js';
+import { migrations } from '../src/db/migrations/index.js';
 import type { DB } from '../src/db/schema.js';
 import { TEST_DB } from './helpers/db.js';
 
@@ -59,9 +60,16 @@ describe.skipIf(TEST_DB !== 'sqlite')('SQLite group commit', () => {
     expect(committed()).toEqual([1, 3]);
   });
 
-  it('keeps journals in memory, also after migrations', async () => {
+  it('keeps journals in memory, but runs migrations with journals in temporary files', async () => {
     expect(await tempStore(database.db)).toBe(2); // MEMORY
-    await migrateToLatest(database);
+    let during: number | undefined;
+    const probe = {
+      up: async (db: Kysely<unknown>) => {
+        during = (await sql<{ temp_store: number }>`pragma temp_store`.execute(db)).rows[0]?.temp_store;
+      },
+    };
+    await migrateToLatest(database, { ...migrations, '9999_probe': probe });
+    expect(during).toBe(1); // FILE
     expect(await tempStore(database.db)).toBe(2);
     expect(await database.transaction((trx) => tempStore(trx))).toBe(2);
   });

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type MigrationResultSet } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type Migration, type MigrationResultSet } from 'kysely';
 import pg from 'pg';
 import type { DB } from './schema.js';
 import { migrations } from './migrations/index.js';
@@ -141,22 +141,25 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
   };
 }
 
-export function migrator(db: Kysely<DB>): Migrator {
+export function migrator(db: Kysely<DB>, list: Record<string, Migration> = migrations): Migrator {
   return new Migrator({
     db,
-    provider: { getMigrations: async () => migrations },
+    provider: { getMigrations: async () => list },
   });
 }
 
-/** Applies every pending migration; throws with the failing migration's error. */
-export async function migrateToLatest(database: Database): Promise<MigrationResultSet> {
+/**
+ * Applies every pending migration (of `list`: the service's own unless a test gives others);
+ * throws with the failing migration's error.
+ */
+export async function migrateToLatest(database: Database, list?: Record<string, Migration>): Promise<MigrationResultSet> {
   const { db } = database;
   // A migration may rewrite a whole table: on SQLite its journals go to temporary files (see
   // openSqlite), so memory does not grow with the table.
   const sqlite = database.dialect === 'sqlite';
   if (sqlite) await sql`pragma temp_store = FILE`.execute(db);
   try {
-    const result = await migrator(db).migrateToLatest();
+    const result = await migrator(db, list).migrateToLatest();
     if (result.error) throw result.error instanceof Error ? result.error : new Error(String(result.error));
     return result;
   } finally {
