@@ -10,7 +10,9 @@
  * `closed`, or a number of req/s: how the overload5x scenario defines the sustainable rate),
  * BENCH_PIN (1: generator on CPU 0, service on CPU 1; see bench/lib.ts), BENCH_DATABASE_URL (the
  * service's DATABASE_URL instead of a fresh SQLite file; with a local PostgreSQL the table adds
- * the PostgreSQL server processes' CPU per request).
+ * the PostgreSQL server processes' CPU per request), BENCH_ROUNDS (1: how many times the
+ * closed-loop scenarios run, interleaved with the bare route; with more than one, a summary gives
+ * each scenario's median ratio to the bare run of the same round).
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -29,6 +31,8 @@ const duration = Number(process.env.BENCH_DURATION ?? 10);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const only = process.env.BENCH_ONLY?.split(',');
 const databaseUrl = process.env.BENCH_DATABASE_URL;
+/** Rounds of the closed-loop scenarios, each with its own bare run: ratios are taken within a round. */
+const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1));
 const onPostgres = databaseUrl?.startsWith('postgres') ?? false;
 
 interface Result {
@@ -367,6 +371,42 @@ async function notifications(base: string, game: string, secret: string, count: 
   }
 }
 
+/**
+ * p99 over the mean latency, which a closed loop fixes at connections / throughput (Little's
+ * law): how long the tail is for this machine, whatever the route's speed.
+ */
+function tailFactor(r: Result): number {
+  return r.p99 / ((connections / Math.max(1, r.rps)) * 1000);
+}
+
+/** The issue targets (ratio of req/s to the bare route; p99 at 64 connections). */
+const TARGETS: Record<string, number> = { 'create-order': 0.35, 'enter-game': 0.5, 'query-binding (warm cache)': 0.6 };
+const P99_TARGET_MS = 20;
+
+/** Per scenario over the rounds: median and range of the ratio to the same round's bare run. */
+function printRoundSummary(byRound: Result[][]): void {
+  const median = (xs: number[]) => {
+    const s = [...xs].sort((a, b) => a - b);
+    const m = Math.floor(s.length / 2);
+    return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+  };
+  const names = [...new Set(byRound.flat().map((r) => r.name))];
+  console.log(`\n${byRound.length} rounds | median ratio to bare (min-max) | median CPU ratio | median p99 ms | median p99 / mean latency | target`);
+  console.log('|---|---|---|---|---|---|');
+  const checks: string[] = [];
+  for (const name of names) {
+    const rows = byRound.map((rs) => ({ r: rs.find((x) => x.name === name), bare: rs.find((x) => x.name.startsWith('bare')) })).filter((x) => x.r && x.bare) as { r: Result; bare: Result }[];
+    const ratios = rows.map(({ r, bare }) => r.rps / bare.rps);
+    const cpu = rows.map(({ r, bare }) => bare.cpuUsPerReq / r.cpuUsPerReq);
+    const p99 = median(rows.map(({ r }) => r.p99));
+    const target = TARGETS[name];
+    console.log(`| ${name} | ${median(ratios).toFixed(2)} (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}) | ${median(cpu).toFixed(2)} | ${p99} | ${median(rows.map(({ r }) => tailFactor(r))).toFixed(1)} | ${target ? `>= ${target}` : '-'} |`);
+    if (target) checks.push(`${median(ratios) >= target ? 'PASS' : 'FAIL'}  ${name}: median ratio ${median(ratios).toFixed(2)} >= ${target}`);
+    if (name === 'create-order' || name === 'enter-game') checks.push(`${p99 <= P99_TARGET_MS ? 'PASS' : 'FAIL'}  ${name}: median p99 ${p99} ms <= ${P99_TARGET_MS} ms`);
+  }
+  for (const line of checks) console.log(line);
+}
+
 async function main() {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'combo-bench-'));
   const children: ChildProcess[] = [];
@@ -397,9 +437,11 @@ async function main() {
     const secret = created.secret_key;
     const n = Math.max(50_000, duration * 30_000);
     const run = randomBytes(4).toString('hex');
+    // Every round sends new ids: a repeated reference_id would measure idempotent replays.
+    let round = 0;
     const orderBody = (i: number) =>
       JSON.stringify({
-        reference_id: `bench-${run}-${i}`,
+        reference_id: `bench-${run}-${round}-${i}`,
         combo_id: `player${i % 5000}`,
         product_id: 'gem_60',
         platform: 'ios',
@@ -421,7 +463,7 @@ async function main() {
             'enter-game',
             svc.child.pid,
             svc.address,
-            presigned(n, (i) => ({ path: '/v1/server/enter-game', body: JSON.stringify({ combo_id: `player${i % 5000}`, session_id: `s-${run}-${i}` }) }), game, secret),
+            presigned(n, (i) => ({ path: '/v1/server/enter-game', body: JSON.stringify({ combo_id: `player${i % 5000}`, session_id: `s-${run}-${round}-${i}` }) }), game, secret),
           ),
       },
     ];
@@ -452,10 +494,16 @@ async function main() {
     scenarios.push({ name: 'query-binding', go: () => load('query-binding (warm cache)', svc.child.pid, svc.address, partnerGet(queryUri, partnerId, partner.secret_key)) });
 
     const results: Result[] = [];
-    for (const s of scenarios) {
-      if (only && !only.includes(s.name)) continue;
-      process.stderr.write(`running ${s.name} for ${duration}s at ${connections} connections...\n`);
-      results.push(await s.go());
+    const byRound: Result[][] = [];
+    for (round = 0; round < rounds; round++) {
+      const these: Result[] = [];
+      for (const s of scenarios) {
+        if (only && !only.includes(s.name)) continue;
+        process.stderr.write(`${rounds > 1 ? `round ${round + 1}/${rounds}: ` : ''}running ${s.name} for ${duration}s at ${connections} connections...\n`);
+        these.push(await s.go());
+      }
+      byRound.push(these);
+      results.push(...these);
     }
     let over: OverloadResult | null = null;
     if (!only || only.includes('overload')) {
@@ -506,19 +554,20 @@ async function main() {
       delivery.cpuUsPerOrder = Math.round(((cpuMs(svc.child.pid) - cpu0) * 1000) / (count + 500));
       if (onPostgres) delivery.dbCpuUsPerOrder = Math.round(((postgresCpuMs() - db0) * 1000) / (count + 500));
     }
-    const bareRps = results.find((r) => r.name.startsWith('bare'))?.rps;
+    const bareOf = (r: Result) => byRound.find((rs) => rs.includes(r))?.find((b) => b.name.startsWith('bare'));
     console.log(`\n${new Date().toISOString()}  ${os.cpus().length} cores (${os.cpus()[0]?.model ?? '?'}), node ${process.version}, ${connections} connections, ${duration}s each\n`);
-    const bareCpu = results.find((r) => r.name.startsWith('bare'))?.cpuUsPerReq;
     console.log(`database: ${databaseUrl ? databaseUrl.replace(/\/\/[^@/]*@/, '//') : 'a fresh SQLite file'}`);
     const dbCol = onPostgres ? ' PostgreSQL CPU µs/req |' : '';
-    console.log(`| scenario | req/s | p50 ms | p99 ms | ratio to bare | server CPU µs/req | CPU ratio (bare/this) |${dbCol} non-2xx | errors |`);
-    console.log(`|---|---|---|---|---|---|---|${onPostgres ? '---|' : ''}---|---|`);
+    console.log(`| scenario | req/s | p50 ms | p99 ms | p99 / mean latency | ratio to bare | server CPU µs/req | CPU ratio (bare/this) |${dbCol} non-2xx | errors |`);
+    console.log(`|---|---|---|---|---|---|---|---|${onPostgres ? '---|' : ''}---|---|`);
     for (const r of results) {
-      const ratio = bareRps ? (r.rps / bareRps).toFixed(2) : '-';
-      const cpuRatio = bareCpu ? (bareCpu / r.cpuUsPerReq).toFixed(2) : '-';
+      const bare = bareOf(r);
+      const ratio = bare ? (r.rps / bare.rps).toFixed(2) : '-';
+      const cpuRatio = bare ? (bare.cpuUsPerReq / r.cpuUsPerReq).toFixed(2) : '-';
       const dbCell = onPostgres ? ` ${r.dbCpuUsPerReq ?? '-'} |` : '';
-      console.log(`| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${ratio} | ${r.cpuUsPerReq} | ${cpuRatio} |${dbCell} ${r.non2xx} | ${r.errors} |`);
+      console.log(`| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${tailFactor(r).toFixed(1)} | ${ratio} | ${r.cpuUsPerReq} | ${cpuRatio} |${dbCell} ${r.non2xx} | ${r.errors} |`);
     }
+    if (rounds > 1) printRoundSummary(byRound);
     if (over) {
       console.log(`\n| overload (create-order, MAX_INFLIGHT_REQUESTS=256) | connections | admitted (200)/s | shed (503) | p99 ms (all answers) | RSS start MB | RSS max MB |`);
       console.log('|---|---|---|---|---|---|---|');
