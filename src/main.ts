@@ -1,3 +1,4 @@
+import pino from 'pino';
 import { ConfigError, loadConfig } from './config/index.js';
 import { resolveSecretsKey } from './lib/secrets-key.js';
 import { createLogger } from './logger.js';
@@ -15,7 +16,9 @@ async function main(): Promise<void> {
     }
     throw e;
   }
-  const logger = createLogger(config.logLevel);
+  // pino's usual asynchronous standard output, made here so shutdown can wait for it to drain.
+  const logOutput = pino.destination(process.stdout.fd);
+  const logger = createLogger(config.logLevel, logOutput);
   const { key, source } = resolveSecretsKey(config.secretsKey, config.dataDir, config.production);
   const service = await createService({ config, logger, secretsKey: key });
   const address = await service.listen();
@@ -36,13 +39,21 @@ async function main(): Promise<void> {
     service.stop().then(
       () => {
         logger.info('stopped');
-        process.exit(0);
+        exitAfterLogs(0);
       },
       (err) => {
         logger.error({ err }, 'shutdown failed');
-        process.exit(1);
+        exitAfterLogs(1);
       },
     );
+  };
+  // Log lines are written asynchronously, and a write still in flight is not part of the
+  // synchronous flush pino runs at exit: exiting at once could lose the last lines of a shutdown
+  // ("stopped"). Ending the output waits for that write; a hung output gets a second.
+  const exitAfterLogs = (code: number) => {
+    setTimeout(() => process.exit(code), 1000).unref();
+    logOutput.once('close', () => process.exit(code));
+    logOutput.end();
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
