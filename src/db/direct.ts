@@ -1,5 +1,6 @@
 import type SQLite from 'better-sqlite3';
 import type { QueryResult } from 'kysely';
+import type { TurnSnapshot } from './turn-snapshot.js';
 
 /** Prepares (and caches) statements on one better-sqlite3 connection. */
 export interface StatementSource {
@@ -10,6 +11,8 @@ interface Direct {
   statements: StatementSource;
   /** A read-only connection: only statements that do not write may run on it. */
   readOnly: boolean;
+  /** The read-only connection's shared read transaction of the current turn. */
+  snapshot?: TurnSnapshot;
 }
 
 const handles = new WeakMap<object, Direct>();
@@ -20,11 +23,12 @@ const handles = new WeakMap<object, Direct>();
  * the statement itself. Two kinds of handle are marked:
  * - a group-commit batch's transaction: it holds SQLite's one write connection for the whole
  *   batch, so a direct statement runs inside that transaction, as Kysely would run it;
- * - the root handle, with a separate read-only connection: a read there sees exactly what is
- *   committed (WAL), never a batch still in progress, and does not wait for the batch to end.
+ * - the root handle, with a separate read-only connection: a read there sees what is committed
+ *   (WAL), never a batch still in progress, and does not wait for the batch to end. Its reads
+ *   share one read transaction per event-loop turn (`snapshot`, see db/turn-snapshot.ts).
  */
-export function runDirectly(q: object, statements: StatementSource, readOnly: boolean): void {
-  handles.set(q, { statements, readOnly });
+export function runDirectly(q: object, statements: StatementSource, readOnly: boolean, snapshot?: TurnSnapshot): void {
+  handles.set(q, { statements, readOnly, snapshot });
 }
 
 /**
@@ -42,7 +46,10 @@ export function executeDirect<R>(q: object, sql: string, params: readonly unknow
   }
   if (direct.readOnly && !stmt.reader) return null;
   try {
-    if (stmt.reader) return Promise.resolve({ rows: stmt.all(params as unknown[]) as R[] });
+    if (stmt.reader) {
+      direct.snapshot?.enter();
+      return Promise.resolve({ rows: stmt.all(params as unknown[]) as R[] });
+    }
     const { changes } = stmt.run(params as unknown[]);
     return Promise.resolve({ rows: [], numAffectedRows: BigInt(changes) });
   } catch (e) {

@@ -7,6 +7,7 @@ import type { DB } from './schema.js';
 import { migrations } from './migrations/index.js';
 import { GroupCommitter, type StatementRunner, type TransactionOptions, type TransactionRunner } from './group-commit.js';
 import { runDirectly } from './direct.js';
+import { TurnSnapshot } from './turn-snapshot.js';
 
 export type { TransactionOptions, TransactionRunner };
 
@@ -63,13 +64,16 @@ function openSqlite(file: string, options: DatabaseOptions): Database {
   // that may change many rows asks for temporary files (TransactionOptions.large), and so do
   // migrations.
   raw.pragma('temp_store = MEMORY');
-  const statements = withStatementCache(raw);
+  // Hot reads outside transactions use a second, read-only connection (db/direct.ts), in one
+  // read transaction per event-loop turn that every write of this process ends first
+  // (db/turn-snapshot.ts). An in-memory database is private to its connection: there, reads go
+  // through Kysely.
+  const reader = file === ':memory:' ? null : withStatementCache(openReader(file));
+  const snapshot = reader ? new TurnSnapshot(reader) : null;
+  const statements = withStatementCache(raw, snapshot ? () => snapshot.endForWrite() : undefined);
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: statements }) });
   const committer = new GroupCommitter(db, statements);
-  // Hot reads outside transactions use a second, read-only connection (db/direct.ts). An
-  // in-memory database is private to its connection: there, reads go through Kysely.
-  const reader = file === ':memory:' ? null : withStatementCache(openReader(file));
-  if (reader) runDirectly(db, reader, true);
+  if (reader && snapshot) runDirectly(db, reader, true, snapshot);
   return {
     db,
     dialect: 'sqlite',
@@ -80,6 +84,7 @@ function openSqlite(file: string, options: DatabaseOptions): Database {
       raw.prepare('select 1').get();
     },
     close: async () => {
+      snapshot?.end();
       reader?.close();
       await db.destroy();
     },
@@ -96,8 +101,11 @@ function openReader(file: string): SQLite.Database {
  * Kysely's SQLite driver prepares every statement on every call; preparing costs more than
  * running a simple insert. Statements are cached by SQL text (Kysely emits the same text for
  * the same query shape, with values as parameters), bounded so odd shapes cannot grow it.
+ * `beforeWrite` is called whenever any statement but a plain read is handed out (a write, also
+ * one with RETURNING, and transaction control, COMMIT included): every statement reaches the
+ * connection through here (Kysely's driver, the group commit, db/direct.ts) and runs right after.
  */
-function withStatementCache(raw: SQLite.Database) {
+function withStatementCache(raw: SQLite.Database, beforeWrite?: () => void) {
   const cache = new Map<string, SQLite.Statement>();
   return {
     prepare(sqlText: string) {
@@ -107,6 +115,7 @@ function withStatementCache(raw: SQLite.Database) {
         if (cache.size >= 2000) cache.clear();
         cache.set(sqlText, stmt);
       }
+      if (beforeWrite && !(stmt.reader && stmt.readonly)) beforeWrite();
       return stmt;
     },
     close() {
