@@ -24,7 +24,7 @@ export class TurnSnapshot {
   private readonly commit;
   private readonly rollback;
 
-  constructor(private readonly reader: StatementSource) {
+  constructor(reader: StatementSource) {
     this.begin = reader.prepare('begin');
     this.commit = reader.prepare('commit');
     this.rollback = reader.prepare('rollback');
