@@ -5,10 +5,21 @@ import { schemaCompiler } from '../src/http/validation.js';
 /**
  * The reference point of the benchmark: a bare Fastify route that accepts the same body (same
  * schema, same validator) and answers {}. No signature, no database.
+ *
+ * BENCH_BARE_SPIN_US=N makes the route busy-wait N µs before answering: it shows what N µs of
+ * pure user-space work per request costs the route as a whole on this machine (the kernel's
+ * share of each answer grows with it; docs/benchmarks.md, "Eighth session").
  */
+const spinMs = Number(process.env.BENCH_BARE_SPIN_US ?? 0) / 1000;
 const app = Fastify({ logger: false });
 app.setValidatorCompiler(schemaCompiler);
-app.post('/bare', { schema: { body: CreateOrderBody } }, async () => ({}));
+app.post('/bare', { schema: { body: CreateOrderBody } }, async () => {
+  if (spinMs > 0) {
+    const end = performance.now() + spinMs;
+    while (performance.now() < end);
+  }
+  return {};
+});
 const address = await app.listen({ port: 0, host: '127.0.0.1' });
 process.stdout.write(`${JSON.stringify({ address })}\n`);
 process.on('SIGTERM', () => app.close().then(() => process.exit(0)));
