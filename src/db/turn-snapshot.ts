@@ -43,7 +43,7 @@ export class TurnSnapshot {
 
   /** A write is about to run on the write connection: later reads must see it. */
   endForWrite(): void {
-    if (this.open) this.end();
+    this.end();
   }
 
   /** Before the reader closes. */
