@@ -12,7 +12,8 @@
  * service's DATABASE_URL instead of a fresh SQLite file; with a local PostgreSQL the table adds
  * the PostgreSQL server processes' CPU per request), BENCH_ROUNDS (1: how many times the
  * closed-loop scenarios run, interleaved with the bare route; with more than one, a summary gives
- * each scenario's median ratio to the bare run of the same round).
+ * each scenario's median ratio to the bare run of the same round). Opt-in scenarios (only by
+ * BENCH_ONLY): bare-presigned, least-create-order, least-enter-game, least-query-binding.
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -379,6 +380,9 @@ function tailFactor(r: Result): number {
   return r.p99 / ((connections / Math.max(1, r.rps)) * 1000);
 }
 
+/** The reference of every ratio: the bare route, loaded with one static request. */
+const BARE = 'bare fastify route';
+
 /** The issue targets (ratio of req/s to the bare route; p99 at 64 connections). */
 const TARGETS: Record<string, number> = { 'create-order': 0.35, 'enter-game': 0.5, 'query-binding (warm cache)': 0.6 };
 const P99_TARGET_MS = 20;
@@ -396,7 +400,7 @@ function printRoundSummary(byRound: Result[][]): void {
   console.log('|---|---|---|---|---|---|');
   const checks: string[] = [];
   for (const name of names) {
-    const rows = byRound.map((rs) => ({ r: rs.find((x) => x.name === name), bare: rs.find((x) => x.name.startsWith('bare')) })).filter((x) => x.r && x.bare) as { r: Result; bare: Result }[];
+    const rows = byRound.map((rs) => ({ r: rs.find((x) => x.name === name), bare: rs.find((x) => x.name === BARE) })).filter((x) => x.r && x.bare) as { r: Result; bare: Result }[];
     const ratios = rows.map(({ r, bare }) => r.rps / bare.rps);
     const ratio = median(ratios);
     const cpu = median(rows.map(({ r, bare }) => bare.cpuUsPerReq / r.cpuUsPerReq));
@@ -453,7 +457,7 @@ async function main() {
       });
 
     const scenarios: { name: string; go: () => Promise<Result> }[] = [
-      { name: 'bare', go: () => load('bare fastify route', bare.child.pid, `${bare.address}/bare`, undefined, orderBody(0)) },
+      { name: 'bare', go: () => load(BARE, bare.child.pid, `${bare.address}/bare`, undefined, orderBody(0)) },
       {
         name: 'create-order',
         go: () => load('create-order', svc.child.pid, svc.address, presigned(n, (i) => ({ path: '/v1/server/create-order', body: orderBody(i) }), game, secret)),
@@ -495,12 +499,41 @@ async function main() {
     if (warm.status !== 200) throw new Error(`query-binding: ${warm.status} ${await warm.text()}`);
     scenarios.push({ name: 'query-binding', go: () => load('query-binding (warm cache)', svc.child.pid, svc.address, partnerGet(queryUri, partnerId, partner.secret_key)) });
 
+    // Opt-in references (BENCH_ONLY): the bare route loaded with the same stream of unique
+    // pre-signed requests as the service, and the least work each route needs
+    // (bench/least-work-server.ts), started on first use.
+    scenarios.push({
+      name: 'bare-presigned',
+      go: () => load('bare route, unique pre-signed requests', bare.child.pid, `${bare.address}/bare`, presigned(n, (i) => ({ path: '/bare', body: orderBody(i) }), game, secret)),
+    });
+    let least: Promise<{ child: ChildProcess; address: string }> | null = null;
+    const leastServer = () =>
+      (least ??= startChild(['bench/least-work-server.ts'], {
+        LEAST_DB: path.join(dataDir, 'least-work.db'),
+        LEAST_GAME_SECRET: secret,
+        LEAST_PARTNER_SECRET: partner.secret_key,
+        LEAST_BINDING: [game, partnerId, 'u1', 'player1', 'r1'].join(','),
+      }).then((l) => (children.push(l.child), l)));
+    const leastLoad = async (name: string, setup: (r: Record<string, unknown>) => Record<string, unknown>) => {
+      const l = await leastServer();
+      return load(name, l.child.pid, l.address, setup);
+    };
+    scenarios.push(
+      { name: 'least-create-order', go: () => leastLoad('least work: create-order', presigned(n, (i) => ({ path: '/v1/server/create-order', body: orderBody(i) }), game, secret)) },
+      {
+        name: 'least-enter-game',
+        go: () => leastLoad('least work: enter-game', presigned(n, (i) => ({ path: '/v1/server/enter-game', body: JSON.stringify({ combo_id: `player${i % 5000}`, session_id: `s-${run}-${round}-${i}` }) }), game, secret)),
+      },
+      { name: 'least-query-binding', go: () => leastLoad('least work: query-binding', partnerGet(queryUri, partnerId, partner.secret_key)) },
+    );
+    const optIn = new Set(['bare-presigned', 'least-create-order', 'least-enter-game', 'least-query-binding']);
+
     const results: Result[] = [];
     const byRound: Result[][] = [];
     for (round = 0; round < rounds; round++) {
       const these: Result[] = [];
       for (const s of scenarios) {
-        if (only && !only.includes(s.name)) continue;
+        if (only ? !only.includes(s.name) : optIn.has(s.name)) continue;
         process.stderr.write(`${rounds > 1 ? `round ${round + 1}/${rounds}: ` : ''}running ${s.name} for ${duration}s at ${connections} connections...\n`);
         these.push(await s.go());
       }
@@ -556,7 +589,7 @@ async function main() {
       delivery.cpuUsPerOrder = Math.round(((cpuMs(svc.child.pid) - cpu0) * 1000) / (count + 500));
       if (onPostgres) delivery.dbCpuUsPerOrder = Math.round(((postgresCpuMs() - db0) * 1000) / (count + 500));
     }
-    const bareOf = (r: Result) => byRound.find((rs) => rs.includes(r))?.find((b) => b.name.startsWith('bare'));
+    const bareOf = (r: Result) => byRound.find((rs) => rs.includes(r))?.find((b) => b.name === BARE);
     console.log(`\n${new Date().toISOString()}  ${os.cpus().length} cores (${os.cpus()[0]?.model ?? '?'}), node ${process.version}, ${connections} connections, ${duration}s each\n`);
     console.log(`database: ${databaseUrl ? databaseUrl.replace(/\/\/[^@/]*@/, '//') : 'a fresh SQLite file'}`);
     const dbCol = onPostgres ? ' PostgreSQL CPU µs/req |' : '';

@@ -60,6 +60,32 @@ describe.skipIf(TEST_DB !== 'sqlite')('SQLite group commit', () => {
     expect(committed()).toEqual([1, 3]);
   });
 
+  it('runs one-statement jobs in the shared batch without savepoints; a failing statement leaves nothing', async () => {
+    const seen: number[][] = [];
+    let savepointError = '';
+    const results = await Promise.allSettled([
+      database.oneStatement(async (q) => {
+        await sql`insert into t (x) values (1)`.execute(q);
+        seen.push(committed());
+        // No savepoint of its own: there is none to release.
+        await sql`release savepoint job`.execute(q).catch((e: Error) => (savepointError = e.message));
+      }),
+      // The statement inserts 5, then fails on 1: SQLite undoes the whole statement, 5 included.
+      database.oneStatement((q) => sql`insert into t (x) values (5), (1)`.execute(q)),
+      database.transaction(async (trx) => {
+        await insert(trx, 3);
+        seen.push(committed());
+      }),
+      database.oneStatement((q) => sql`insert into t (x) values (4)`.execute(q)),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    expect((results[1] as PromiseRejectedResult).reason.message).toMatch(/UNIQUE/);
+    expect(savepointError).toMatch(/no such savepoint/);
+    // One batch: while its jobs ran, nothing of it was committed yet.
+    expect(seen).toEqual([[], []]);
+    expect(committed()).toEqual([1, 3, 4]);
+  });
+
   it('keeps journals in memory, but runs migrations with journals in temporary files', async () => {
     expect(await tempStore(database.db)).toBe(2); // MEMORY
     let during: number | undefined;

@@ -30,6 +30,11 @@ export type StatementRunner = <T>(fn: (q: Kysely<DB> | Transaction<DB>) => Promi
 interface Job {
   fn: (trx: Transaction<DB>) => Promise<unknown>;
   large: boolean;
+  /**
+   * The job writes with one statement (StatementRunner): it needs no savepoint, since SQLite
+   * undoes a failing statement by itself and keeps the transaction (the statement journal).
+   */
+  single: boolean;
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
   result?: unknown;
@@ -58,13 +63,25 @@ export class GroupCommitter {
   ) {}
 
   readonly run: TransactionRunner = <T>(fn: (trx: Transaction<DB>) => Promise<T>, options?: TransactionOptions): Promise<T> =>
-    new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, large: options?.large === true, resolve: resolve as (v: unknown) => void, reject });
+    this.enqueue<T>(fn, options?.large === true, false);
+
+  /**
+   * A job whose only write is one statement: it joins the batch without a savepoint of its own
+   * (two statements fewer per job). As on PostgreSQL, where such a job runs without a
+   * transaction, what the statement wrote stays if `fn` throws after it.
+   */
+  readonly runStatement: StatementRunner = <T>(fn: (q: Kysely<DB> | Transaction<DB>) => Promise<T>): Promise<T> =>
+    this.enqueue<T>(fn, false, true);
+
+  private enqueue<T>(fn: (trx: Transaction<DB>) => Promise<T>, large: boolean, single: boolean): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ fn, large, single, resolve: resolve as (v: unknown) => void, reject });
       if (!this.running) {
         this.running = true;
         setImmediate(() => void this.drain());
       }
     });
+  }
 
   private async drain(): Promise<void> {
     while (this.queue.length) await this.flush(this.nextBatch());
@@ -112,18 +129,23 @@ export class GroupCommitter {
   }
 }
 
-/** BEGIN, each job in its own savepoint, COMMIT. A job that fails is rejected at once and added to `failed`. */
+/**
+ * BEGIN, each job in its own savepoint (a one-statement job without one), COMMIT. A job that
+ * fails is rejected at once and added to `failed`.
+ */
 async function transact(exec: (q: CompiledQuery) => unknown, trx: Transaction<DB>, batch: Job[], failed: Set<Job>): Promise<void> {
   await exec(BEGIN);
   try {
     for (const job of batch) {
-      await exec(SAVEPOINT);
+      if (!job.single) await exec(SAVEPOINT);
       try {
         job.result = await job.fn(trx);
-        await exec(RELEASE);
+        if (!job.single) await exec(RELEASE);
       } catch (e) {
-        await exec(ROLLBACK_TO);
-        await exec(RELEASE);
+        if (!job.single) {
+          await exec(ROLLBACK_TO);
+          await exec(RELEASE);
+        }
         failed.add(job);
         job.reject(e); // nothing of it is kept: it can answer at once
       }

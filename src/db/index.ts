@@ -79,7 +79,7 @@ function openSqlite(file: string, options: DatabaseOptions): Database {
     dialect: 'sqlite',
     sqliteFile: file === ':memory:' ? undefined : file,
     transaction: committer.run,
-    oneStatement: committer.run,
+    oneStatement: committer.runStatement,
     ping: async () => {
       raw.prepare('select 1').get();
     },
