@@ -147,7 +147,9 @@ async function transact(exec: (q: CompiledQuery) => unknown, trx: Transaction<DB
           await exec(RELEASE);
         }
         failed.add(job);
-        job.reject(e); // nothing of it is kept: it can answer at once
+        // Nothing of it is kept (of a one-statement job, only a statement that succeeded before
+        // it threw), so it can answer at once.
+        job.reject(e);
       }
     }
     await exec(COMMIT);
