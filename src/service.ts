@@ -11,6 +11,7 @@ import { registerApiDocsRoutes } from './apidocs/routes.js';
 import { packageVersion } from './lib/package-info.js';
 import { createFastify, type AuthKind } from './http/app.js';
 import { verifyAdminToken, verifySignedRequest, type CallerDirectory } from './http/auth.js';
+import { isPromise, type MaybePromise } from './lib/snapshot-cache.js';
 import { registerHealthRoutes } from './http/health.js';
 import { LoadShedder } from './http/load-shedding.js';
 import { defaultConsoleDir, registerConsoleRoutes } from './http/console.js';
@@ -206,15 +207,13 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     onError: (err) => logger.error({ err }, 'order expiry sweep failed'),
   });
 
+  // A game or partner snapshot holds its keys: the signed caller is the snapshot with them.
+  const signedCaller = <S extends { secrets: string[] }>(snap: MaybePromise<S | null>) =>
+    isPromise(snap) ? snap.then(asCaller) : asCaller(snap);
+  const asCaller = <S extends { secrets: string[] }>(snap: S | null) => (snap ? { record: snap, secrets: snap.secrets } : null);
   const directory: CallerDirectory<unknown, unknown> = {
-    game: async (id) => {
-      const snap = await games.snapshot(id);
-      return snap ? { record: snap, secrets: snap.secrets } : null;
-    },
-    partner: async (id) => {
-      const snap = await partners.snapshot(id);
-      return snap ? { record: snap, secrets: snap.secrets } : null;
-    },
+    game: (id) => signedCaller(games.lookup(id)),
+    partner: (id) => signedCaller(partners.lookup(id)),
   };
 
   let draining = false;
@@ -234,11 +233,17 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     hooks: {
       isDraining: () => draining,
       rateLimit,
-      authenticate: async (req: FastifyRequest, kind: AuthKind) => {
+      authenticate: (req: FastifyRequest, kind: AuthKind) => {
         if (kind === 'admin') return verifyAdminToken(req, config.adminToken);
         if (kind === 'game' || kind === 'partner') {
-          const caller = await verifySignedRequest(req, directory, kind, clock.now());
-          req.caller = caller.record;
+          const caller = verifySignedRequest(req, directory, kind, clock.now());
+          if (!isPromise(caller)) {
+            req.caller = caller.record;
+            return;
+          }
+          return caller.then((c) => {
+            req.caller = c.record;
+          });
         }
       },
     },

@@ -1,4 +1,5 @@
 import { Errors } from '../errors.js';
+import { SnapshotCache, type MaybePromise } from '../lib/snapshot-cache.js';
 import { recordAudit } from '../admin/audit.js';
 import type { Clock } from '../lib/clock.js';
 import { prefixedId, randomBase62, type IdGenerator } from '../lib/ids.js';
@@ -34,27 +35,24 @@ export interface GameServiceDeps {
 
 /** Operator management of games, keys and products, and the cached view for request paths. */
 export class GameService {
-  private readonly cache = new Map<string, { at: number; snap: Promise<GameSnapshot | null> }>();
-  private readonly ttl: number;
+  private readonly cache: SnapshotCache<GameSnapshot>;
 
   constructor(private readonly d: GameServiceDeps) {
-    this.ttl = d.cacheTtlMs ?? 5000;
+    this.cache = new SnapshotCache(d.clock, d.cacheTtlMs ?? 5000, (gameId) => this.loadSnapshot(gameId));
   }
 
   /** Cached snapshot for signature checks and order creation; null for an unknown game. */
   snapshot(gameId: string): Promise<GameSnapshot | null> {
-    const now = this.d.clock.now();
-    const hit = this.cache.get(gameId);
-    if (hit && now - hit.at < this.ttl) return hit.snap;
-    const snap = this.loadSnapshot(gameId);
-    this.cache.set(gameId, { at: now, snap });
-    snap.catch(() => this.cache.delete(gameId));
-    if (this.cache.size > 100_000) this.cache.clear();
-    return snap;
+    return this.cache.getAsync(gameId);
+  }
+
+  /** The same, as a plain value when it is in memory (the signature check of every request). */
+  lookup(gameId: string): MaybePromise<GameSnapshot | null> {
+    return this.cache.get(gameId);
   }
 
   invalidate(gameId: string): void {
-    this.cache.delete(gameId);
+    this.cache.invalidate(gameId);
   }
 
   private async loadSnapshot(gameId: string): Promise<GameSnapshot | null> {

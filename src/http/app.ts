@@ -51,12 +51,15 @@ export function routeOf(req: FastifyRequest): RouteInfo {
 }
 
 export interface AppHooks {
-  /** Runs the auth check for a route's `config.auth`; throws an ApiError on failure. */
-  authenticate(req: FastifyRequest, kind: AuthKind): Promise<void>;
+  /**
+   * Runs the auth check for a route's `config.auth`; throws an ApiError on failure. Returns a
+   * promise only when it has to wait (a caller's keys not in memory).
+   */
+  authenticate(req: FastifyRequest, kind: AuthKind): void | Promise<void>;
   /** True while the service drains for shutdown: new requests get 503. */
   isDraining(): boolean;
   /** Rate limit (PROTOCOL 2): after the signature, before caller-state checks; throws 429. */
-  rateLimit?(req: FastifyRequest, reply: FastifyReply, kind: AuthKind): Promise<void>;
+  rateLimit?(req: FastifyRequest, reply: FastifyReply, kind: AuthKind): void | Promise<void>;
 }
 
 export interface AppOptions {
@@ -156,12 +159,43 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     done(null, undefined);
   });
 
-  app.addHook('preValidation', async (req, reply) => {
+  // PROTOCOL 2 order: signature (401) -> rate limit (429) -> caller state (403) -> body (400).
+  // Each step may return a promise; the hook waits only for those that do (most requests find
+  // their caller in memory and never wait), so a request costs no promise per step.
+  const step = (i: number, req: FastifyRequest, reply: FastifyReply): void | Promise<void> => {
+    const cfg = routeOf(req).config;
+    switch (i) {
+      case 0:
+        return hooks.authenticate(req, cfg.auth ?? 'none');
+      case 1:
+        return hooks.rateLimit?.(req, reply, cfg.auth ?? 'none');
+      case 2:
+        return cfg.precheck?.(req);
+      default:
+        return prepareBody(req);
+    }
+  };
+  const runSteps = (from: number, req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void => {
+    for (let i = from; i < 4; i++) {
+      let pending: void | Promise<void>;
+      try {
+        pending = step(i, req, reply);
+      } catch (e) {
+        return done(e as Error);
+      }
+      if (pending instanceof Promise) {
+        pending.then(() => runSteps(i + 1, req, reply, done), done);
+        return;
+      }
+    }
+    done();
+  };
+  app.addHook('preValidation', (req, reply, done) => runSteps(0, req, reply, done));
+
+  /** The body, parsed after authentication, with what no database can store refused. */
+  const prepareBody = (req: FastifyRequest): void => {
     const route = routeOf(req);
     const cfg = route.config;
-    await hooks.authenticate(req, cfg.auth ?? 'none');
-    if (hooks.rateLimit) await hooks.rateLimit(req, reply, cfg.auth ?? 'none');
-    if (cfg.precheck) await cfg.precheck(req);
     if (BODY_METHODS.has(req.method)) {
       const empty = !req.rawBody || req.rawBody.length === 0;
       if (empty && bodyOptional(req)) req.body = {};
@@ -177,7 +211,7 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     if (req.rawBody?.includes(BACKSLASH_U)) rejectUnstorable(req.body, '');
     // The ""-as-absent rule is for SDK callers (PROTOCOL 3); an operator's "" is a value to validate.
     if (cfg.auth !== 'admin') stripEmptyOptionalStrings(req.body, route.bodySchema);
-  });
+  };
 
   const unmatched = (req: FastifyRequest): ApiError => {
     const path = req.url.split('?')[0] as string;

@@ -1,7 +1,8 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { Errors, type ApiError } from '../errors.js';
-import { checkTimestamp, parseAuthorization, sha256Hex, signatureMatches, EMPTY_BODY_SHA256 } from '../signing/signer.js';
+import { checkTimestamp, parseAuthorization, sha256Hex, signatureMatches, EMPTY_BODY_SHA256, type ParsedAuthorization } from '../signing/signer.js';
+import { isPromise, type MaybePromise } from '../lib/snapshot-cache.js';
 
 /** What a signed caller resolves to: its record and its active secret keys. */
 export interface SignedCaller<T> {
@@ -10,8 +11,9 @@ export interface SignedCaller<T> {
 }
 
 export interface CallerDirectory<G, P> {
-  game(gameId: string): Promise<SignedCaller<G> | null>;
-  partner(partnerId: string): Promise<SignedCaller<P> | null>;
+  /** A plain value when the caller is in memory: the common case needs no promise. */
+  game(gameId: string): MaybePromise<SignedCaller<G> | null>;
+  partner(partnerId: string): MaybePromise<SignedCaller<P> | null>;
 }
 
 function authorizationHeader(req: FastifyRequest, refuse: (message: string) => ApiError): string | undefined {
@@ -28,13 +30,16 @@ function authorizationHeader(req: FastifyRequest, refuse: (message: string) => A
   return Array.isArray(h) ? undefined : h;
 }
 
-/** Verifies a SEAYOO-HMAC-SHA256 request (PROTOCOL 1) and returns the caller. */
-export async function verifySignedRequest<G, P>(
+/**
+ * Verifies a SEAYOO-HMAC-SHA256 request (PROTOCOL 1) and returns the caller: synchronously when
+ * the caller's keys are in memory, else once they are loaded.
+ */
+export function verifySignedRequest<G, P>(
   req: FastifyRequest,
   directory: CallerDirectory<G, P>,
   expected: 'game' | 'partner',
   nowMs: number,
-): Promise<SignedCaller<G> | SignedCaller<P>> {
+): MaybePromise<SignedCaller<G> | SignedCaller<P>> {
   const parsed = parseAuthorization(authorizationHeader(req, Errors.invalidSignature));
   if (typeof parsed === 'string') throw Errors.invalidSignature(parsed);
   if (parsed.principal.kind !== expected) {
@@ -42,7 +47,12 @@ export async function verifySignedRequest<G, P>(
   }
   const skew = checkTimestamp(parsed.timestamp, nowMs);
   if (skew) throw Errors.invalidSignature(skew);
-  const caller = expected === 'game' ? await directory.game(parsed.principal.id) : await directory.partner(parsed.principal.id);
+  const caller: MaybePromise<SignedCaller<G> | SignedCaller<P> | null> =
+    expected === 'game' ? directory.game(parsed.principal.id) : directory.partner(parsed.principal.id);
+  return isPromise(caller) ? caller.then((c) => checkSignature(req, parsed, c)) : checkSignature(req, parsed, caller);
+}
+
+function checkSignature<C extends SignedCaller<unknown>>(req: FastifyRequest, parsed: ParsedAuthorization, caller: C | null): C {
   const bodyHash = req.rawBody && req.rawBody.length > 0 ? sha256Hex(req.rawBody) : EMPTY_BODY_SHA256;
   // An unknown caller is checked against a dummy key, so both failures take the same time.
   const secrets = caller?.secrets.length ? caller.secrets : ['sk_unknown_caller'];

@@ -17,10 +17,14 @@ export interface RateLimitHookOptions {
  * `rate_limited` with `Retry-After` when the bucket is empty.
  */
 export function rateLimitHook(o: RateLimitHookOptions) {
-  return async (req: FastifyRequest, reply: FastifyReply, kind: AuthKind): Promise<void> => {
+  return (req: FastifyRequest, reply: FastifyReply, kind: AuthKind): void | Promise<void> => {
     const policy = o.policyFor(req, kind);
     if (!policy) return;
-    const result = await o.limiter.take(policy);
+    const result = o.limiter.take(policy);
+    return result instanceof Promise ? result.then((r) => apply(policy, reply, r)) : apply(policy, reply, result);
+  };
+
+  function apply(policy: RateLimitPolicy, reply: FastifyReply, result: TakeResult): void {
     // Failing open, the service knows nothing true to advertise: no headers rather than made-up ones.
     if (result.degraded) return;
     if (result.allowed) {
@@ -36,7 +40,7 @@ export function rateLimitHook(o: RateLimitHookOptions) {
       ...headers,
       'retry-after': String(retryAfter),
     });
-  };
+  }
 }
 
 /**

@@ -1,4 +1,5 @@
 import { recordAudit } from '../admin/audit.js';
+import { SnapshotCache, type MaybePromise } from '../lib/snapshot-cache.js';
 import { Errors } from '../errors.js';
 import { generateSecretKey, MAX_ACTIVE_KEYS, rethrowConflict } from '../games/service.js';
 import type { Clock } from '../lib/clock.js';
@@ -28,27 +29,24 @@ export interface PartnerServiceDeps {
 
 /** Operator management of partners (PROTOCOL 11) and the cached view for signed requests. */
 export class PartnerService {
-  private readonly cache = new Map<string, { at: number; snap: Promise<PartnerSnapshot | null> }>();
-  private readonly ttl: number;
+  private readonly cache: SnapshotCache<PartnerSnapshot>;
 
   constructor(private readonly d: PartnerServiceDeps) {
-    this.ttl = d.cacheTtlMs ?? 5000;
+    this.cache = new SnapshotCache(d.clock, d.cacheTtlMs ?? 5000, (partnerId) => this.loadSnapshot(partnerId));
   }
 
   /** Cached snapshot for signature checks and grants; null for an unknown partner. */
   snapshot(partnerId: string): Promise<PartnerSnapshot | null> {
-    const now = this.d.clock.now();
-    const hit = this.cache.get(partnerId);
-    if (hit && now - hit.at < this.ttl) return hit.snap;
-    const snap = this.loadSnapshot(partnerId);
-    this.cache.set(partnerId, { at: now, snap });
-    snap.catch(() => this.cache.delete(partnerId));
-    if (this.cache.size > 100_000) this.cache.clear();
-    return snap;
+    return this.cache.getAsync(partnerId);
+  }
+
+  /** The same, as a plain value when it is in memory (the signature check of every request). */
+  lookup(partnerId: string): MaybePromise<PartnerSnapshot | null> {
+    return this.cache.get(partnerId);
   }
 
   invalidate(partnerId: string): void {
-    this.cache.delete(partnerId);
+    this.cache.invalidate(partnerId);
   }
 
   private async loadSnapshot(partnerId: string): Promise<PartnerSnapshot | null> {

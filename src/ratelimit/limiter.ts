@@ -31,7 +31,8 @@ export interface TakeResult {
 
 export interface RateLimiter {
   /** Takes one token from the policy's bucket. Never throws: on a store failure it allows. */
-  take(policy: RateLimitPolicy): Promise<TakeResult>;
+  /** Synchronous where the buckets are in this process (memory), a promise where they are shared (Redis). */
+  take(policy: RateLimitPolicy): TakeResult | Promise<TakeResult>;
   close(): Promise<void>;
 }
 

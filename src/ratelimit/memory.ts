@@ -16,15 +16,22 @@ export class MemoryRateLimiter implements RateLimiter {
 
   constructor(private readonly clock: Clock, private readonly maxBuckets = 100_000) {}
 
-  async take(policy: RateLimitPolicy): Promise<TakeResult> {
+  take(policy: RateLimitPolicy): TakeResult {
     const now = this.clock.now();
     const { key, perSecond } = policy;
     const b = this.buckets.get(key);
     let tokens = b ? refill(b.tokens, b.at, now, perSecond) : perSecond;
     const allowed = tokens >= 1;
     if (allowed) tokens -= 1;
-    if (!b && this.buckets.size >= this.maxBuckets) this.evictFull(now);
-    this.buckets.set(key, { tokens, at: now, perSecond });
+    if (b) {
+      // Updated in place: no new bucket per request.
+      b.tokens = tokens;
+      b.at = now;
+      b.perSecond = perSecond;
+    } else {
+      if (this.buckets.size >= this.maxBuckets) this.evictFull(now);
+      this.buckets.set(key, { tokens, at: now, perSecond });
+    }
     return outcome(tokens, allowed, perSecond);
   }
 

@@ -27,4 +27,11 @@ describe('MemoryRateLimiter', () => {
     await l.take({ key: 'ip:c', perSecond: 1000 });
     expect((await l.take(busy)).allowed).toBe(false);
   });
+
+  it('answers without a promise, so the request path does not wait a microtask for it', () => {
+    const l = new MemoryRateLimiter(new ManualClock(0));
+    const r = l.take({ key: 'game:a', perSecond: 2 });
+    expect(r).not.toBeInstanceOf(Promise);
+    expect(r).toMatchObject({ allowed: true, remaining: 1 });
+  });
 });

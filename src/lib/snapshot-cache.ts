@@ -1,0 +1,63 @@
+import type { Clock } from './clock.js';
+
+/** A value, or a promise of it where it is not at hand yet. */
+export type MaybePromise<T> = T | Promise<T>;
+
+export function isPromise<T>(v: MaybePromise<T>): v is Promise<T> {
+  return v instanceof Promise;
+}
+
+interface Entry<T> {
+  at: number;
+  promise: Promise<T | null>;
+  /** Set once the load has succeeded: a hit then needs no promise. */
+  loaded: boolean;
+  value: T | null;
+}
+
+/**
+ * Loaded snapshots (a game's or a partner's settings and keys) kept for `ttlMs`: concurrent
+ * misses share one load, and a failed load is forgotten so the next request retries it. A hit
+ * whose load has finished is returned as a plain value: the signature check of every request
+ * reads one, and an `await` there costs a promise and a microtask per request
+ * (docs/benchmarks.md, "Ninth session").
+ */
+export class SnapshotCache<T> {
+  private readonly entries = new Map<string, Entry<T>>();
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly ttlMs: number,
+    private readonly load: (id: string) => Promise<T | null>,
+    private readonly maxEntries = 100_000,
+  ) {}
+
+  /** The snapshot of `id` (null: no such record), from memory when fresh. */
+  get(id: string): MaybePromise<T | null> {
+    const now = this.clock.now();
+    const hit = this.entries.get(id);
+    if (hit && now - hit.at < this.ttlMs) return hit.loaded ? hit.value : hit.promise;
+    const entry: Entry<T> = { at: now, promise: this.load(id), loaded: false, value: null };
+    this.entries.set(id, entry);
+    entry.promise.then(
+      (v) => {
+        entry.value = v;
+        entry.loaded = true;
+      },
+      () => {
+        if (this.entries.get(id) === entry) this.entries.delete(id);
+      },
+    );
+    if (this.entries.size > this.maxEntries) this.entries.clear();
+    return entry.promise;
+  }
+
+  /** The same, always as a promise. */
+  async getAsync(id: string): Promise<T | null> {
+    return this.get(id);
+  }
+
+  invalidate(id: string): void {
+    this.entries.delete(id);
+  }
+}
