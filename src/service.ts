@@ -11,7 +11,7 @@ import { registerApiDocsRoutes } from './apidocs/routes.js';
 import { packageVersion } from './lib/package-info.js';
 import { createFastify, type AuthKind } from './http/app.js';
 import { verifyAdminToken, verifySignedRequest, type CallerDirectory } from './http/auth.js';
-import { isPromise, type MaybePromise } from './lib/snapshot-cache.js';
+import { isPromise, type MaybePromise } from './lib/maybe-promise.js';
 import { registerHealthRoutes } from './http/health.js';
 import { LoadShedder } from './http/load-shedding.js';
 import { defaultConsoleDir, registerConsoleRoutes } from './http/console.js';
@@ -237,13 +237,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
         if (kind === 'admin') return verifyAdminToken(req, config.adminToken);
         if (kind === 'game' || kind === 'partner') {
           const caller = verifySignedRequest(req, directory, kind, clock.now());
-          if (!isPromise(caller)) {
-            req.caller = caller.record;
-            return;
-          }
-          return caller.then((c) => {
-            req.caller = c.record;
-          });
+          const attach = (c: { record: unknown }) => void (req.caller = c.record);
+          return isPromise(caller) ? caller.then(attach) : attach(caller);
         }
       },
     },

@@ -1,5 +1,6 @@
 import { Errors } from '../errors.js';
-import { SnapshotCache, type MaybePromise } from '../lib/snapshot-cache.js';
+import { SnapshotCache } from '../lib/snapshot-cache.js';
+import type { MaybePromise } from '../lib/maybe-promise.js';
 import { recordAudit } from '../admin/audit.js';
 import type { Clock } from '../lib/clock.js';
 import { prefixedId, randomBase62, type IdGenerator } from '../lib/ids.js';

@@ -8,6 +8,7 @@ import { describeValidationError, schemaCompiler } from './validation.js';
 import { DualProtocolServer, type Handler } from './dual-server.js';
 import type { LoadShedder } from './load-shedding.js';
 import { newTraceId } from './trace.js';
+import { isPromise, type MaybePromise } from '../lib/maybe-promise.js';
 import { trackRoutes } from './route-table.js';
 
 export type AuthKind = 'game' | 'partner' | 'admin' | 'client' | 'none';
@@ -177,13 +178,13 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
   };
   const runSteps = (from: number, req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void => {
     for (let i = from; i < 4; i++) {
-      let pending: void | Promise<void>;
+      let pending: MaybePromise<void>;
       try {
         pending = step(i, req, reply);
       } catch (e) {
         return done(e as Error);
       }
-      if (pending instanceof Promise) {
+      if (isPromise(pending)) {
         pending.then(() => runSteps(i + 1, req, reply, done), done);
         return;
       }

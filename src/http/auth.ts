@@ -2,7 +2,7 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { Errors, type ApiError } from '../errors.js';
 import { checkTimestamp, parseAuthorization, sha256Hex, signatureMatches, EMPTY_BODY_SHA256, type ParsedAuthorization } from '../signing/signer.js';
-import { isPromise, type MaybePromise } from '../lib/snapshot-cache.js';
+import { isPromise, type MaybePromise } from '../lib/maybe-promise.js';
 
 /** What a signed caller resolves to: its record and its active secret keys. */
 export interface SignedCaller<T> {

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Errors } from '../errors.js';
+import { isPromise } from '../lib/maybe-promise.js';
 import { policyOfCaller, type RateLimiter, type RateLimitPolicy, type TakeResult } from '../ratelimit/limiter.js';
 import type { AuthKind } from './app.js';
 
@@ -21,7 +22,7 @@ export function rateLimitHook(o: RateLimitHookOptions) {
     const policy = o.policyFor(req, kind);
     if (!policy) return;
     const result = o.limiter.take(policy);
-    return result instanceof Promise ? result.then((r) => apply(policy, reply, r)) : apply(policy, reply, result);
+    return isPromise(result) ? result.then((r) => apply(policy, reply, r)) : apply(policy, reply, result);
   };
 
   function apply(policy: RateLimitPolicy, reply: FastifyReply, result: TakeResult): void {

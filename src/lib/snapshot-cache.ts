@@ -1,11 +1,5 @@
 import type { Clock } from './clock.js';
-
-/** A value, or a promise of it where it is not at hand yet. */
-export type MaybePromise<T> = T | Promise<T>;
-
-export function isPromise<T>(v: MaybePromise<T>): v is Promise<T> {
-  return v instanceof Promise;
-}
+import type { MaybePromise } from './maybe-promise.js';
 
 interface Entry<T> {
   at: number;

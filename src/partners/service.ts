@@ -1,5 +1,6 @@
 import { recordAudit } from '../admin/audit.js';
-import { SnapshotCache, type MaybePromise } from '../lib/snapshot-cache.js';
+import { SnapshotCache } from '../lib/snapshot-cache.js';
+import type { MaybePromise } from '../lib/maybe-promise.js';
 import { Errors } from '../errors.js';
 import { generateSecretKey, MAX_ACTIVE_KEYS, rethrowConflict } from '../games/service.js';
 import type { Clock } from '../lib/clock.js';

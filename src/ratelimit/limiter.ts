@@ -1,3 +1,5 @@
+import type { MaybePromise } from '../lib/maybe-promise.js';
+
 /**
  * Token buckets for PROTOCOL 2 rate limits: one bucket per caller (`game:<id>`,
  * `partner:<id>`, `ip:<address>`), refilled at `perSecond` tokens per second, holding at most
@@ -30,9 +32,12 @@ export interface TakeResult {
 }
 
 export interface RateLimiter {
-  /** Takes one token from the policy's bucket. Never throws: on a store failure it allows. */
-  /** Synchronous where the buckets are in this process (memory), a promise where they are shared (Redis). */
-  take(policy: RateLimitPolicy): TakeResult | Promise<TakeResult>;
+  /**
+   * Takes one token from the policy's bucket. Never throws: on a store failure it allows.
+   * Synchronous where the buckets are in this process (memory), a promise where they are shared
+   * (Redis).
+   */
+  take(policy: RateLimitPolicy): MaybePromise<TakeResult>;
   close(): Promise<void>;
 }
 
