@@ -8,7 +8,8 @@ import { schemaCompiler } from '../src/http/validation.js';
  *
  * BENCH_BARE_SPIN_US=N makes the route busy-wait N µs before answering: it shows what N µs of
  * pure user-space work per request costs the route as a whole on this machine (the kernel's
- * share of each answer grows with it; docs/benchmarks.md, "Eighth session").
+ * share of each answer grows with it; docs/benchmarks.md, "Eighth session"). BARE_PORT picks
+ * its port (default: any free one; the address is printed as JSON on stdout).
  */
 const spinMs = Number(process.env.BENCH_BARE_SPIN_US ?? 0) / 1000;
 const app = Fastify({ logger: false });
@@ -20,6 +21,6 @@ app.post('/bare', { schema: { body: CreateOrderBody } }, async () => {
   }
   return {};
 });
-const address = await app.listen({ port: 0, host: '127.0.0.1' });
+const address = await app.listen({ port: Number(process.env.BARE_PORT ?? 0), host: '127.0.0.1' });
 process.stdout.write(`${JSON.stringify({ address })}\n`);
 process.on('SIGTERM', () => app.close().then(() => process.exit(0)));

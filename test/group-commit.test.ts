@@ -86,6 +86,21 @@ describe.skipIf(TEST_DB !== 'sqlite')('SQLite group commit', () => {
     expect(committed()).toEqual([1, 3, 4]);
   });
 
+  it('runs noSavepoint transactions in the shared batch without a savepoint of their own', async () => {
+    let savepointError = '';
+    const results = await Promise.allSettled([
+      database.transaction(async (trx) => {
+        await insert(trx, 1);
+        await sql`release savepoint job`.execute(trx).catch((e: Error) => (savepointError = e.message));
+        await insert(trx, 2);
+      }, { noSavepoint: true }),
+      database.transaction((trx) => insert(trx, 3)),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled']);
+    expect(savepointError).toMatch(/no such savepoint/);
+    expect(committed()).toEqual([1, 2, 3]);
+  });
+
   it('keeps journals in memory, but runs migrations with journals in temporary files', async () => {
     expect(await tempStore(database.db)).toBe(2); // MEMORY
     let during: number | undefined;

@@ -21,6 +21,14 @@ export interface TransactionOptions {
    * its size.
    */
   large?: boolean;
+  /**
+   * SQLite: the job leaves nothing behind when it throws (its writes come last, and it undoes
+   * any write of its own that a later failure would strand), so it joins the batch without a
+   * savepoint. A savepoint copies every page the job changes into a journal in memory: for
+   * create-order that is ~12 % of the request's instructions (docs/benchmarks.md, "Tenth
+   * session"). PostgreSQL ignores it: there the job is a transaction of its own.
+   */
+  noSavepoint?: boolean;
 }
 
 export type TransactionRunner = <T>(fn: (trx: Transaction<DB>) => Promise<T>, options?: TransactionOptions) => Promise<T>;
@@ -31,10 +39,10 @@ interface Job {
   fn: (trx: Transaction<DB>) => Promise<unknown>;
   large: boolean;
   /**
-   * The job writes with one statement (StatementRunner): it needs no savepoint, since SQLite
-   * undoes a failing statement by itself and keeps the transaction (the statement journal).
+   * The job runs without a savepoint of its own: a one-statement job (StatementRunner; SQLite
+   * undoes a failing statement by itself and keeps the transaction) or a `noSavepoint` one.
    */
-  single: boolean;
+  bare: boolean;
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
   result?: unknown;
@@ -63,7 +71,7 @@ export class GroupCommitter {
   ) {}
 
   readonly run: TransactionRunner = <T>(fn: (trx: Transaction<DB>) => Promise<T>, options?: TransactionOptions): Promise<T> =>
-    this.enqueue<T>(fn, options?.large === true, false);
+    this.enqueue<T>(fn, options?.large === true, options?.noSavepoint === true && options.large !== true);
 
   /**
    * A job whose only write is one statement: it joins the batch without a savepoint of its own
@@ -73,9 +81,9 @@ export class GroupCommitter {
   readonly runStatement: StatementRunner = <T>(fn: (q: Kysely<DB> | Transaction<DB>) => Promise<T>): Promise<T> =>
     this.enqueue<T>(fn, false, true);
 
-  private enqueue<T>(fn: (trx: Transaction<DB>) => Promise<T>, large: boolean, single: boolean): Promise<T> {
+  private enqueue<T>(fn: (trx: Transaction<DB>) => Promise<T>, large: boolean, bare: boolean): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, large, single, resolve: resolve as (v: unknown) => void, reject });
+      this.queue.push({ fn, large, bare, resolve: resolve as (v: unknown) => void, reject });
       if (!this.running) {
         this.running = true;
         setImmediate(() => void this.drain());
@@ -130,25 +138,25 @@ export class GroupCommitter {
 }
 
 /**
- * BEGIN, each job in its own savepoint (a one-statement job without one), COMMIT. A job that
- * fails is rejected at once and added to `failed`.
+ * BEGIN, each job in its own savepoint (a bare job without one), COMMIT. A job that fails is
+ * rejected at once and added to `failed`.
  */
 async function transact(exec: (q: CompiledQuery) => unknown, trx: Transaction<DB>, batch: Job[], failed: Set<Job>): Promise<void> {
   await exec(BEGIN);
   try {
     for (const job of batch) {
-      if (!job.single) await exec(SAVEPOINT);
+      if (!job.bare) await exec(SAVEPOINT);
       try {
         job.result = await job.fn(trx);
-        if (!job.single) await exec(RELEASE);
+        if (!job.bare) await exec(RELEASE);
       } catch (e) {
-        if (!job.single) {
+        if (!job.bare) {
           await exec(ROLLBACK_TO);
           await exec(RELEASE);
         }
         failed.add(job);
-        // Nothing of it is kept (of a one-statement job, only a statement that succeeded before
-        // it threw), so it can answer at once.
+        // Nothing of it is kept (of a bare job, only what it wrote and did not undo before it
+        // threw), so it can answer at once.
         job.reject(e);
       }
     }

@@ -77,15 +77,16 @@ export class OrderService {
     // replay or a guarded player falls through to the transaction.
     if (store.createsAtOnce && (await store.createAtOnce(row, eventId))) return toResponse(row);
     try {
+      // Reads first, writes last, and both writes or neither: the job leaves nothing behind
+      // when it throws, so it needs no savepoint (TransactionOptions.noSavepoint).
       const stored = await store.transaction(async (trx) => {
         const existing = await store.findByReference(trx, game.game_id, params.reference_id);
         if (existing) return existing;
         await guard?.check(trx, { gameId: game.game_id, comboId: row.combo_id, amount: row.amount, currency: row.currency, now });
-        await store.insert(trx, row);
         // The timeline in order_events starts with the creation itself.
-        await store.insertEvent(trx, { event_id: eventId, order_id: row.order_id, from_status: null, to_status: 'created', at: now, detail: null });
+        await store.insertWithEvent(trx, row, { event_id: eventId, order_id: row.order_id, from_status: null, to_status: 'created', at: now, detail: null });
         return row;
-      });
+      }, { noSavepoint: true });
       return this.replay(stored, requestHash);
     } catch (e) {
       if (!isUniqueViolation(e)) throw e;

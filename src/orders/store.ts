@@ -1,5 +1,5 @@
 import { CompiledQuery, type Kysely, type Selectable, type Transaction, type Updateable } from 'kysely';
-import type { TransactionRunner } from '../db/group-commit.js';
+import type { TransactionOptions, TransactionRunner } from '../db/group-commit.js';
 import type { Dialect } from '../db/index.js';
 import type { DB, OrderEventsTable, OrderStatus, OrdersTable } from '../db/schema.js';
 import { prepare } from '../db/prepared.js';
@@ -54,8 +54,8 @@ export class OrderStore {
   }
 
   /** A transaction that has committed when the promise settles (group commit on SQLite). */
-  transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-    return this.tx(fn);
+  transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>, options?: TransactionOptions): Promise<T> {
+    return this.tx(fn, options);
   }
 
   /** Whether createAtOnce can be used (PostgreSQL; SQLite's group commit is cheaper already). */
@@ -97,6 +97,22 @@ export class OrderStore {
       .where('status', '=', status)
       .returningAll()
       .executeTakeFirst();
+  }
+
+  /**
+   * A new order with its creation event: both or neither. On SQLite the creating job runs
+   * without a savepoint (TransactionOptions.noSavepoint), so when the event cannot be written
+   * the order row is deleted again, in the same batch, before the error goes up. On
+   * PostgreSQL the failed statement has doomed the transaction, which rolls back whole.
+   */
+  async insertWithEvent(q: Q, row: OrderRow, event: OrderEventRow): Promise<void> {
+    await this.insert(q, row);
+    try {
+      await this.insertEvent(q, event);
+    } catch (e) {
+      if (this.dialect === 'sqlite') await q.deleteFrom('orders').where('order_id', '=', row.order_id).execute();
+      throw e;
+    }
   }
 
   async insertEvent(q: Q, row: OrderEventRow): Promise<void> {

@@ -1,0 +1,193 @@
+/**
+ * `npm run bench:instructions`: instructions per request, counted by valgrind (callgrind), for
+ * the bare route and the service's hot routes. Unlike req/s or CPU time, an instruction count
+ * does not move with what else the machine (or the VM's host) is doing, so a change of a few
+ * percent shows on a noisy 2-core VM where timing runs vary by ±50 % (docs/benchmarks.md,
+ * "Tenth session"). It counts user-space instructions only: the kernel's share of each request
+ * (loopback TCP) is not in it, so it is a measure for A/B comparisons of our own code, not a
+ * throughput figure.
+ *
+ * Each server runs under `valgrind --tool=callgrind --instr-atstart=no`, is warmed up with
+ * INSTR_WARMUP requests (default 15000: with fewer, V8 is still optimising and the count keeps
+ * falling), then counted over INSTR_REQUESTS requests (default 4000) between
+ * `callgrind_control -i on` and `-i off`. Only the JavaScript thread is counted: V8's compiler
+ * and GC helper threads vary from run to run. Repeated runs agree within ~2-3 %. INSTR_ONLY
+ * picks scenarios (bare, create-order, enter-game, query-binding); INSTR_KEEP=1 keeps the
+ * callgrind files (for callgrind_annotate). Needs valgrind.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import type net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import { ADMIN, adminCall, freePort, presigned } from './lib.js';
+import { authorizationHeader } from '../src/signing/signer.js';
+
+const warmup = Number(process.env.INSTR_WARMUP ?? 15000);
+const counted = Number(process.env.INSTR_REQUESTS ?? 4000);
+const only = process.env.INSTR_ONLY?.split(',');
+const dir = mkdtempSync(path.join(os.tmpdir(), 'combo-instr-'));
+
+interface Counted {
+  child: ChildProcess;
+  /** The server's environment: valgrind names its control pipes after $HOST, so vgdb needs it too. */
+  env: NodeJS.ProcessEnv;
+  address: string;
+  outFile: string;
+}
+
+async function startCounted(name: string, script: string[], env: Record<string, string>, port: number): Promise<Counted> {
+  const outFile = path.join(dir, `${name}.callgrind`);
+  const fullEnv = { ...process.env, ...env };
+  const child = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes', `--callgrind-out-file=${outFile}`, process.execPath, ...script], {
+    env: fullEnv,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  child.stderr!.resume();
+  const address = `http://127.0.0.1:${port}`;
+  await listening(address, child);
+  return { child, env: fullEnv, address, outFile };
+}
+
+/** Resolves once the server answers anything (startup under valgrind takes a while). */
+async function listening(address: string, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 600_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
+    try {
+      await fetch(`${address}/readyz`);
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  throw new Error('server did not start');
+}
+
+/** Instructions callgrind counted while `fn` ran (its requests): total Ir of the dump. */
+async function countDuring(c: Counted, fn: () => Promise<void>): Promise<number> {
+  execFileSync('callgrind_control', ['-i', 'on', String(c.child.pid)], { stdio: 'ignore', env: c.env });
+  await fn();
+  execFileSync('callgrind_control', ['-i', 'off', String(c.child.pid)], { stdio: 'ignore', env: c.env });
+  const exited = new Promise((r) => c.child.once('exit', r));
+  c.child.kill('SIGTERM');
+  await exited;
+  // The dump at exit holds what was counted while instrumentation was on; thread 1 is the
+  // JavaScript thread (V8's compiler and GC helpers, counted apart, vary from run to run).
+  const text = readFileSync(`${c.outFile}-01`, 'utf8');
+  const m = /^totals: (\d+)/m.exec(text);
+  if (!m) throw new Error(`no totals in ${c.outFile}`);
+  return Number(m[1]);
+}
+
+async function drive(url: string, amount: number, setupRequest?: (r: Record<string, unknown>) => Record<string, unknown>, body?: string): Promise<void> {
+  const r = await autocannon({
+    url,
+    connections: 16,
+    amount,
+    timeout: 120,
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body,
+    requests: setupRequest ? [{ setupRequest: setupRequest as never }] : undefined,
+  });
+  if (r.non2xx || r.errors) throw new Error(`${url}: ${r.non2xx} non-2xx, ${r.errors} errors: ${JSON.stringify((r as unknown as { statusCodeStats?: unknown }).statusCodeStats)}`);
+}
+
+async function main(): Promise<void> {
+  const rows: [string, number][] = [];
+  const wanted = (s: string) => !only || only.includes(s);
+  const run = randomBytes(4).toString('hex');
+  const orderBody = (i: number) =>
+    JSON.stringify({
+      reference_id: `instr-${run}-${i}`,
+      combo_id: `player${i % 5000}`,
+      product_id: 'gem_60',
+      platform: 'ios',
+      notify_url: 'https://game.example.com/notify',
+      quantity: 1,
+      meta: { zone_id: 'z1', server_id: 's1', role_id: `r${i % 5000}`, role_name: 'bench', role_level: 12 },
+    });
+
+  if (wanted('bare')) {
+    const port = await freePort();
+    const bare = await startCounted('bare', ['--import', 'tsx', 'bench/bare-server.ts'], { BARE_PORT: String(port) }, port);
+    await drive(`${bare.address}/bare`, warmup, undefined, orderBody(0));
+    rows.push(['bare fastify route', await countDuring(bare, () => drive(`${bare.address}/bare`, counted, undefined, orderBody(0)))]);
+  }
+
+  for (const scenario of ['create-order', 'enter-game', 'query-binding']) {
+    if (!wanted(scenario)) continue;
+    const port = await freePort();
+    const svc = await startCounted(scenario, ['dist/src/main.js'], {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: path.join(dir, scenario),
+      ADMIN_TOKEN: ADMIN,
+      LOG_LEVEL: 'warn',
+      NODE_ENV: 'development',
+      // Under valgrind the event loop is slow by design: no shedding for its lag.
+      MAX_EVENT_LOOP_DELAY_MS: '0',
+    }, port);
+    const game = `instr_${randomBytes(3).toString('hex')}`;
+    const { secret_key: secret } = await adminCall(svc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Instr', rate_limit_per_second: 1_000_000 });
+    await adminCall(svc.address, 'PUT', `/admin/v1/games/${game}/products/gem_60`, { name: '60 gems', price: 600, currency: 'CNY' });
+    let phase = 0;
+    let setup: (r: Record<string, unknown>) => Record<string, unknown>;
+    if (scenario === 'query-binding') setup = await bindingSetup(svc.address, game, secret);
+    const stream = (n: number) => {
+      const p = phase++;
+      if (scenario === 'create-order') return presigned(n, (i) => ({ path: '/v1/server/create-order', body: orderBody(p * 1_000_000 + i) }), game, secret);
+      if (scenario === 'enter-game') return presigned(n, (i) => ({ path: '/v1/server/enter-game', body: JSON.stringify({ combo_id: `player${i % 5000}`, session_id: `s-${run}-${p}-${i}` }) }), game, secret);
+      return setup;
+    };
+    await drive(svc.address, warmup, stream(warmup));
+    const next = stream(counted);
+    rows.push([scenario, await countDuring(svc, () => drive(svc.address, counted, next))]);
+  }
+
+  const bare = rows.find(([n]) => n.startsWith('bare'))?.[1];
+  console.log(`\n${new Date().toISOString()}  ${os.cpus()[0]?.model ?? '?'}, node ${process.version}, ${warmup} warm-up + ${counted} counted requests\n`);
+  console.log('| scenario | instructions per request | ratio of bare to it |\n|---|---|---|');
+  for (const [name, ir] of rows) {
+    const per = Math.round(ir / counted);
+    console.log(`| ${name} | ${per.toLocaleString('en-US')} | ${bare ? (bare / ir).toFixed(2) : '-'} |`);
+  }
+}
+
+/** A GM that answers one role, a partner, one binding: query-binding on a warm role cache. */
+async function bindingSetup(address: string, game: string, secret: string) {
+  const gm = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ roles: [{ server_id: 1, server_name: 'S1', role_id: 'r1', role_name: 'hero', role_level: 9, avatar_url: '', create_time: 1_700_000_000 }] }));
+    });
+  });
+  await new Promise<void>((r) => gm.listen(0, '127.0.0.1', r));
+  gm.unref();
+  const partnerId = `ip${randomBytes(3).toString('hex')}`;
+  await adminCall(address, 'PATCH', `/admin/v1/games/${game}`, { gm_url: `http://127.0.0.1:${(gm.address() as net.AddressInfo).port}/gm` });
+  const partner = (await adminCall(address, 'POST', '/admin/v1/partners', { partner_id: partnerId, name: 'Instr', games: [game], rate_limit_per_second: 1_000_000 })) as { secret_key: string };
+  const bindBody = JSON.stringify({ partner_id: partnerId, partner_user_id: 'u1', combo_id: 'player1', role_id: 'r1' });
+  const bind = await fetch(`${address}/v1/server/bind-partner-user`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: authorizationHeader({ kind: 'game', id: game }, secret, 'POST', '/v1/server/bind-partner-user', bindBody) },
+    body: bindBody,
+  });
+  if (bind.status !== 200) throw new Error(`bind: ${bind.status} ${await bind.text()}`);
+  const uri = `/v1/query-binding?game_id=${game}&partner_user_id=u1`;
+  // Signed once: a run lasts well under the 300 s a signature is valid.
+  const auth = authorizationHeader({ kind: 'partner', id: partnerId }, partner.secret_key, 'GET', uri, '');
+  return (req: Record<string, unknown>) => Object.assign(req, { method: 'GET', path: uri, headers: { authorization: auth } });
+}
+
+main()
+  .catch((e) => {
+    console.error(e);
+    process.exitCode = 1;
+  })
+  .finally(() => process.env.INSTR_KEEP || rmSync(dir, { recursive: true, force: true }));
