@@ -17,6 +17,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/index.js';
 import { authorizationHeader } from '../../src/signing/signer.js';
+import { CAP_EXPONENT, nominalDelay } from '../../src/notifications/backoff.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { spawnService, type ServiceProcess } from '../helpers/process.js';
 import { Receiver, ok, status } from '../helpers/receiver.js';
@@ -28,6 +29,12 @@ let db: TestDatabase;
 let receiver: Receiver;
 let healthy = false;
 const env: Record<string, string> = {};
+/**
+ * Notifications fail from the first round to the last, so by the end some wait the longest
+ * retry delay of the schedule, base × 3^7 (~44 s here): the final wait for delivery allows it.
+ */
+const RETRY_BASE_MS = 20;
+const LONGEST_RETRY_MS = nominalDelay(CAP_EXPONENT + 1, RETRY_BASE_MS);
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -36,7 +43,7 @@ beforeAll(async () => {
     ADMIN_TOKEN: ADMIN,
     DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'combo-crash-')),
     SECRETS_KEY: randomBytes(32).toString('base64'),
-    NOTIFY_RETRY_BASE_MS: '100',
+    NOTIFY_RETRY_BASE_MS: String(RETRY_BASE_MS),
     NOTIFY_POLL_INTERVAL_MS: '50',
     NOTIFY_TIMEOUT_MS: '2000',
     CLIENT_RATE_LIMIT_PER_SECOND: '1000000',
@@ -125,7 +132,7 @@ describe(`crash safety: SIGKILL ${ROUNDS} times under load`, () => {
     svc = await spawnService(env);
     const store: Database = openDatabase(db.url);
     try {
-      const deadline = Date.now() + 60_000;
+      const deadline = Date.now() + LONGEST_RETRY_MS + 30_000;
       for (;;) {
         const pending = await store.db
           .selectFrom('notifications')
