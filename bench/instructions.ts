@@ -18,12 +18,10 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import http from 'node:http';
-import type net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { ADMIN, adminCall, freePort, presigned } from './lib.js';
+import { ADMIN, adminCall, bindingFixture, freePort, orderRequestBody, presigned } from './lib.js';
 import { authorizationHeader } from '../src/signing/signer.js';
 
 const warmup = Number(process.env.INSTR_WARMUP ?? 15000);
@@ -101,16 +99,7 @@ async function main(): Promise<void> {
   const rows: [string, number][] = [];
   const wanted = (s: string) => !only || only.includes(s);
   const run = randomBytes(4).toString('hex');
-  const orderBody = (i: number) =>
-    JSON.stringify({
-      reference_id: `instr-${run}-${i}`,
-      combo_id: `player${i % 5000}`,
-      product_id: 'gem_60',
-      platform: 'ios',
-      notify_url: 'https://game.example.com/notify',
-      quantity: 1,
-      meta: { zone_id: 'z1', server_id: 's1', role_id: `r${i % 5000}`, role_name: 'bench', role_level: 12 },
-    });
+  const orderBody = (i: number) => orderRequestBody(`instr-${run}-${i}`, i);
 
   if (wanted('bare')) {
     const port = await freePort();
@@ -158,30 +147,11 @@ async function main(): Promise<void> {
   }
 }
 
-/** A GM that answers one role, a partner, one binding: query-binding on a warm role cache. */
+/** query-binding on a warm role cache (bench/lib.ts), signed once: a run lasts well under the 300 s a signature is valid. */
 async function bindingSetup(address: string, game: string, secret: string) {
-  const gm = http.createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ roles: [{ server_id: 1, server_name: 'S1', role_id: 'r1', role_name: 'hero', role_level: 9, avatar_url: '', create_time: 1_700_000_000 }] }));
-    });
-  });
-  await new Promise<void>((r) => gm.listen(0, '127.0.0.1', r));
+  const { gm, partnerId, partnerSecret, uri } = await bindingFixture(address, game, secret);
   gm.unref();
-  const partnerId = `ip${randomBytes(3).toString('hex')}`;
-  await adminCall(address, 'PATCH', `/admin/v1/games/${game}`, { gm_url: `http://127.0.0.1:${(gm.address() as net.AddressInfo).port}/gm` });
-  const partner = (await adminCall(address, 'POST', '/admin/v1/partners', { partner_id: partnerId, name: 'Instr', games: [game], rate_limit_per_second: 1_000_000 })) as { secret_key: string };
-  const bindBody = JSON.stringify({ partner_id: partnerId, partner_user_id: 'u1', combo_id: 'player1', role_id: 'r1' });
-  const bind = await fetch(`${address}/v1/server/bind-partner-user`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: authorizationHeader({ kind: 'game', id: game }, secret, 'POST', '/v1/server/bind-partner-user', bindBody) },
-    body: bindBody,
-  });
-  if (bind.status !== 200) throw new Error(`bind: ${bind.status} ${await bind.text()}`);
-  const uri = `/v1/query-binding?game_id=${game}&partner_user_id=u1`;
-  // Signed once: a run lasts well under the 300 s a signature is valid.
-  const auth = authorizationHeader({ kind: 'partner', id: partnerId }, partner.secret_key, 'GET', uri, '');
+  const auth = authorizationHeader({ kind: 'partner', id: partnerId }, partnerSecret, 'GET', uri, '');
   return (req: Record<string, unknown>) => Object.assign(req, { method: 'GET', path: uri, headers: { authorization: auth } });
 }
 

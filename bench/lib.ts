@@ -1,6 +1,8 @@
 /** Helpers shared by the benchmarks that start the service from the build (bench/scale.ts). */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import { authorizationHeader } from '../src/signing/signer.js';
 
@@ -81,6 +83,58 @@ export async function adminCall(base: string, method: string, p: string, body?: 
   });
   if (r.status >= 300) throw new Error(`${method} ${p}: ${r.status} ${await r.text()}`);
   return r.json();
+}
+
+export interface BindingFixture {
+  /** The local GM server (close it when done). */
+  gm: http.Server;
+  partnerId: string;
+  partnerSecret: string;
+  /** The query-binding URI of the one binding. */
+  uri: string;
+}
+
+/**
+ * query-binding on a warm role cache: a local GM server that answers one role to ListRoles, a
+ * partner granted `game`, one binding (partner user `u1` -> player1/r1), and a first query
+ * that fills the role cache.
+ */
+export async function bindingFixture(address: string, game: string, secret: string): Promise<BindingFixture> {
+  const gm = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ roles: [{ server_id: 1, server_name: 'S1', role_id: 'r1', role_name: 'hero', role_level: 9, avatar_url: '', create_time: 1_700_000_000 }] }));
+    });
+  });
+  await new Promise<void>((r) => gm.listen(0, '127.0.0.1', r));
+  const partnerId = `bp${randomBytes(3).toString('hex')}`;
+  await adminCall(address, 'PATCH', `/admin/v1/games/${game}`, { gm_url: `http://127.0.0.1:${(gm.address() as net.AddressInfo).port}/gm` });
+  const partner = (await adminCall(address, 'POST', '/admin/v1/partners', { partner_id: partnerId, name: 'Bench', games: [game], rate_limit_per_second: 1_000_000 })) as { secret_key: string };
+  const bindBody = JSON.stringify({ partner_id: partnerId, partner_user_id: 'u1', combo_id: 'player1', role_id: 'r1' });
+  const bind = await fetch(`${address}/v1/server/bind-partner-user`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: authorizationHeader({ kind: 'game', id: game }, secret, 'POST', '/v1/server/bind-partner-user', bindBody) },
+    body: bindBody,
+  });
+  if (bind.status !== 200) throw new Error(`bind: ${bind.status} ${await bind.text()}`);
+  const uri = `/v1/query-binding?game_id=${game}&partner_user_id=u1`;
+  const warm = await fetch(address + uri, { headers: { authorization: authorizationHeader({ kind: 'partner', id: partnerId }, partner.secret_key, 'GET', uri, '') } });
+  if (warm.status !== 200) throw new Error(`query-binding: ${warm.status} ${await warm.text()}`);
+  return { gm, partnerId, partnerSecret: partner.secret_key, uri };
+}
+
+/** The benchmarks' create-order body: request `i` of a stream, 5,000 distinct players, meta included. */
+export function orderRequestBody(referenceId: string, i: number): string {
+  return JSON.stringify({
+    reference_id: referenceId,
+    combo_id: `player${i % 5000}`,
+    product_id: 'gem_60',
+    platform: 'ios',
+    notify_url: 'https://game.example.com/notify',
+    quantity: 1,
+    meta: { zone_id: 'z1', server_id: 's1', role_id: `r${i % 5000}`, role_name: 'bench', role_level: 12 },
+  });
 }
 
 /** A generator of distinct, already-signed requests (HMAC cost stays out of the measurement). */

@@ -25,7 +25,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import { httpPost, openLoop } from './open-loop.js';
-import { ADMIN, adminCall, cpuMs, postgresCpuMs, spawnNode, freePort, presigned, ready, rssMb } from './lib.js';
+import { ADMIN, adminCall, bindingFixture, cpuMs, orderRequestBody, postgresCpuMs, spawnNode, freePort, presigned, ready, rssMb } from './lib.js';
 import { authorizationHeader } from '../src/signing/signer.js';
 
 const duration = Number(process.env.BENCH_DURATION ?? 10);
@@ -445,16 +445,7 @@ async function main() {
     const run = randomBytes(4).toString('hex');
     // Every round sends new ids: a repeated reference_id would measure idempotent replays.
     let round = 0;
-    const orderBody = (i: number) =>
-      JSON.stringify({
-        reference_id: `bench-${run}-${round}-${i}`,
-        combo_id: `player${i % 5000}`,
-        product_id: 'gem_60',
-        platform: 'ios',
-        notify_url: 'https://game.example.com/notify',
-        quantity: 1,
-        meta: { zone_id: 'z1', server_id: 's1', role_id: `r${i % 5000}`, role_name: 'bench', role_level: 12 },
-      });
+    const orderBody = (i: number) => orderRequestBody(`bench-${run}-${round}-${i}`, i);
 
     const scenarios: { name: string; go: () => Promise<Result> }[] = [
       { name: 'bare', go: () => load(BARE, bare.child.pid, `${bare.address}/bare`, undefined, orderBody(0)) },
@@ -475,29 +466,9 @@ async function main() {
     ];
 
     // query-binding on a warm role cache: a local GM answers ListRoles; one binding.
-    const gm = http.createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ roles: [{ server_id: 1, server_name: 'S1', role_id: 'r1', role_name: 'hero', role_level: 9, avatar_url: '', create_time: 1_700_000_000 }] }));
-      });
-    });
-    await new Promise<void>((r) => gm.listen(0, '127.0.0.1', r));
+    const { gm, partnerId, partnerSecret, uri: queryUri } = await bindingFixture(svc.address, game, secret);
     servers.push(gm);
-    const partnerId = `bp${randomBytes(3).toString('hex')}`;
-    await adminCall(svc.address, 'PATCH', `/admin/v1/games/${game}`, { gm_url: `http://127.0.0.1:${(gm.address() as net.AddressInfo).port}/gm` });
-    const partner = (await adminCall(svc.address, 'POST', '/admin/v1/partners', { partner_id: partnerId, name: 'Bench', games: [game], rate_limit_per_second: 1_000_000 })) as { secret_key: string };
-    const bindBody = JSON.stringify({ partner_id: partnerId, partner_user_id: 'u1', combo_id: 'player1', role_id: 'r1' });
-    const bind = await fetch(`${svc.address}/v1/server/bind-partner-user`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: authorizationHeader({ kind: 'game', id: game }, secret, 'POST', '/v1/server/bind-partner-user', bindBody) },
-      body: bindBody,
-    });
-    if (bind.status !== 200) throw new Error(`bind: ${bind.status} ${await bind.text()}`);
-    const queryUri = `/v1/query-binding?game_id=${game}&partner_user_id=u1`;
-    const warm = await fetch(svc.address + queryUri, { headers: { authorization: authorizationHeader({ kind: 'partner', id: partnerId }, partner.secret_key, 'GET', queryUri, '') } });
-    if (warm.status !== 200) throw new Error(`query-binding: ${warm.status} ${await warm.text()}`);
-    scenarios.push({ name: 'query-binding', go: () => load('query-binding (warm cache)', svc.child.pid, svc.address, partnerGet(queryUri, partnerId, partner.secret_key)) });
+    scenarios.push({ name: 'query-binding', go: () => load('query-binding (warm cache)', svc.child.pid, svc.address, partnerGet(queryUri, partnerId, partnerSecret)) });
 
     // Opt-in references (BENCH_ONLY): the bare route loaded with the same stream of unique
     // pre-signed requests as the service, and the least work each route needs
@@ -511,7 +482,7 @@ async function main() {
       (least ??= startChild(['bench/least-work-server.ts'], {
         LEAST_DB: path.join(dataDir, 'least-work.db'),
         LEAST_GAME_SECRET: secret,
-        LEAST_PARTNER_SECRET: partner.secret_key,
+        LEAST_PARTNER_SECRET: partnerSecret,
         LEAST_BINDING: [game, partnerId, 'u1', 'player1', 'r1'].join(','),
       }).then((l) => (children.push(l.child), l)));
     const leastLoad = async (name: string, setup: (r: Record<string, unknown>) => Record<string, unknown>) => {
@@ -524,7 +495,7 @@ async function main() {
         name: 'least-enter-game',
         go: () => leastLoad('least work: enter-game', presigned(n, (i) => ({ path: '/v1/server/enter-game', body: JSON.stringify({ combo_id: `player${i % 5000}`, session_id: `s-${run}-${round}-${i}` }) }), game, secret)),
       },
-      { name: 'least-query-binding', go: () => leastLoad('least work: query-binding', partnerGet(queryUri, partnerId, partner.secret_key)) },
+      { name: 'least-query-binding', go: () => leastLoad('least work: query-binding', partnerGet(queryUri, partnerId, partnerSecret)) },
     );
     const optIn = new Set(['bare-presigned', 'least-create-order', 'least-enter-game', 'least-query-binding']);
 

@@ -102,8 +102,11 @@ export class OrderStore {
   /**
    * A new order with its creation event: both or neither. On SQLite the creating job runs
    * without a savepoint (TransactionOptions.noSavepoint), so when the event cannot be written
-   * the order row is deleted again, in the same batch, before the error goes up. On
-   * PostgreSQL the failed statement has doomed the transaction, which rolls back whole.
+   * the order row is deleted again, in the same batch, before the error goes up. Should even
+   * that delete fail (a full disk, an I/O error: SQLite often rolls back the whole batch then),
+   * the order may stay without its creation event; the caller's retry with the same
+   * reference_id answers that order. On PostgreSQL the failed statement has doomed the
+   * transaction, which rolls back whole.
    */
   async insertWithEvent(q: Q, row: OrderRow, event: OrderEventRow): Promise<void> {
     await this.insert(q, row);
