@@ -120,6 +120,13 @@ async function main(): Promise<void> {
       NODE_ENV: 'development',
       // Under valgrind the event loop is slow by design: no shedding for its lag.
       MAX_EVENT_LOOP_DELAY_MS: '0',
+      // The background pollers (notifications, expiry sweeps, NPPA uploads) tick once a second of
+      // wall time. Under valgrind a second holds ~70 requests instead of thousands, so their
+      // ticks would add ~25k instructions to every request, and vary with valgrind's speed.
+      // They are not per-request work: they tick once a minute or less here.
+      NOTIFY_POLL_INTERVAL_MS: '60000',
+      NPPA_POLL_INTERVAL_MS: '60000',
+      SWEEP_INTERVAL_MS: '600000',
     }, port);
     const game = `instr_${randomBytes(3).toString('hex')}`;
     const { secret_key: secret } = await adminCall(svc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Instr', rate_limit_per_second: 1_000_000 });

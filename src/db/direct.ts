@@ -48,11 +48,49 @@ export function executeDirect<R>(q: object, sql: string, params: readonly unknow
   try {
     if (stmt.reader) {
       direct.snapshot?.enter();
-      return Promise.resolve({ rows: stmt.all(params as unknown[]) as R[] });
+      return Promise.resolve({ rows: readRows<R>(stmt, params) });
     }
     const { changes } = stmt.run(params as unknown[]);
     return Promise.resolve({ rows: [], numAffectedRows: BigInt(changes) });
   } catch (e) {
     return Promise.reject(e);
   }
+}
+
+/** Per statement: builds a row object from the row's values, in column order. */
+const rowBuilders = new WeakMap<SQLite.Statement, (values: unknown[]) => unknown>();
+
+/**
+ * A read's rows as objects, like `stmt.all()`, built in JavaScript. better-sqlite3 makes each
+ * row object through V8's C++ API, one slow-path property definition per column (~15k
+ * instructions for a 7-column binding row); it makes a row of values (raw mode) cheaply, and
+ * an object literal of a fixed shape costs next to nothing (docs/benchmarks.md, "Eleventh
+ * session"). The statement may be shared with Kysely's driver, so raw mode is switched off again.
+ */
+function readRows<R>(stmt: SQLite.Statement, params: readonly unknown[]): R[] {
+  let build = rowBuilders.get(stmt);
+  if (!build) {
+    build = rowBuilder(stmt.columns().map((c) => c.name));
+    rowBuilders.set(stmt, build);
+  }
+  stmt.raw(true);
+  let rows: unknown[][];
+  try {
+    rows = stmt.all(params as unknown[]) as unknown[][];
+  } finally {
+    stmt.raw(false);
+  }
+  const out = new Array<R>(rows.length);
+  for (let i = 0; i < rows.length; i++) out[i] = build(rows[i] as unknown[]) as R;
+  return out;
+}
+
+/**
+ * `(v) => ({ "col0": v[0], "col1": v[1], ... })`, compiled once per statement so that every row
+ * shares one object shape. The names are our own SQL's column names, written as JSON string
+ * literals; a repeated name keeps its last value, as better-sqlite3's own rows do.
+ */
+function rowBuilder(names: string[]): (values: unknown[]) => unknown {
+  const fields = names.map((n, i) => `${JSON.stringify(n)}: v[${i}]`).join(', ');
+  return new Function('v', `return { ${fields} };`) as (values: unknown[]) => unknown;
 }

@@ -2,6 +2,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { Database } from '../db/index.js';
 import type { OrderStatus } from '../db/schema.js';
 import { ObservabilityStore } from './store.js';
+import { RequestMetrics } from './request-metrics.js';
 
 const ORDER_STATUSES: OrderStatus[] = ['created', 'paid', 'delivered', 'expired', 'canceled', 'refunded'];
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -28,19 +29,8 @@ export class ServiceMetrics implements DomainMetrics {
   private readonly store: ObservabilityStore;
   private inflight: Promise<void> | null = null;
 
-  private readonly httpRequests = new Counter({
-    name: 'combo_http_requests_total',
-    help: 'HTTP requests answered, by route pattern and status',
-    labelNames: ['method', 'route', 'status'] as const,
-    registers: [this.registry],
-  });
-  private readonly httpLatency = new Histogram({
-    name: 'combo_http_request_duration_seconds',
-    help: 'HTTP request latency, by route pattern and status',
-    labelNames: ['method', 'route', 'status'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
+  /** Per-request HTTP series, kept as plain numbers (see RequestMetrics). */
+  private readonly requests = new RequestMetrics(this.registry, LATENCY_BUCKETS);
   private readonly rateLimitedTotal = new Counter({
     name: 'combo_rate_limited_total',
     help: 'Requests refused with 429 rate_limited, by caller kind',
@@ -117,20 +107,8 @@ export class ServiceMetrics implements DomainMetrics {
     this.sampledGauge('combo_http_requests_in_progress', 'Requests admitted by load shedding and not yet answered', (a) => a.inProgress());
   }
 
-  /** The labelled series of each (method, route, status), looked up once: labels hash per call otherwise. */
-  private readonly requestSeries = new Map<string, { count: { inc(): void }; latency: { observe(v: number): void } }>();
-
   observeRequest(method: string, route: string, status: number, seconds: number): void {
-    const key = `${method} ${status} ${route}`;
-    let series = this.requestSeries.get(key);
-    if (!series) {
-      const labels = { method, route, status: String(status) };
-      series = { count: this.httpRequests.labels(labels), latency: this.httpLatency.labels(labels) };
-      // Routes are patterns (bounded), unmatched requests share one label: this stays small.
-      this.requestSeries.set(key, series);
-    }
-    series.count.inc();
-    series.latency.observe(seconds);
+    this.requests.observe(method, route, status, seconds);
   }
 
   /** A request refused by load shedding (it never reaches the per-route counters). */
