@@ -11,7 +11,9 @@
  * INSTR_WARMUP requests (default 15000: with fewer, V8 is still optimising and the count keeps
  * falling), then counted over INSTR_REQUESTS requests (default 4000) between
  * `callgrind_control -i on` and `-i off`. Only the JavaScript thread is counted: V8's compiler
- * and GC helper threads vary from run to run. Repeated runs agree within ~2-3 %. INSTR_ONLY
+ * and GC helper threads vary from run to run. Repeated runs of one build still differ by up to
+ * ±10 % (docs/benchmarks.md, "Eleventh session"): compare builds over alternated runs, or by
+ * one function's inclusive count (NODE_OPTIONS=--perf-basic-prof names the JIT frames). INSTR_ONLY
  * picks scenarios (bare, create-order, enter-game, query-binding); INSTR_KEEP=1 keeps the
  * callgrind files (for callgrind_annotate). Needs valgrind.
  */
