@@ -59,6 +59,7 @@ import { NppaClient } from './compliance/nppa-client.js';
 import { NppaUploader } from './compliance/uploader.js';
 import { registerAuditRoutes } from './admin/audit-routes.js';
 import { registerComplianceRoutes } from './compliance/routes.js';
+import { keepTickObjectShape } from './lib/tick-shape.js';
 
 export interface ServiceOptions {
   config: Config;
@@ -98,6 +99,7 @@ export interface Service {
  */
 export async function createService(opts: ServiceOptions): Promise<Service> {
   const { config, logger } = opts;
+  keepTickObjectShape();
   const clock = opts.clock ?? systemClock;
   const database = openDatabase(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
   try {

@@ -82,6 +82,15 @@ describe('Authorization header parsing', () => {
     const p = parseAuthorization(`SEAYOO-HMAC-SHA256  Signature="${sig}" , Foo=bar, Timestamp = 20261122T093000Z ,Game= "demo"`);
     expect(p).toEqual({ principal: { kind: 'game', id: 'demo' }, timestamp: '20261122T093000Z', signature: sig });
   });
+  it('accepts every hex digit at the edges of the ranges (0, 9, a, f)', () => {
+    const edges = '09af'.repeat(16);
+    const p = parseAuthorization(`SEAYOO-HMAC-SHA256 Game=demo,Timestamp=20261122T093000Z,Signature=${edges}`);
+    expect(p).toEqual({ principal: { kind: 'game', id: 'demo' }, timestamp: '20261122T093000Z', signature: edges });
+  });
+  it('reads a partner, and keeps an = inside a value', () => {
+    const p = parseAuthorization(`SEAYOO-HMAC-SHA256 Partner=p=1,Timestamp=20261122T093000Z,Signature=${sig}`);
+    expect(p).toEqual({ principal: { kind: 'partner', id: 'p=1' }, timestamp: '20261122T093000Z', signature: sig });
+  });
   it.each([
     ['missing', undefined],
     ['empty', ''],
@@ -93,8 +102,19 @@ describe('Authorization header parsing', () => {
     ['no timestamp', `SEAYOO-HMAC-SHA256 Game=demo,Signature=${sig}`],
     ['short signature', `SEAYOO-HMAC-SHA256 Game=demo,Timestamp=20261122T093000Z,Signature=abc`],
     ['upper-case signature', `SEAYOO-HMAC-SHA256 Game=demo,Timestamp=20261122T093000Z,Signature=${'A'.repeat(64)}`],
+    ['65-character signature', `SEAYOO-HMAC-SHA256 Game=demo,Timestamp=20261122T093000Z,Signature=${sig}a`],
+    // The characters just outside 0-9 and a-f: / : ` g
+    ...['/', ':', '`', 'g'].map((c): [string, string] => [`signature with ${c}`, `SEAYOO-HMAC-SHA256 Game=demo,Timestamp=20261122T093000Z,Signature=${'a'.repeat(63)}${c}`]),
     ['parameter without =', `SEAYOO-HMAC-SHA256 Game=demo,Timestamp,Signature=${sig}`],
     ['duplicated parameter', `SEAYOO-HMAC-SHA256 Game=demo,Game=x,Timestamp=20261122T093000Z,Signature=${sig}`],
+    ['duplicated Partner', `SEAYOO-HMAC-SHA256 Partner=p,Partner=p,Timestamp=20261122T093000Z,Signature=${sig}`],
+    ['duplicated Timestamp', `SEAYOO-HMAC-SHA256 Game=demo,Timestamp=20261122T093000Z,Timestamp=20261122T093000Z,Signature=${sig}`],
+    ['duplicated Signature', `SEAYOO-HMAC-SHA256 Game=demo,Timestamp=20261122T093000Z,Signature=${sig},Signature=${sig}`],
+    ['duplicated unknown parameter', `SEAYOO-HMAC-SHA256 Game=demo,Foo=1,Timestamp=20261122T093000Z,Foo=2,Signature=${sig}`],
+    ['parameter without a name', `SEAYOO-HMAC-SHA256 Game=demo,=x,Timestamp=20261122T093000Z,Signature=${sig}`],
+    ['trailing comma', `SEAYOO-HMAC-SHA256 Game=demo,Timestamp=20261122T093000Z,Signature=${sig},`],
+    ['empty parameter list', 'SEAYOO-HMAC-SHA256 '],
+    ['= only in the next parameter', `SEAYOO-HMAC-SHA256 Game,demo=x,Timestamp=20261122T093000Z,Signature=${sig}`],
   ])('rejects %s', (_name, header) => {
     expect(typeof parseAuthorization(header)).toBe('string');
   });
