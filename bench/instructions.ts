@@ -11,10 +11,12 @@
  * INSTR_WARMUP requests (default 15000: with fewer, V8 is still optimising and the count keeps
  * falling), then counted over INSTR_REQUESTS requests (default 4000) between
  * `callgrind_control -i on` and `-i off`. Only the JavaScript thread is counted: V8's compiler
- * and GC helper threads vary from run to run. Repeated runs of one build still differ by up to
- * ±10 % (docs/benchmarks.md, "Eleventh session"): compare builds over alternated runs, or by
- * one function's inclusive count (NODE_OPTIONS=--perf-basic-prof names the JIT frames). INSTR_ONLY
- * picks scenarios (bare, create-order, enter-game, query-binding); INSTR_KEEP=1 keeps the
+ * and GC helper threads vary from run to run. Repeated runs of one build differed by up to
+ * ±10 % (docs/benchmarks.md, "Eleventh session"), much of it one inline cache of Node's that
+ * src/lib/tick-shape.ts now keeps steady ("Twelfth session"; NODE_OPTIONS="--require
+ * ./bench/idle-gc.cjs" brings on the idle collections that used to upset it). Compare builds
+ * over alternated runs, or by one function's inclusive count (NODE_OPTIONS=--perf-basic-prof
+ * names the JIT frames). INSTR_ONLY picks scenarios (bare, create-order, enter-game, query-binding); INSTR_KEEP=1 keeps the
  * callgrind files (for callgrind_annotate). Needs valgrind.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';

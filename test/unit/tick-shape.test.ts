@@ -13,7 +13,9 @@ function probe(mode: 'pin' | 'none'): { states: string[]; sameMap: string } {
   const fd = openSync(file, 'w');
   let stdout: string;
   try {
-    const args = ['--allow-natives-syntax', '--expose-gc', '--import', 'tsx', 'test/helpers/tick-shape-probe.ts', mode];
+    // No background compiles: a compile job holds the maps it uses, and on a busy machine one still
+    // running across the collections kept the maps alive (the control then failed 4 times in 8).
+    const args = ['--allow-natives-syntax', '--expose-gc', '--no-concurrent-recompilation', '--import', 'tsx', 'test/helpers/tick-shape-probe.ts', mode];
     const r = spawnSync(process.execPath, args, { cwd: REPO_ROOT, encoding: 'utf8', stdio: ['ignore', fd, 'pipe'] });
     expect(r.status, r.stderr).toBe(0);
   } finally {
