@@ -16,8 +16,8 @@
  * src/lib/tick-shape.ts now keeps steady ("Twelfth session"; NODE_OPTIONS="--require
  * ./bench/idle-gc.cjs" brings on the idle collections that used to upset it). Compare builds
  * over alternated runs, or by one function's inclusive count (NODE_OPTIONS=--perf-basic-prof
- * names the JIT frames). INSTR_ONLY picks scenarios (bare, create-order, enter-game, query-binding); INSTR_KEEP=1 keeps the
- * callgrind files (for callgrind_annotate). Needs valgrind.
+ * names the JIT frames). INSTR_ONLY picks scenarios (bare, create-order, enter-game,
+ * query-binding); INSTR_KEEP=1 keeps the callgrind files (for callgrind_annotate). Needs valgrind.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

@@ -10,9 +10,10 @@ import { AsyncResource } from 'node:async_hooks';
  * ({asyncId}, {asyncId, triggerId}, ...) only weakly from the feedback. After a few full
  * collections in a moment with no tick queued (an idle service, the memory reducer), those maps
  * are freed, the next tick builds fresh ones, and the cache goes megamorphic. From then on every
- * tick (a request makes 9 to 27 of them inside Node's HTTP and stream code) defines its keys
- * through `Runtime_DefineKeyedOwnPropertyInLiteral`, ~1,300 instructions each: 34k of the ~200k
- * instructions of a query-binding request (docs/benchmarks.md, "Twelfth session").
+ * tick (a query-binding request makes 9 inside Node's HTTP and stream code) defines three keys
+ * through `Runtime_DefineKeyedOwnPropertyInLiteral`, ~1,300 instructions each: 33k of the ~230k
+ * instructions of such a request, 22k of an enter-game or create-order (docs/benchmarks.md,
+ * "Twelfth session").
  *
  * One object built by an identical literal, with the same two symbols (an AsyncResource carries
  * them as own keys), gets the same map chain and, held here, keeps it alive. Node keeps its ids
