@@ -37,7 +37,7 @@ const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 // Random bytes are drawn from the CSPRNG in 4 KiB blocks: one syscall per block, not per id.
 let pool = Buffer.alloc(0);
 let poolPos = 0;
-function randomByte(): number {
+export function randomByte(): number {
   if (poolPos >= pool.length) {
     pool = randomBytes(4096);
     poolPos = 0;

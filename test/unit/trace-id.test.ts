@@ -18,6 +18,12 @@ describe('x-trace-id (newTraceId)', () => {
     expect(a).toMatch(/^[0-9a-z]+[0-9a-f]{16}$/);
     expect(a).toHaveLength(t.toString(36).length + 16);
 
+    // The shared buffer is read out afresh for every id: earlier ids keep their value.
+    const many = Array.from({ length: 1000 }, () => newTraceId());
+    expect(new Set(many).size).toBe(1000);
+    expect(many.every((id) => id.startsWith(t.toString(36)) && /^[0-9a-z]+[0-9a-f]{16}$/.test(id))).toBe(true);
+    expect(a.startsWith(t.toString(36))).toBe(true);
+
     vi.setSystemTime(t + 1);
     expect(newTraceId().startsWith((t + 1).toString(36))).toBe(true);
     // A clock that steps back is followed too.
