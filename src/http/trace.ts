@@ -1,6 +1,5 @@
-import { randomByte } from '../lib/ids.js';
+import { writeRandomHex } from '../lib/ids.js';
 
-const HEX = Buffer.from('0123456789abcdef', 'latin1');
 // The id is written into one buffer and read out as one flat string. Built by concatenation it
 // was a V8 cons string, and Node's check of every header value (a regular expression) runs on a
 // cons string through V8's runtime: ~1,500 instructions, ~6 times the flat string's cost.
@@ -19,10 +18,6 @@ export function newTraceId(): string {
     prefixMs = now;
     prefixLength = text.write(now.toString(36), 0, 'latin1');
   }
-  for (let i = prefixLength; i < prefixLength + 16; i += 2) {
-    const b = randomByte();
-    text[i] = HEX[b >> 4]!;
-    text[i + 1] = HEX[b & 15]!;
-  }
+  writeRandomHex(text, prefixLength, 16);
   return text.toString('latin1', 0, prefixLength + 16);
 }

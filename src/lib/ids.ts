@@ -37,7 +37,7 @@ const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 // Random bytes are drawn from the CSPRNG in 4 KiB blocks: one syscall per block, not per id.
 let pool = Buffer.alloc(0);
 let poolPos = 0;
-export function randomByte(): number {
+function randomByte(): number {
   if (poolPos >= pool.length) {
     pool = randomBytes(4096);
     poolPos = 0;
@@ -60,13 +60,15 @@ export function prefixedId(prefix: string, gen: IdGenerator): string {
   return `${prefix}_${BigInt(gen.next()).toString(36).padStart(13, '0')}${randomBase62(4)}`;
 }
 
-const HEX = '0123456789abcdef';
-/** Random lower-case hex string from the pooled CSPRNG bytes. */
-export function randomHex(length: number): string {
-  let out = '';
-  while (out.length < length) {
+const HEX = Buffer.from('0123456789abcdef', 'latin1');
+/**
+ * Writes `length` random lower-case hex digits (even) from the pooled CSPRNG bytes into `target`
+ * at `start`. Callers read the buffer out as one flat string, not one built by concatenation.
+ */
+export function writeRandomHex(target: Buffer, start: number, length: number): void {
+  for (let i = start; i < start + length; i += 2) {
     const b = randomByte();
-    out += HEX[b >> 4]! + HEX[b & 15]!;
+    target[i] = HEX[b >> 4]!;
+    target[i + 1] = HEX[b & 15]!;
   }
-  return out.slice(0, length);
 }

@@ -59,6 +59,8 @@ export function authorizationHeader(
   return `${SCHEME} ${name}=${principal.id},Timestamp=${ts},Signature=${sig}`;
 }
 
+const MALFORMED = 'malformed Authorization parameter';
+
 /**
  * Parses an Authorization header. Parameters are comma separated, whitespace around names and
  * values is ignored, a value may be double-quoted, unknown parameters are ignored.
@@ -80,26 +82,26 @@ export function parseAuthorization(header: string | undefined): ParsedAuthorizat
     let comma = header.indexOf(',', at);
     if (comma < 0) comma = header.length;
     const eq = header.indexOf('=', at);
-    if (eq < 0 || eq > comma) return 'malformed Authorization parameter';
+    if (eq < 0 || eq > comma) return MALFORMED;
     const name = header.slice(at, eq).trim();
     let value = header.slice(eq + 1, comma).trim();
     if (value.length >= 2 && value.charCodeAt(0) === 34 && value.charCodeAt(value.length - 1) === 34) value = value.slice(1, -1);
     at = comma + 1;
     if (name === 'Game') {
-      if (game !== undefined) return 'malformed Authorization parameter';
+      if (game !== undefined) return MALFORMED;
       game = value;
     } else if (name === 'Partner') {
-      if (partner !== undefined) return 'malformed Authorization parameter';
+      if (partner !== undefined) return MALFORMED;
       partner = value;
     } else if (name === 'Timestamp') {
-      if (timestamp !== undefined) return 'malformed Authorization parameter';
+      if (timestamp !== undefined) return MALFORMED;
       timestamp = value;
     } else if (name === 'Signature') {
-      if (signature !== undefined) return 'malformed Authorization parameter';
+      if (signature !== undefined) return MALFORMED;
       signature = value;
     } else {
       // Unknown parameters are ignored, but like the known ones they must be named and unique.
-      if (!name || others?.includes(name)) return 'malformed Authorization parameter';
+      if (!name || others?.includes(name)) return MALFORMED;
       (others ??= []).push(name);
     }
   }
