@@ -1,11 +1,14 @@
-// Preload for A/B runs: `NODE_OPTIONS="--require ./bench/idle-gc.cjs" npm run bench:instructions`.
+// Preload for A/B runs, added by `INSTR_IDLE_GC=1 npm run bench:instructions` to every server it
+// counts.
 //
-// Once, IDLE_GC_AFTER_MS after start (default 20000: under valgrind, during the warm-up), the main
-// thread runs six full garbage collections from a timer, when no process.nextTick is queued.
+// On SIGUSR2 (sent by bench/instructions.ts halfway through the warm-up) the main thread runs
+// six full garbage collections from the signal's callback, when no process.nextTick is queued.
 // That is what V8's memory reducer does to a service that has gone idle for a moment. It frees
 // objects' hidden classes that nothing holds, which is the condition src/lib/tick-shape.ts
 // guards against. Without this preload, whether it happens in a run depends on timing
-// (docs/benchmarks.md, "Twelfth session").
+// (docs/benchmarks.md, "Twelfth session"). A signal rather than a timer: on a fast machine a
+// timer fell inside the counted requests, and the collections and the recompilation after
+// them were counted as per-request work ("Thirteenth session").
 'use strict';
 const v8 = require('node:v8');
 const vm = require('node:vm');
@@ -14,8 +17,7 @@ const { isMainThread } = require('node:worker_threads');
 if (isMainThread) {
   v8.setFlagsFromString('--expose-gc');
   const gc = vm.runInNewContext('gc');
-  const timer = setTimeout(() => {
+  process.on('SIGUSR2', () => {
     for (let i = 0; i < 6; i++) gc();
-  }, Number(process.env.IDLE_GC_AFTER_MS ?? 20000));
-  timer.unref();
+  });
 }

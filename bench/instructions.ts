@@ -13,8 +13,9 @@
  * `callgrind_control -i on` and `-i off`. Only the JavaScript thread is counted: V8's compiler
  * and GC helper threads vary from run to run. Repeated runs of one build differed by up to
  * ±10 % (docs/benchmarks.md, "Eleventh session"), much of it one inline cache of Node's that
- * src/lib/tick-shape.ts now keeps steady ("Twelfth session"; NODE_OPTIONS="--require
- * ./bench/idle-gc.cjs" brings on the idle collections that used to upset it). Compare builds
+ * src/lib/tick-shape.ts now keeps steady ("Twelfth session"; INSTR_IDLE_GC=1 loads
+ * bench/idle-gc.cjs into each server and signals it halfway through the warm-up, bringing on the
+ * idle collections that used to upset it). Compare builds
  * over alternated runs, or by one function's inclusive count (NODE_OPTIONS=--perf-basic-prof
  * names the JIT frames). INSTR_ONLY picks scenarios (bare, create-order, enter-game,
  * query-binding); INSTR_KEEP=1 keeps the callgrind files (for callgrind_annotate). Needs valgrind.
@@ -31,6 +32,7 @@ import { authorizationHeader } from '../src/signing/signer.js';
 const warmup = Number(process.env.INSTR_WARMUP ?? 15000);
 const counted = Number(process.env.INSTR_REQUESTS ?? 4000);
 const only = process.env.INSTR_ONLY?.split(',');
+const idleGc = process.env.INSTR_IDLE_GC === '1';
 const dir = mkdtempSync(path.join(os.tmpdir(), 'combo-instr-'));
 
 interface Counted {
@@ -44,7 +46,8 @@ interface Counted {
 async function startCounted(name: string, script: string[], env: Record<string, string>, port: number): Promise<Counted> {
   const outFile = path.join(dir, `${name}.callgrind`);
   const fullEnv = { ...process.env, ...env };
-  const child = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes', `--callgrind-out-file=${outFile}`, process.execPath, ...script], {
+  const preload = idleGc ? ['--require', './bench/idle-gc.cjs'] : [];
+  const child = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes', `--callgrind-out-file=${outFile}`, process.execPath, ...preload, ...script], {
     env: fullEnv,
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -67,6 +70,17 @@ async function listening(address: string, child: ChildProcess): Promise<void> {
     }
   }
   throw new Error('server did not start');
+}
+
+/**
+ * The warm-up: `drive(half)`, then (INSTR_IDLE_GC=1) the idle collections of bench/idle-gc.cjs,
+ * then `drive(rest)`, so that V8 has re-optimised what they threw away before counting starts.
+ */
+async function warmUp(c: Counted, drive: (n: number) => Promise<void>): Promise<void> {
+  const half = Math.floor(warmup / 2);
+  await drive(half);
+  if (idleGc) c.child.kill('SIGUSR2');
+  await drive(warmup - half);
 }
 
 /** Instructions callgrind counted while `fn` ran (its requests): total Ir of the dump. */
@@ -108,7 +122,7 @@ async function main(): Promise<void> {
   if (wanted('bare')) {
     const port = await freePort();
     const bare = await startCounted('bare', ['--import', 'tsx', 'bench/bare-server.ts'], { BARE_PORT: String(port) }, port);
-    await drive(`${bare.address}/bare`, warmup, undefined, orderBody(0));
+    await warmUp(bare, (n) => drive(`${bare.address}/bare`, n, undefined, orderBody(0)));
     rows.push(['bare fastify route', await countDuring(bare, () => drive(`${bare.address}/bare`, counted, undefined, orderBody(0)))]);
   }
 
@@ -144,7 +158,8 @@ async function main(): Promise<void> {
       if (scenario === 'enter-game') return presigned(n, (i) => ({ path: '/v1/server/enter-game', body: JSON.stringify({ combo_id: `player${i % 5000}`, session_id: `s-${run}-${p}-${i}` }) }), game, secret);
       return setup;
     };
-    await drive(svc.address, warmup, stream(warmup));
+    const warm = stream(warmup);
+    await warmUp(svc, (n) => drive(svc.address, n, warm));
     const next = stream(counted);
     rows.push([scenario, await countDuring(svc, () => drive(svc.address, counted, next))]);
   }
