@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DB } from './helpers/db.js';
 import { admin, createGame, orderBody, signed, startService, type TestGame, type TestService } from './helpers/service.js';
 
+const CREATE = '/v1/server/create-order';
 let t: TestService;
 beforeAll(async () => {
   t = await startService();
@@ -13,6 +14,7 @@ describe('create-order', () => {
   let game: TestGame;
   beforeAll(async () => {
     game = await createGame(t);
+    expect((await admin(t, 'PUT', `/admin/v1/games/${game.gameId}/products/gem_120`, { name: '120 gems', price: 1200, currency: 'CNY' })).status).toBe(200);
   });
 
   it('creates an order and answers order_id, order_token, expires_at', async () => {
@@ -47,6 +49,50 @@ describe('create-order', () => {
     const c = await signed(t, game, 'POST', '/v1/server/create-order', { ...body, quantity: 3 });
     expect(c.status).toBe(422);
     expect(c.body.error).toBe('duplicate_reference_id');
+  });
+
+  it('replays for the same validated parameters: defaults, "" as absent, meta key order', async () => {
+    const body = orderBody({ quantity: 1, meta: { role_id: 'r1', zone_id: 'z1' } });
+    const a = await signed(t, game, 'POST', CREATE, body);
+    expect(a.status).toBe(200);
+    const same = [
+      { ...body, meta: { zone_id: 'z1', role_id: 'r1' } },
+      { ...body, quantity: undefined, context: '' },
+      { ...body, meta: { zone_id: 'z1', role_id: 'r1', server_id: '' } },
+    ];
+    for (const b of same) expect((await signed(t, game, 'POST', CREATE, b)).body).toEqual(a.body);
+    // No meta at all and an empty meta are the same parameters too.
+    const bare = orderBody();
+    const c = await signed(t, game, 'POST', CREATE, bare);
+    expect((await signed(t, game, 'POST', CREATE, { ...bare, meta: {} })).body).toEqual(c.body);
+  });
+
+  it.each([
+    ['combo_id', { combo_id: '1234567891' }],
+    ['product_id', { product_id: 'gem_120' }],
+    ['platform', { platform: 'android' }],
+    ['notify_url', { notify_url: 'https://game.example.com/notify2' }],
+    ['quantity', { quantity: 2 }],
+    ['a meta field', { meta: { role_id: 'r1', role_level: 3 } }],
+    ['meta, by a field added', { meta: { role_id: 'r1', role_level: 2, zone_id: 'z' } }],
+    ['meta, by a field removed', { meta: { role_id: 'r1' } }],
+    ['meta, left out', { meta: undefined }],
+    ['context, added', { context: 'c1' }],
+  ])('answers 422 duplicate_reference_id when %s differs', async (_name, change) => {
+    const base = orderBody({ meta: { role_id: 'r1', role_level: 2 } });
+    expect((await signed(t, game, 'POST', CREATE, base)).status).toBe(200);
+    const r = await signed(t, game, 'POST', CREATE, { ...base, ...change });
+    expect(r.status).toBe(422);
+    expect(r.body.error).toBe('duplicate_reference_id');
+  });
+
+  it('answers 422 when a context is dropped, and replays an order stored with a request hash', async () => {
+    const body = orderBody({ context: 'c1' });
+    const a = await signed(t, game, 'POST', CREATE, body);
+    expect((await signed(t, game, 'POST', CREATE, { ...body, context: undefined })).status).toBe(422);
+    // Orders created before replays compared the stored parameters carry a hash of them.
+    await t.service.database.db.updateTable('orders').set({ request_hash: 'legacy-hash' }).where('order_id', '=', a.body.order_id).execute();
+    expect((await signed(t, game, 'POST', CREATE, body)).body).toEqual(a.body);
   });
 
   it('creates exactly one order for 24 identical concurrent requests', async () => {

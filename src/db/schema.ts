@@ -54,6 +54,11 @@ export interface OrdersTable {
   currency: string;
   status: OrderStatus;
   token_secret: string;
+  /**
+   * Legacy: a hash of the create-order parameters, written until replays began comparing the
+   * stored parameters themselves (OrderService, sameParameters). New orders store ''; nothing
+   * reads it. Kept rather than dropped: dropping it rewrites the largest table.
+   */
   request_hash: string;
   is_sandbox: number;
   late_payment: number;

@@ -1,4 +1,3 @@
-import { hash } from 'node:crypto';
 import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { Errors } from '../errors.js';
@@ -67,10 +66,8 @@ export class OrderService {
     if (!product || product.active !== 1) {
       throw Errors.invalidRequest(`product_id ${params.product_id} is not an active product of game ${game.game_id}`);
     }
-    const requestHash = hash('sha256', JSON.stringify(params), 'base64url');
-
     const now = this.d.clock.now();
-    const row = this.newOrder(snap, params, product.price * params.quantity, product.currency, requestHash, now);
+    const row = this.newOrder(snap, params, product.price * params.quantity, product.currency, now);
     const { store, guard } = this.d;
     const eventId = prefixedId('oev', this.d.ids);
     // The common case on PostgreSQL, a new order of an unguarded player, is one statement; a
@@ -87,13 +84,13 @@ export class OrderService {
         await store.insertWithEvent(trx, row, { event_id: eventId, order_id: row.order_id, from_status: null, to_status: 'created', at: now, detail: null });
         return row;
       }, { noSavepoint: true });
-      return this.replay(stored, requestHash);
+      return replay(stored, row);
     } catch (e) {
       if (!isUniqueViolation(e)) throw e;
       // A concurrent identical request committed first (PostgreSQL): answer as a replay.
       const winner = await store.findByReference(store.db, game.game_id, params.reference_id);
       if (!winner) throw e;
-      return this.replay(winner, requestHash);
+      return replay(winner, row);
     }
   }
 
@@ -102,7 +99,6 @@ export class OrderService {
     params: ReturnType<typeof canonicalParams>,
     amount: number,
     currency: string,
-    requestHash: string,
     now: number,
   ): OrderRow {
     return {
@@ -120,7 +116,9 @@ export class OrderService {
       currency,
       status: 'created',
       token_secret: newTokenSecret(),
-      request_hash: requestHash,
+      // Replays compare the stored parameters themselves (sameParameters); rows from before
+      // that keep their hash of them, which nothing reads any more.
+      request_hash: '',
       is_sandbox: 0,
       late_payment: 0,
       created_at: now,
@@ -134,12 +132,31 @@ export class OrderService {
     };
   }
 
-  private replay(existing: OrderRow, requestHash: string): CreateOrderResponse {
-    if (existing.request_hash !== requestHash) {
-      throw Errors.duplicateReferenceId(`reference_id ${existing.reference_id} was already used with different parameters`);
-    }
-    return toResponse(existing);
+}
+
+/**
+ * The stored order for a repeated reference_id: the original answer when the request's validated
+ * parameters are those the order was created with (PROTOCOL 3), else 422. Every parameter is a
+ * column of the order, canonicalised the same way (canonicalParams), so comparing them costs
+ * less than hashing a serialisation of them on every create-order.
+ */
+function replay(existing: OrderRow, requested: OrderRow): CreateOrderResponse {
+  if (existing !== requested && !sameParameters(existing, requested)) {
+    throw Errors.duplicateReferenceId(`reference_id ${existing.reference_id} was already used with different parameters`);
   }
+  return toResponse(existing);
+}
+
+function sameParameters(a: OrderRow, b: OrderRow): boolean {
+  return (
+    a.combo_id === b.combo_id &&
+    a.product_id === b.product_id &&
+    a.platform === b.platform &&
+    a.notify_url === b.notify_url &&
+    a.quantity === b.quantity &&
+    a.meta === b.meta &&
+    a.context === b.context
+  );
 }
 
 function toResponse(row: OrderRow): CreateOrderResponse {
