@@ -103,7 +103,7 @@ describe('ErrorResponse, trace id and status of each error type', () => {
     expect(await storedRows(t, game.gameId)).toEqual(before);
   });
 
-  it.each(['application/json; charset=utf-8', 'Application/JSON', 'application/json;charset=UTF-8'])('accepts Content-Type %s', async (ct) => {
+  it.each(['application/json; charset=utf-8', 'Application/JSON', 'application/json;charset=UTF-8', 'application/json ; charset=utf-8', 'application/json;'])('accepts Content-Type %s', async (ct) => {
     const r = await signed(t, game, 'POST', CREATE, orderBody(), { 'content-type': ct });
     expect(r.status, r.text).toBe(200);
   });

@@ -264,9 +264,12 @@ function sendError(reply: FastifyReply, err: ApiError): void {
 }
 
 export function isJsonContentType(ct: string | undefined): boolean {
+  // What SDKs send, answered without building strings. split() went through V8's runtime
+  // (~1,500 instructions), and this runs twice per signed POST.
+  if (ct === 'application/json' || ct === 'application/json; charset=utf-8') return true;
   if (!ct) return false;
-  const type = ct.split(';')[0]?.trim().toLowerCase();
-  return type === 'application/json';
+  const semi = ct.indexOf(';');
+  return (semi < 0 ? ct : ct.slice(0, semi)).trim().toLowerCase() === 'application/json';
 }
 
 function nulMessage(url: string): string {
