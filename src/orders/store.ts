@@ -19,7 +19,7 @@ export const EVENT_COLUMNS = ['event_id', 'order_id', 'from_status', 'to_status'
 
 // The prepared inserts' parameters, field by field in column order. Not `COLUMNS.map((c) =>
 // row[c])`: a load by a varying key goes megamorphic in V8 (~140 instructions a field, ~4k per
-// create-order). test/unit/order-store-params.test.ts holds these to the column lists.
+// create-order). test/unit/insert-params.test.ts holds these to the column lists.
 export const orderParams = (r: OrderRow): unknown[] => [
   r.order_id, r.game_id, r.reference_id, r.combo_id, r.product_id, r.platform, r.notify_url, r.quantity, r.meta,
   r.context, r.amount, r.currency, r.status, r.token_secret, r.request_hash, r.is_sandbox, r.late_payment,
@@ -78,8 +78,8 @@ export class OrderStore {
    * nothing written, when the reference_id exists or the player is one the guard checks.
    */
   async createAtOnce(row: OrderRow, eventId: string): Promise<boolean> {
-    const record = Object.fromEntries(ORDER_COLUMNS.map((c) => [c, row[c]]));
-    const r = await this.db.executeQuery(CompiledQuery.raw(CREATE_AT_ONCE, [JSON.stringify(record), row.game_id, row.combo_id, eventId]));
+    // json_populate_record takes the columns it names from the row's JSON.
+    const r = await this.db.executeQuery(CompiledQuery.raw(CREATE_AT_ONCE, [JSON.stringify(row), row.game_id, row.combo_id, eventId]));
     return r.rows.length > 0;
   }
 

@@ -16,7 +16,10 @@ export interface SessionFilter {
   after?: { createdAt: number; gameId: string; sessionId: string };
 }
 
-const SESSION_COLUMNS = ['game_id', 'session_id', 'combo_id', 'entered_at', 'left_at', 'close_reason', 'created_at'] as const satisfies readonly (keyof SessionRow)[];
+export const SESSION_COLUMNS = ['game_id', 'session_id', 'combo_id', 'entered_at', 'left_at', 'close_reason', 'created_at'] as const satisfies readonly (keyof SessionRow)[];
+
+/** The prepared insert's parameters in SESSION_COLUMNS order, by named fields (see orders/store.ts, orderParams). */
+export const sessionParams = (r: SessionRow): unknown[] => [r.game_id, r.session_id, r.combo_id, r.entered_at, r.left_at, r.close_reason, r.created_at];
 
 export class SessionStore {
   // enter-game runs this on every request: compiled once (see db/prepared.ts).
@@ -53,7 +56,7 @@ export class SessionStore {
 
   /** One statement: inserts unless the session exists; true when this call created it. */
   async insertIfAbsent(q: Q, row: SessionRow): Promise<boolean> {
-    const r = await this.insertNew(q, SESSION_COLUMNS.map((c) => row[c]));
+    const r = await this.insertNew(q, sessionParams(row));
     return Number(r.numAffectedRows ?? 0n) > 0;
   }
 
