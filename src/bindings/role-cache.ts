@@ -18,6 +18,15 @@ export interface CachedRole {
 }
 
 /**
+ * One string per (game, combo_id, role_id), unambiguous whatever the ids hold: the first two
+ * carry their lengths. Half the cost of JSON.stringify of the three (a micro-benchmark), and one
+ * flat string, which the Map hashes without flattening it first.
+ */
+function roleKey(gameId: string, comboId: string, roleId: string): string {
+  return [gameId.length, gameId, comboId.length, comboId, roleId].join(':');
+}
+
+/**
  * Role data from the game's GM endpoint, cached per (game, combo_id, role_id) (PROTOCOL 7).
  * Concurrent queries for the same player share one GM call (single flight). Only found roles
  * are cached: a role the game does not list is asked again next time, so a role created after
@@ -38,7 +47,7 @@ export class RoleCache {
    * copy young enough to serve stale is cached.
    */
   async get(gameId: string, comboId: string, roleId: string, fetch: () => Promise<Role[]>): Promise<CachedRole> {
-    const key = JSON.stringify([gameId, comboId, roleId]);
+    const key = roleKey(gameId, comboId, roleId);
     const hit = this.entries.get(key);
     if (hit && this.o.clock.now() - hit.at < this.o.ttlMs) return { role: hit.role, stale: false };
     let roles: Role[];
@@ -64,7 +73,7 @@ export class RoleCache {
   }
 
   private async fetchShared(gameId: string, comboId: string, fetch: () => Promise<Role[]>): Promise<Role[]> {
-    const key = JSON.stringify([gameId, comboId]);
+    const key = roleKey(gameId, comboId, '');
     let flight = this.flights.get(key);
     if (!flight) {
       const result = fetch().then((roles) => {
@@ -91,7 +100,7 @@ export class RoleCache {
   private store(gameId: string, comboId: string, roles: Role[]): void {
     const at = this.o.clock.now();
     for (const role of roles) {
-      const key = JSON.stringify([gameId, comboId, role.role_id]);
+      const key = roleKey(gameId, comboId, role.role_id);
       // Re-insert so Map order is oldest-first: eviction drops the least recently fetched.
       this.entries.delete(key);
       this.entries.set(key, { role, at });
