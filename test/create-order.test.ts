@@ -61,6 +61,9 @@ describe('create-order', () => {
       { ...body, meta: { zone_id: 'z1', role_id: 'r1', server_id: '' } },
     ];
     for (const b of same) expect((await signed(t, game, 'POST', CREATE, b)).body).toEqual(a.body);
+    // Stored in one fixed field order, whatever the request's: what a later replay compares.
+    const stored = await t.service.database.db.selectFrom('orders').select('meta').where('order_id', '=', a.body.order_id).executeTakeFirstOrThrow();
+    expect(stored.meta).toBe('{"zone_id":"z1","role_id":"r1"}');
     // No meta at all and an empty meta are the same parameters too.
     const bare = orderBody();
     const c = await signed(t, game, 'POST', CREATE, bare);

@@ -48,11 +48,20 @@ function canonicalParams(body: CreateOrderBody) {
   };
 }
 
+/**
+ * The meta fields present, in one fixed order (the stored JSON, which replays compare), or null
+ * when none is. Field by field: a loop over the names made every load and store megamorphic.
+ */
 function normalizeMeta(meta: OrderMeta | undefined): OrderMeta | null {
   if (!meta) return null;
-  const out: Record<string, unknown> = {};
-  for (const k of ['zone_id', 'server_id', 'role_id', 'role_name', 'role_level'] as const) if (meta[k] !== undefined) out[k] = meta[k];
-  return Object.keys(out).length ? (out as OrderMeta) : null;
+  const out: OrderMeta = {};
+  if (meta.zone_id !== undefined) out.zone_id = meta.zone_id;
+  if (meta.server_id !== undefined) out.server_id = meta.server_id;
+  if (meta.role_id !== undefined) out.role_id = meta.role_id;
+  if (meta.role_name !== undefined) out.role_name = meta.role_name;
+  if (meta.role_level !== undefined) out.role_level = meta.role_level;
+  // No field is ever null (the schema), so ?? finds the first one present.
+  return (out.zone_id ?? out.server_id ?? out.role_id ?? out.role_name ?? out.role_level) === undefined ? null : out;
 }
 
 export class OrderService {
