@@ -105,6 +105,8 @@ describe('Authorization header parsing', () => {
     ['65-character signature', `SEAYOO-HMAC-SHA256 Game=demo,Timestamp=20261122T093000Z,Signature=${sig}a`],
     // The characters just outside 0-9 and a-f: / : ` g
     ...['/', ':', '`', 'g'].map((c): [string, string] => [`signature with ${c}`, `SEAYOO-HMAC-SHA256 Game=demo,Timestamp=20261122T093000Z,Signature=${'a'.repeat(63)}${c}`]),
+    ['signature starting with g', `SEAYOO-HMAC-SHA256 Game=demo,Timestamp=20261122T093000Z,Signature=g${'a'.repeat(63)}`],
+    ['signature with a non-ASCII digit', `SEAYOO-HMAC-SHA256 Game=demo,Timestamp=20261122T093000Z,Signature=${'a'.repeat(32)}\u0661${'a'.repeat(31)}`],
     ['parameter without =', `SEAYOO-HMAC-SHA256 Game=demo,Timestamp,Signature=${sig}`],
     ['duplicated parameter', `SEAYOO-HMAC-SHA256 Game=demo,Game=x,Timestamp=20261122T093000Z,Signature=${sig}`],
     ['duplicated Partner', `SEAYOO-HMAC-SHA256 Partner=p,Partner=p,Timestamp=20261122T093000Z,Signature=${sig}`],
