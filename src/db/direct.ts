@@ -18,6 +18,14 @@ interface Direct {
 const handles = new WeakMap<object, Direct>();
 
 /**
+ * Parameters are passed to better-sqlite3 as arguments, not as one array, up to this many:
+ * it reads an array's elements through V8's C++ API, ~380 instructions each, and arguments
+ * directly (25-column insert: 31k instructions against 22k, callgrind; docs/benchmarks.md,
+ * "Thirteenth session"). Past it the array, so that a long list cannot exhaust the stack.
+ */
+const SPREAD_MAX = 64;
+
+/**
  * Marks a Kysely handle whose queries may run on a better-sqlite3 connection directly. On the
  * hot paths Kysely's executor (connection mutex, plugins, several promise hops) costs more than
  * the statement itself. Two kinds of handle are marked:
@@ -50,7 +58,7 @@ export function executeDirect<R>(q: object, sql: string, params: readonly unknow
       direct.snapshot?.enter();
       return Promise.resolve({ rows: readRows<R>(stmt, params) });
     }
-    const { changes } = stmt.run(params as unknown[]);
+    const { changes } = params.length <= SPREAD_MAX ? stmt.run(...params) : stmt.run(params as unknown[]);
     return Promise.resolve({ rows: [], numAffectedRows: BigInt(changes) });
   } catch (e) {
     return Promise.reject(e);
@@ -76,7 +84,7 @@ function readRows<R>(stmt: SQLite.Statement, params: readonly unknown[]): R[] {
   stmt.raw(true);
   let rows: unknown[][];
   try {
-    rows = stmt.all(params as unknown[]) as unknown[][];
+    rows = (params.length <= SPREAD_MAX ? stmt.all(...params) : stmt.all(params as unknown[])) as unknown[][];
   } finally {
     stmt.raw(false);
   }
