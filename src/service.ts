@@ -101,7 +101,17 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const { config, logger } = opts;
   keepTickObjectShape();
   const clock = opts.clock ?? systemClock;
-  const database = openDatabase(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
+  const database = openDatabase(config.databaseUrl, {
+    sqliteSynchronous: config.sqliteSynchronous,
+    sqliteCheckpointIntervalMs: config.sqliteCheckpointIntervalMs,
+  });
+  // A failing checkpoint fails again every interval (a full disk): one line a minute.
+  let lastCheckpointWarning = 0;
+  database.checkpointer?.on('failure', (e: Error) => {
+    if (Date.now() - lastCheckpointWarning < 60_000) return;
+    lastCheckpointWarning = Date.now();
+    logger.warn({ err: e }, 'SQLite WAL checkpoint on the worker thread failed; past the safety limit the writer checkpoints by itself');
+  });
   try {
     await migrateToLatest(database);
   } catch (e) {

@@ -41,6 +41,7 @@ describe('loadConfig', () => {
     expect(c.databaseUrl).toBe(`sqlite:${path.join(dir, 'combo.db')}`);
     expect(c.logLevel).toBe('info');
     expect(c.sqliteSynchronous).toBe('NORMAL');
+    expect(c.sqliteCheckpointIntervalMs).toBe(0);
     expect(c.maxInflightRequests).toBe(256);
     expect(c.admissionLatencyTargetMs).toBe(0);
     expect(c.tls).toBeNull();
@@ -64,6 +65,8 @@ describe('loadConfig', () => {
     ['ADMISSION_LATENCY_TARGET_MS', '60000', 60_000],
     ['MAX_INFLIGHT_REQUESTS', '1', 1],
     ['MAX_INFLIGHT_REQUESTS', '1000000', 1_000_000],
+    ['SQLITE_CHECKPOINT_INTERVAL_MS', '0', 0],
+    ['SQLITE_CHECKPOINT_INTERVAL_MS', '60000', 60_000],
   ])('accepts %s=%s', (name, value, expected) => {
     const c = loadConfig({ DATA_DIR: dir, [name]: value });
     const field = {
@@ -74,6 +77,7 @@ describe('loadConfig', () => {
       ADMIN_TOKEN: c.adminToken,
       ADMISSION_LATENCY_TARGET_MS: c.admissionLatencyTargetMs,
       MAX_INFLIGHT_REQUESTS: c.maxInflightRequests,
+      SQLITE_CHECKPOINT_INTERVAL_MS: c.sqliteCheckpointIntervalMs,
     }[name];
     expect(field).toBe(expected);
   });
@@ -102,6 +106,9 @@ describe('loadConfig', () => {
     ['ADMISSION_LATENCY_TARGET_MS', '50ms'],
     ['MAX_INFLIGHT_REQUESTS', '0'],
     ['MAX_INFLIGHT_REQUESTS', '1000001'],
+    ['SQLITE_CHECKPOINT_INTERVAL_MS', '-1'],
+    ['SQLITE_CHECKPOINT_INTERVAL_MS', '60001'],
+    ['SQLITE_CHECKPOINT_INTERVAL_MS', '1s'],
   ])('refuses %s=%s and names it', (name, value) => {
     const p = problems({ DATA_DIR: dir, [name]: value });
     expect(p).toHaveLength(1);

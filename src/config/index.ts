@@ -19,6 +19,8 @@ export interface Config {
   tls: { cert: Buffer; key: Buffer } | null;
   publicBaseUrl: string;
   sqliteSynchronous: 'NORMAL' | 'FULL';
+  /** SQLite: how often a worker thread checkpoints the WAL (ms); 0 (default): SQLite's own, in the committing request. */
+  sqliteCheckpointIntervalMs: number;
   /** 32-byte key that encrypts secret keys at rest; null: derive from a key file under ./data. */
   secretsKey: Buffer | null;
   dataDir: string;
@@ -178,6 +180,7 @@ export function loadConfig(env: Env = process.env): Config {
     tls,
     publicBaseUrl: url('PUBLIC_BASE_URL', `http://localhost:${port}`),
     sqliteSynchronous: oneOf('SQLITE_SYNCHRONOUS', 'NORMAL', ['NORMAL', 'FULL'] as const),
+    sqliteCheckpointIntervalMs: int('SQLITE_CHECKPOINT_INTERVAL_MS', 0, 0, 60_000),
     secretsKey,
     dataDir,
     production: str('NODE_ENV', 'development') === 'production',

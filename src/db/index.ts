@@ -8,6 +8,7 @@ import { migrations } from './migrations/index.js';
 import { GroupCommitter, type StatementRunner, type TransactionOptions, type TransactionRunner } from './group-commit.js';
 import { runDirectly } from './direct.js';
 import { TurnSnapshot } from './turn-snapshot.js';
+import { SAFETY_NET_PAGES, WalCheckpointer } from './checkpointer.js';
 
 export type { TransactionOptions, TransactionRunner };
 
@@ -31,6 +32,8 @@ export interface Database {
   ping(): Promise<void>;
   /** The database file (SQLite on a file only). */
   sqliteFile?: string;
+  /** The background WAL checkpointer (SQLite on a file, when SQLITE_CHECKPOINT_INTERVAL_MS > 0). */
+  checkpointer?: WalCheckpointer;
   /** Connection pool counters (PostgreSQL only), for /metrics. */
   poolStats?(): { total: number; idle: number; waiting: number };
   close(): Promise<void>;
@@ -38,6 +41,8 @@ export interface Database {
 
 export interface DatabaseOptions {
   sqliteSynchronous?: 'NORMAL' | 'FULL';
+  /** SQLite on a file: checkpoint the WAL on a worker thread this often (ms); 0 or unset: SQLite's own. */
+  sqliteCheckpointIntervalMs?: number;
   poolSize?: number;
 }
 
@@ -64,6 +69,11 @@ function openSqlite(file: string, options: DatabaseOptions): Database {
   // that may change many rows asks for temporary files (TransactionOptions.large), and so do
   // migrations.
   raw.pragma('temp_store = MEMORY');
+  const checkpointer =
+    file !== ':memory:' && options.sqliteCheckpointIntervalMs
+      ? new WalCheckpointer({ file, intervalMs: options.sqliteCheckpointIntervalMs, synchronous: options.sqliteSynchronous ?? 'NORMAL' })
+      : undefined;
+  if (checkpointer) raw.pragma(`wal_autocheckpoint = ${SAFETY_NET_PAGES}`);
   // Hot reads outside transactions use a second, read-only connection (db/direct.ts), in one
   // read transaction per event-loop turn that every write of this process ends first
   // (db/turn-snapshot.ts). An in-memory database is private to its connection: there, reads go
@@ -78,12 +88,14 @@ function openSqlite(file: string, options: DatabaseOptions): Database {
     db,
     dialect: 'sqlite',
     sqliteFile: file === ':memory:' ? undefined : file,
+    checkpointer,
     transaction: committer.run,
     oneStatement: committer.runStatement,
     ping: async () => {
       raw.prepare('select 1').get();
     },
     close: async () => {
+      await checkpointer?.stop();
       snapshot?.end();
       reader?.close();
       await db.destroy();

@@ -95,8 +95,25 @@ export class ServiceMetrics implements DomainMetrics {
     registers: [this.registry],
   });
 
+  private readonly checkpoints = new Counter({
+    name: 'combo_sqlite_wal_checkpoints_total',
+    help: 'SQLite WAL checkpoints that copied pages or failed, on the checkpoint worker thread (SQLITE_CHECKPOINT_INTERVAL_MS), by result',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+  private readonly checkpointedPages = new Counter({
+    name: 'combo_sqlite_wal_checkpointed_pages_total',
+    help: 'WAL pages the checkpoint worker thread copied into the SQLite database file',
+    registers: [this.registry],
+  });
+
   constructor(private readonly database: Database, opts: { defaultMetrics?: boolean; nodeId?: number | null } = {}) {
     this.store = new ObservabilityStore(database.db, database.sqliteFile);
+    database.checkpointer?.on('checkpoint', (pages: number) => {
+      this.checkpoints.inc({ result: 'success' });
+      this.checkpointedPages.inc(pages);
+    });
+    database.checkpointer?.on('failure', () => this.checkpoints.inc({ result: 'failure' }));
     if (opts.nodeId !== undefined && opts.nodeId !== null) this.registry.setDefaultLabels({ node_id: String(opts.nodeId) });
     if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
     this.sampledGauge(

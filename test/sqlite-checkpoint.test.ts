@@ -1,0 +1,47 @@
+import { once } from 'node:events';
+import { sql } from 'kysely';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SAFETY_NET_PAGES } from '../src/db/checkpointer.js';
+import { TEST_DB } from './helpers/db.js';
+import { createGame, orderBody, signed, startService, type TestService } from './helpers/service.js';
+
+const METRICS_TOKEN = 'metrics-token-0123456789abcdef';
+
+/** The writer connection's own checkpoint threshold (pages). */
+async function autocheckpoint(t: TestService): Promise<number> {
+  const r = await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(t.service.database.db);
+  return r.rows[0]!.wal_autocheckpoint;
+}
+
+describe.skipIf(TEST_DB !== 'sqlite')('SQLite WAL checkpoints on a worker thread (SQLITE_CHECKPOINT_INTERVAL_MS)', () => {
+  let t: TestService | undefined;
+  afterEach(async () => {
+    await t?.stop();
+    t = undefined;
+  });
+
+  it('copies committed pages into the database file off the event loop, and counts them in /metrics', async () => {
+    t = await startService({ env: { SQLITE_CHECKPOINT_INTERVAL_MS: '10', METRICS_TOKEN } });
+    const checkpointer = t.service.database.checkpointer!;
+    expect(checkpointer).toBeDefined();
+    // The writer checkpoints by itself only past the safety net.
+    expect(await autocheckpoint(t)).toBe(SAFETY_NET_PAGES);
+    const game = await createGame(t);
+    const checkpointed = once(checkpointer, 'checkpoint');
+    for (let i = 0; i < 20; i++) expect((await signed(t, game, 'POST', '/v1/server/create-order', orderBody())).status).toBe(200);
+    const [pages] = (await checkpointed) as [number];
+    expect(pages).toBeGreaterThan(0);
+    const text = await (await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
+    expect(text).toMatch(/^combo_sqlite_wal_checkpoints_total\{result="success"\} [1-9]/m);
+    expect(text).toMatch(/^combo_sqlite_wal_checkpointed_pages_total [1-9]/m);
+    // What was checkpointed is read back from the database file as committed.
+    const n = await t.service.database.db.selectFrom('orders').select((eb) => eb.fn.countAll<number>().as('n')).where('game_id', '=', game.gameId).executeTakeFirstOrThrow();
+    expect(Number(n.n)).toBe(20);
+  });
+
+  it('is off by default (0): checkpoints are SQLite\'s own, in the committing connection', async () => {
+    t = await startService();
+    expect(t.service.database.checkpointer).toBeUndefined();
+    expect(await autocheckpoint(t)).toBe(1000);
+  });
+});
