@@ -140,7 +140,6 @@ export class OrderService {
       refunded_at: null,
     };
   }
-
 }
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { IdGenerator, idTime, prefixedId, randomBase62 } from '../../src/lib/ids.js';
+import { IdGenerator, idTime, prefixedId, randomBase62, writeUint } from '../../src/lib/ids.js';
 
 const EPOCH = 1_704_067_200_000n;
 /** The snowflake id as BigInt arithmetic writes it (the implementation before the digit writer). */
@@ -55,6 +55,8 @@ describe('prefixedId', () => {
     expect([...parts].sort()).toEqual(parts);
     expect(new Set(ids).size).toBe(ids.length);
     expect(prefixedId('notification', gen)).toMatch(/^notification_[0-9a-z]{13}[0-9A-Za-z]{4}$/);
+    expect(prefixedId('p'.repeat(46), gen)).toHaveLength(64);
+    expect(() => prefixedId('p'.repeat(47), gen)).toThrow(RangeError);
   });
 });
 
@@ -70,5 +72,17 @@ describe('randomBase62', () => {
     expect(randomBase62(0)).toBe('');
     expect(randomBase62(64)).toHaveLength(64);
     expect(() => randomBase62(65)).toThrow(RangeError);
+  });
+});
+
+describe('writeUint', () => {
+  it.each([10, 36])('writes base %i as Number#toString does, at every digit-count edge, ending where asked', (radix) => {
+    const buf = Buffer.alloc(40);
+    const values = [0, 1, radix - 1, radix, radix + 1, radix ** 2 - 1, radix ** 2, Date.UTC(2026, 10, 25), 36 ** 8 - 1, 36 ** 8, 2 ** 22 - 1, 2 ** 22, Number.MAX_SAFE_INTEGER];
+    for (let k = 1; k <= 52; k++) values.push(2 ** k - 1, 2 ** k, 3 ** Math.min(k, 33));
+    for (const n of values) {
+      const start = writeUint(buf, 30, n, radix);
+      expect(buf.toString('latin1', start, 30)).toBe(n.toString(radix));
+    }
   });
 });
