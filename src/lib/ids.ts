@@ -134,7 +134,6 @@ export function prefixedId(prefix: string, gen: IdGenerator): string {
   return scratch.toString('latin1', 0, at + 18);
 }
 
-const HEX = Buffer.from('0123456789abcdef', 'latin1');
 /**
  * Writes `length` random lower-case hex digits (even) from the pooled CSPRNG bytes into `target`
  * at `start`. Callers read the buffer out as one flat string, not one built by concatenation.
@@ -142,7 +141,8 @@ const HEX = Buffer.from('0123456789abcdef', 'latin1');
 export function writeRandomHex(target: Buffer, start: number, length: number): void {
   for (let i = start; i < start + length; i += 2) {
     const b = randomByte();
-    target[i] = HEX[b >> 4]!;
-    target[i + 1] = HEX[b & 15]!;
+    // The first 16 of the digits are the lower-case hex digits.
+    target[i] = DIGITS[b >> 4]!;
+    target[i + 1] = DIGITS[b & 15]!;
   }
 }
