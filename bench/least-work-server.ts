@@ -11,7 +11,8 @@ import { EMPTY_BODY_SHA256, parseAuthorization, sha256Hex, signatureMatches } fr
  * signature (PROTOCOL 1, with the service's own signer) and then:
  * - enter-game: inserts the session into SQLite, durable before the answer (WAL,
  *   synchronous=NORMAL, concurrent inserts grouped into one transaction per event-loop turn);
- * - create-order: inserts the order and its creation event the same way;
+ * - create-order: inserts the order the same way (one row: the service no longer writes a
+ *   creation event, docs/benchmarks.md, "Fourteenth session");
  * - query-binding: reads the binding and answers a constant role (a warm role cache).
  *
  * Nothing else: no hooks, trace ids, rate limits, metrics, load shedding, caller lookup or
@@ -30,12 +31,10 @@ db.exec(`
     entered_at integer, created_at integer not null, primary key (game_id, session_id));
   create table orders (order_id integer primary key, game_id text not null, reference_id text not null,
     combo_id text not null, product_id text not null, meta text, created_at integer not null, unique (game_id, reference_id));
-  create table order_events (order_id integer not null, at integer not null, kind text not null);
   create table bindings (game_id text, partner_id text, partner_user_id text, combo_id text, role_id text,
     primary key (game_id, partner_id, partner_user_id));`);
 const insertSession = db.prepare('insert into sessions values (?, ?, ?, ?, ?) on conflict do nothing');
 const insertOrder = db.prepare('insert into orders values (?, ?, ?, ?, ?, ?, ?)');
-const insertEvent = db.prepare('insert into order_events values (?, ?, ?)');
 const findBinding = db.prepare('select combo_id, role_id from bindings where game_id = ? and partner_id = ? and partner_user_id = ?');
 const insertBinding = db.prepare('insert into bindings values (?, ?, ?, ?, ?)');
 
@@ -93,10 +92,7 @@ app.post('/v1/server/create-order', { schema: { body: CreateOrderBody } }, async
   const body = req.body as CreateOrderBody;
   const now = Date.now();
   const orderId = (lastOrder = Math.max(lastOrder + 1, now * 1000));
-  await durably(() => {
-    insertOrder.run(orderId, game, body.reference_id, body.combo_id, body.product_id, JSON.stringify(body.meta ?? null), now);
-    insertEvent.run(orderId, now, 'created');
-  });
+  await durably(() => insertOrder.run(orderId, game, body.reference_id, body.combo_id, body.product_id, JSON.stringify(body.meta ?? null), now));
   return { order_id: String(orderId), order_token: 'least-work', expires_at: now + 900_000 };
 });
 

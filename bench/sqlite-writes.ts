@@ -1,7 +1,7 @@
 /**
  * `npm run bench:sqlite-writes`: create-order without HTTP, in process, on a fresh SQLite file:
  * the real OrderService and OrderStore through the real group commit (`Database.transaction`:
- * idempotency probe, order row, creation event), 64 orders in flight, as the service runs them. Prints the process CPU per order for the journal settings compared:
+ * idempotency probe, order row), 64 orders in flight, as the service runs them. Prints the process CPU per order for the journal settings compared:
  * `temp_store = MEMORY` (the service's) and `FILE` (SQLite's default).
  *
  * Settings: BENCH_ORDERS (40,000 per setting), BENCH_ROUNDS (3, alternated).

@@ -206,6 +206,7 @@ describe('GET /admin/v1/orders/:order_id', () => {
       ['created', 'paid'],
       ['paid', 'refunded'],
     ]);
+    expect(d.events[0]).toEqual({ from_status: null, to_status: 'created', at: d.created_at, detail: null });
     expect(d.events[2].detail).toEqual({ actor: 'admin' });
     expect(d.payments).toHaveLength(1);
     expect(d.payments[0]).toMatchObject({ provider: 'sandbox', provider_txn_id: `sbx_${o.order_id}`, status: 'accepted', amount: 600, late: false });
@@ -217,6 +218,31 @@ describe('GET /admin/v1/orders/:order_id', () => {
     );
     // The refund waits for the ship_order, which keeps failing: never attempted.
     expect(d.notifications[1]).toMatchObject({ status: 'pending', attempts: [] });
+  });
+
+  it('shows the creation once: from the order row, or as stored for an order that has its creation event', async () => {
+    const game = await createGame(t);
+    const db = t.service.database.db;
+    const fresh = await createOrder(t, game);
+    // create-order writes the order row alone; its creation is the row's created_at.
+    expect(await db.selectFrom('order_events').select('event_id').where('order_id', '=', fresh.order_id).execute()).toEqual([]);
+    const created = (await admin(t, 'GET', `/admin/v1/orders/${fresh.order_id}`)).body;
+    expect(created.events).toEqual([{ from_status: null, to_status: 'created', at: created.created_at, detail: null }]);
+
+    // An order created before that (a stored creation event, here with a detail to tell it
+    // apart) shows its stored event, not a second one.
+    const older = await createOrder(t, game);
+    await db
+      .insertInto('order_events')
+      .values({ event_id: `oev_legacy_${older.order_id}`, order_id: older.order_id, from_status: null, to_status: 'created', at: 1, detail: '{"legacy":true}' })
+      .execute();
+    await pay(t, older.order_token);
+    const d = (await admin(t, 'GET', `/admin/v1/orders/${older.order_id}`)).body;
+    expect(d.events.map((e: { from_status: string | null; to_status: string }) => [e.from_status, e.to_status])).toEqual([
+      [null, 'created'],
+      ['created', 'paid'],
+    ]);
+    expect(d.events[0]).toEqual({ from_status: null, to_status: 'created', at: 1, detail: { legacy: true } });
   });
 
   it('404 not_found for an unknown order; 400 for an order id that is not one', async () => {

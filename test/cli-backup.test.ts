@@ -4,6 +4,7 @@ import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './helpers/cli.js';
+import { pay } from './helpers/orders.js';
 import { TEST_DB } from './helpers/db.js';
 import { createGame, orderBody, signed, startService, type TestService } from './helpers/service.js';
 
@@ -23,7 +24,13 @@ afterAll(async () => {
 describe.runIf(TEST_DB === 'sqlite')('backup (SQLite)', () => {
   it('copies a consistent database while the service keeps committing orders', async () => {
     const game = await createGame(t);
-    const create = async () => expect((await signed(t, game, 'POST', '/v1/server/create-order', orderBody())).status).toBe(200);
+    // Each step creates an order and pays it: the payment, its state change and the ship_order
+    // notification are one transaction, which a consistent copy holds whole or not at all.
+    const create = async () => {
+      const o = await signed(t, game, 'POST', '/v1/server/create-order', orderBody());
+      expect(o.status).toBe(200);
+      expect((await pay(t, o.body.order_token)).status).toBe(200);
+    };
     for (let i = 0; i < 50; i++) await create();
     // Orders keep arriving during the backup.
     let writing = true;
@@ -49,9 +56,19 @@ describe.runIf(TEST_DB === 'sqlite')('backup (SQLite)', () => {
       const n = (copy.prepare('select count(*) as n from orders where game_id = ?').get(game.gameId) as { n: number }).n;
       expect(n).toBeGreaterThanOrEqual(50);
       expect(n).toBeLessThanOrEqual(50 + written);
-      // A snapshot: every order in the copy has its creation event.
-      const orphans = copy.prepare('select count(*) as n from orders o where not exists (select 1 from order_events e where e.order_id = o.order_id)').get() as { n: number };
-      expect(orphans.n).toBe(0);
+      // A snapshot: every paid order in the copy has its payment, its state change and its
+      // ship_order notification, and nothing of them exists for an order still unpaid.
+      const paid = copy.prepare("select count(*) as n from orders where game_id = ? and status <> 'created'").get(game.gameId) as { n: number };
+      expect(paid.n).toBeGreaterThanOrEqual(50);
+      const torn = copy
+        .prepare(
+          `select count(*) as n from orders o where o.game_id = ? and (
+             (o.status <> 'created') <> exists (select 1 from payments p where p.order_id = o.order_id) or
+             (o.status <> 'created') <> exists (select 1 from order_events e where e.order_id = o.order_id and e.to_status = 'paid') or
+             (o.status <> 'created') <> exists (select 1 from notifications n where n.order_id = o.order_id and n.type = 'ship_order'))`,
+        )
+        .get(game.gameId) as { n: number };
+      expect(torn.n).toBe(0);
     } finally {
       copy.close();
     }

@@ -72,6 +72,11 @@ export interface OrdersTable {
   refunded_at: number | null;
 }
 
+/**
+ * An order's state changes. Its creation is not one of them: the order row records it
+ * (`created_at`) and the admin timeline shows it from there. Orders created before that have a
+ * stored creation event (`from_status` null), which the timeline shows instead.
+ */
 export interface OrderEventsTable {
   event_id: string;
   order_id: string;

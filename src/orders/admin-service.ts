@@ -8,7 +8,7 @@ import { decodeCursor, encodeCursor } from '../lib/page-cursor.js';
 import type { OrderAdminStore, OrderCursor } from './admin-store.js';
 import type { AdminOrder, AdminOrderDetail, ListOrdersQuery, OrderPage } from './admin-schemas.js';
 import type { OperatorAction, OrderLifecycle, TransitionResult } from './lifecycle.js';
-import type { OrderRow, OrderStore } from './store.js';
+import type { OrderEventRow, OrderRow, OrderStore } from './store.js';
 import { formatOrderToken } from './token.js';
 
 export interface OrderAdminDeps {
@@ -46,7 +46,7 @@ export class OrderAdminService {
     return {
       ...toAdminOrder(order),
       checkout_url: `${this.d.publicBaseUrl}/checkout/${formatOrderToken(order.order_id, order.token_secret)}`,
-      events: events.map((e) => ({ from_status: e.from_status, to_status: e.to_status, at: e.at, detail: parseJson(e.detail) })),
+      events: timeline(order, events),
       payments: payments.map((p) => ({
         payment_id: p.payment_id,
         provider: p.provider,
@@ -155,4 +155,15 @@ function isOrderCursor(v: unknown): v is [number, string] {
 function orderCursor(cursor: string): OrderCursor {
   const [createdAt, orderId] = decodeCursor<[number, string]>(cursor, isOrderCursor);
   return { createdAt, orderId };
+}
+
+/**
+ * The order's state changes, oldest first, beginning with its creation. An order's creation is
+ * recorded by the order row itself (`created_at`), so create-order writes one row, not two;
+ * orders created before that have a stored creation event (from_status null), shown as stored.
+ */
+export function timeline(order: OrderRow, events: OrderEventRow[]): AdminOrderDetail['events'] {
+  const out = events.map((e) => ({ from_status: e.from_status, to_status: e.to_status, at: e.at, detail: parseJson(e.detail) }));
+  if (!events.some((e) => e.from_status === null)) out.unshift({ from_status: null, to_status: 'created', at: order.created_at, detail: null });
+  return out;
 }

@@ -3,7 +3,7 @@ import type { DB } from '../db/schema.js';
 import { Errors } from '../errors.js';
 import type { GameSnapshot } from '../games/service.js';
 import type { Clock } from '../lib/clock.js';
-import { prefixedId, type IdGenerator } from '../lib/ids.js';
+import type { IdGenerator } from '../lib/ids.js';
 import type { CreateOrderBody, CreateOrderResponse, OrderMeta } from './schemas.js';
 import { isUniqueViolation, type OrderRow, type OrderStore } from './store.js';
 import { formatOrderToken, newTokenSecret } from './token.js';
@@ -78,19 +78,19 @@ export class OrderService {
     const now = this.d.clock.now();
     const row = this.newOrder(snap, params, product.price * params.quantity, product.currency, now);
     const { store, guard } = this.d;
-    const eventId = prefixedId('oev', this.d.ids);
     // The common case on PostgreSQL, a new order of an unguarded player, is one statement; a
     // replay or a guarded player falls through to the transaction.
-    if (store.createsAtOnce && (await store.createAtOnce(row, eventId))) return toResponse(row);
+    if (store.createsAtOnce && (await store.createAtOnce(row))) return toResponse(row);
     try {
-      // Reads first, writes last, and both writes or neither: the job leaves nothing behind
-      // when it throws, so it needs no savepoint (TransactionOptions.noSavepoint).
+      // Reads first, then the one write: the job leaves nothing behind when it throws, so it
+      // needs no savepoint (TransactionOptions.noSavepoint). The order's timeline starts with
+      // its creation, which the row itself records (created_at): no event row is written for
+      // it (OrderAdminService.detail shows it).
       const stored = await store.transaction(async (trx) => {
         const existing = await store.findByReference(trx, game.game_id, params.reference_id);
         if (existing) return existing;
         await guard?.check(trx, { gameId: game.game_id, comboId: row.combo_id, amount: row.amount, currency: row.currency, now });
-        // The timeline in order_events starts with the creation itself.
-        await store.insertWithEvent(trx, row, { event_id: eventId, order_id: row.order_id, from_status: null, to_status: 'created', at: now, detail: null });
+        await store.insert(trx, row);
         return row;
       }, { noSavepoint: true });
       return replay(stored, row);

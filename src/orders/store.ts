@@ -28,20 +28,16 @@ export const orderParams = (r: OrderRow): unknown[] => [
 export const eventParams = (r: OrderEventRow): unknown[] => [r.event_id, r.order_id, r.from_status, r.to_status, r.at, r.detail];
 
 /**
- * PostgreSQL: a new order and its creation event in ONE statement, so without BEGIN and COMMIT
- * (one round trip where the transaction takes six). The row comes as one JSON parameter that
- * the orders row type converts, column by column. Nothing is written when the reference_id is
- * taken or the player has a record in `players`, the only players the purchase guard checks
- * (bans, minors' limits: PROTOCOL 12); those take the transaction.
+ * PostgreSQL: a new order in ONE statement, so without BEGIN and COMMIT (one round trip where
+ * the transaction takes four). The row comes as one JSON parameter that the orders row type
+ * converts, column by column. Nothing is written when the reference_id is taken or the player
+ * has a record in `players`, the only players the purchase guard checks (bans, minors' limits:
+ * PROTOCOL 12); those take the transaction.
  */
-const CREATE_AT_ONCE = `with o as (
-  insert into orders (${ORDER_COLUMNS.join(', ')})
-  select ${ORDER_COLUMNS.join(', ')} from json_populate_record(null::orders, $1::json)
-  where not exists (select 1 from players where game_id = $2 and combo_id = $3)
-  on conflict (game_id, reference_id) do nothing
-  returning order_id, created_at)
-insert into order_events (${EVENT_COLUMNS.join(', ')})
-select $4::text, order_id, null, 'created', created_at, null from o
+const CREATE_AT_ONCE = `insert into orders (${ORDER_COLUMNS.join(', ')})
+select ${ORDER_COLUMNS.join(', ')} from json_populate_record(null::orders, $1::json)
+where not exists (select 1 from players where game_id = $2 and combo_id = $3)
+on conflict (game_id, reference_id) do nothing
 returning order_id`;
 
 /** Queries for orders and their state-change events. */
@@ -74,12 +70,12 @@ export class OrderStore {
   }
 
   /**
-   * A new order with its creation event (`eventId`), committed in one statement; false, with
-   * nothing written, when the reference_id exists or the player is one the guard checks.
+   * A new order, committed in one statement; false, with nothing written, when the reference_id
+   * exists or the player is one the guard checks.
    */
-  async createAtOnce(row: OrderRow, eventId: string): Promise<boolean> {
+  async createAtOnce(row: OrderRow): Promise<boolean> {
     // json_populate_record takes the columns it names from the row's JSON.
-    const r = await this.db.executeQuery(CompiledQuery.raw(CREATE_AT_ONCE, [JSON.stringify(row), row.game_id, row.combo_id, eventId]));
+    const r = await this.db.executeQuery(CompiledQuery.raw(CREATE_AT_ONCE, [JSON.stringify(row), row.game_id, row.combo_id]));
     return r.rows.length > 0;
   }
 
@@ -107,25 +103,6 @@ export class OrderStore {
       .where('status', '=', status)
       .returningAll()
       .executeTakeFirst();
-  }
-
-  /**
-   * A new order with its creation event: both or neither. On SQLite the creating job runs
-   * without a savepoint (TransactionOptions.noSavepoint), so when the event cannot be written
-   * the order row is deleted again, in the same batch, before the error goes up. Should even
-   * that delete fail (a full disk, an I/O error: SQLite often rolls back the whole batch then),
-   * the order may stay without its creation event; the caller's retry with the same
-   * reference_id answers that order. On PostgreSQL the failed statement has doomed the
-   * transaction, which rolls back whole.
-   */
-  async insertWithEvent(q: Q, row: OrderRow, event: OrderEventRow): Promise<void> {
-    await this.insert(q, row);
-    try {
-      await this.insertEvent(q, event);
-    } catch (e) {
-      if (this.dialect === 'sqlite') await q.deleteFrom('orders').where('order_id', '=', row.order_id).execute();
-      throw e;
-    }
   }
 
   async insertEvent(q: Q, row: OrderEventRow): Promise<void> {
