@@ -19,6 +19,9 @@
  * over alternated runs, or by one function's inclusive count (NODE_OPTIONS=--perf-basic-prof
  * names the JIT frames). INSTR_ONLY picks scenarios (bare, create-order, enter-game,
  * query-binding); INSTR_KEEP=1 keeps the callgrind files (for callgrind_annotate). Needs valgrind.
+ * Valgrind does not offer the SHA extensions, so OpenSSL hashes with AVX2 under it: the signed
+ * routes' SHA-256 (~21k instructions per create-order) counts for more than it costs outside
+ * valgrind on a CPU that has them (docs/benchmarks.md, "Fourteenth session").
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
