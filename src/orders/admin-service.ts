@@ -162,7 +162,7 @@ function orderCursor(cursor: string): OrderCursor {
  * recorded by the order row itself (`created_at`), so create-order writes one row, not two;
  * orders created before that have a stored creation event (from_status null), shown as stored.
  */
-export function timeline(order: OrderRow, events: OrderEventRow[]): AdminOrderDetail['events'] {
+function timeline(order: OrderRow, events: OrderEventRow[]): AdminOrderDetail['events'] {
   const out = events.map((e) => ({ from_status: e.from_status, to_status: e.to_status, at: e.at, detail: parseJson(e.detail) }));
   if (!events.some((e) => e.from_status === null)) out.unshift({ from_status: null, to_status: 'created', at: order.created_at, detail: null });
   return out;

@@ -29,7 +29,7 @@ export const eventParams = (r: OrderEventRow): unknown[] => [r.event_id, r.order
 
 /**
  * PostgreSQL: a new order in ONE statement, so without BEGIN and COMMIT (one round trip where
- * the transaction takes four). The row comes as one JSON parameter that the orders row type
+ * the transaction takes five). The row comes as one JSON parameter that the orders row type
  * converts, column by column. Nothing is written when the reference_id is taken or the player
  * has a record in `players`, the only players the purchase guard checks (bans, minors' limits:
  * PROTOCOL 12); those take the transaction.
