@@ -29,7 +29,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { ADMIN, adminCall, bindingFixture, freePort, orderRequestBody, presigned } from './lib.js';
+import { ADMIN, adminCall, bindingFixture, freePort, orderRequestBody, presigned, requestOptions, type RequestSource } from './lib.js';
 import { authorizationHeader } from '../src/signing/signer.js';
 
 const warmup = Number(process.env.INSTR_WARMUP ?? 15000);
@@ -102,7 +102,7 @@ async function countDuring(c: Counted, fn: () => Promise<void>): Promise<number>
   return Number(m[1]);
 }
 
-async function drive(url: string, amount: number, setupRequest?: (r: Record<string, unknown>) => Record<string, unknown>, body?: string): Promise<void> {
+async function drive(url: string, amount: number, source?: RequestSource, body?: string): Promise<void> {
   const r = await autocannon({
     url,
     connections: 16,
@@ -111,7 +111,7 @@ async function drive(url: string, amount: number, setupRequest?: (r: Record<stri
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body,
-    requests: setupRequest ? [{ setupRequest: setupRequest as never }] : undefined,
+    ...requestOptions(source),
   });
   if (r.non2xx || r.errors) throw new Error(`${url}: ${r.non2xx} non-2xx, ${r.errors} errors: ${JSON.stringify((r as unknown as { statusCodeStats?: unknown }).statusCodeStats)}`);
 }

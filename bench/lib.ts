@@ -137,19 +137,55 @@ export function orderRequestBody(referenceId: string, i: number): string {
   });
 }
 
-/** A generator of distinct, already-signed requests (HMAC cost stays out of the measurement). */
-export function presigned(count: number, make: (i: number) => { path: string; body: string }, game: string, secret: string) {
+/** autocannon's setupRequest: it returns the next request, which autocannon then serialises. */
+export type SetupRequest = (r: Record<string, unknown>) => Record<string, unknown>;
+
+/**
+ * Requests serialised before the run, handed to autocannon's connections in turn: every one is
+ * sent once, whichever connection sends it. Through `setupRequest`, autocannon would rebuild each
+ * request (copy its options, join the headers, two buffers): ~30 µs of the generator's CPU per
+ * request on the 2-core VM, where a static request (the bare route's) costs it nothing, and on
+ * cores the generator shares with the service (docs/benchmarks.md, "Fifteenth session").
+ */
+export interface RequestStream {
+  /** autocannon's per-connection hook: the connection's next request is the stream's next. */
+  setupClient: (client: { getRequestBuffer: () => Buffer }) => void;
+}
+
+/** What a load sends: a fixed `setupRequest` or a pre-built stream. */
+export type RequestSource = SetupRequest | RequestStream;
+
+/** autocannon options for a request source (none: the options' own static request). */
+export function requestOptions(source: RequestSource | undefined): { requests?: { setupRequest: never }[]; setupClient?: never } {
+  if (!source) return {};
+  if (typeof source === 'function') return { requests: [{ setupRequest: source as never }] };
+  return { setupClient: source.setupClient as never };
+}
+
+/**
+ * `count` distinct, already-signed POSTs (HMAC cost stays out of the measurement), serialised
+ * once, as autocannon writes a request (Host, `Connection: keep-alive`, the headers, then
+ * `Content-Length`); past `count` the stream starts again.
+ */
+export function presigned(count: number, make: (i: number) => { path: string; body: string }, game: string, secret: string): RequestStream {
   const list = Array.from({ length: count }, (_, i) => {
     const { path: p, body } = make(i);
-    return {
-      method: 'POST' as const,
-      path: p,
-      body,
-      headers: { 'content-type': 'application/json', authorization: authorizationHeader({ kind: 'game', id: game }, secret, 'POST', p, body) },
-    };
+    const bytes = Buffer.from(body, 'utf8');
+    const auth = authorizationHeader({ kind: 'game', id: game }, secret, 'POST', p, body);
+    const head = `POST ${p} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\ncontent-type: application/json\r\nauthorization: ${auth}\r\nContent-Length: ${bytes.length}\r\n\r\n`;
+    return Buffer.concat([Buffer.from(head, 'latin1'), bytes]);
   });
   let next = 0;
-  return (req: Record<string, unknown>) => Object.assign(req, list[next++ % list.length]!);
+  return requestStream(() => list[next++ % list.length]!);
+}
+
+/** A stream whose every connection takes its next request from `next`. */
+export function requestStream(next: () => Buffer): RequestStream {
+  return {
+    setupClient: (client) => {
+      client.getRequestBuffer = next;
+    },
+  };
 }
 
 /** user+system CPU ms in a /proc/<pid>/stat line (fields after the command name). */
@@ -163,6 +199,20 @@ export function cpuMs(pid: number | undefined): number {
   if (!pid) return NaN;
   try {
     return statCpuMs(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * The system (kernel) part of cpuMs: for a route that writes, SQLite's file I/O (WAL appends,
+ * checkpoints) shows here, and no instruction count of ours includes it.
+ */
+export function systemCpuMs(pid: number | undefined): number {
+  if (!pid) return NaN;
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(f[12]) * 1000) / 100;
   } catch {
     return NaN;
   }

@@ -26,7 +26,7 @@ import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { ADMIN, adminCall, cpuMs, presigned, quantile, rssMb, startService, type Service } from './lib.js';
+import { ADMIN, adminCall, cpuMs, presigned, quantile, requestOptions, rssMb, startService, type RequestSource, type Service } from './lib.js';
 
 const ROWS = Number(process.env.SCALE_ROWS ?? 10_000_000);
 const KINDS = (process.env.SCALE_DB ?? 'both') === 'both' ? ['sqlite', 'postgres'] : [process.env.SCALE_DB!];
@@ -276,9 +276,9 @@ async function prepare(kind: string, full: boolean): Promise<Setup> {
 // ---------------------------------------------------------------------------------------------
 // Measurements.
 
-async function throughput(svc: Service, setupRequest: (r: Record<string, unknown>) => Record<string, unknown>): Promise<Throughput> {
+async function throughput(svc: Service, source: RequestSource): Promise<Throughput> {
   const cpu0 = cpuMs(svc.child.pid);
-  const r = await autocannon({ url: svc.address, connections, duration, requests: [{ setupRequest: setupRequest as never }] });
+  const r = await autocannon({ url: svc.address, connections, duration, ...requestOptions(source) });
   const cpu = cpuMs(svc.child.pid) - cpu0;
   return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, cpuUsPerReq: Math.round((cpu * 1000) / Math.max(1, r.requests.total)), non2xx: r.non2xx };
 }
@@ -465,8 +465,8 @@ async function main() {
       for (const svc of [svcE, svcF]) {
         const secret = (svc === svcE ? empty : full).secrets[game]!;
         log(`${kind}: warm-up ${WARMUP} s (${svc === svcE ? 'empty' : 'full'})...`);
-        await autocannon({ url: svc.address, connections, duration: WARMUP, requests: [{ setupRequest: createOrders(secret, game) as never }] });
-        await autocannon({ url: svc.address, connections, duration: WARMUP, requests: [{ setupRequest: enterGames(secret, game) as never }] });
+        await autocannon({ url: svc.address, connections, duration: WARMUP, ...requestOptions(createOrders(secret, game)) });
+        await autocannon({ url: svc.address, connections, duration: WARMUP, ...requestOptions(enterGames(secret, game)) });
       }
       for (let round = 1; round <= ROUNDS; round++) {
         for (const [what, make] of [
