@@ -29,7 +29,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { ADMIN, adminCall, bindingFixture, freePort, orderRequestBody, presigned, requestOptions, type RequestSource } from './lib.js';
+import { ADMIN, adminCall, bindingFixture, freePort, orderRequestBody, presigned, requestOptions, requestStream, signedGet, type RequestStream } from './lib.js';
 import { authorizationHeader } from '../src/signing/signer.js';
 
 const warmup = Number(process.env.INSTR_WARMUP ?? 15000);
@@ -102,7 +102,7 @@ async function countDuring(c: Counted, fn: () => Promise<void>): Promise<number>
   return Number(m[1]);
 }
 
-async function drive(url: string, amount: number, source?: RequestSource, body?: string): Promise<void> {
+async function drive(url: string, amount: number, source?: RequestStream, body?: string): Promise<void> {
   const r = await autocannon({
     url,
     connections: 16,
@@ -153,7 +153,7 @@ async function main(): Promise<void> {
     const { secret_key: secret } = await adminCall(svc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Instr', rate_limit_per_second: 1_000_000 });
     await adminCall(svc.address, 'PUT', `/admin/v1/games/${game}/products/gem_60`, { name: '60 gems', price: 600, currency: 'CNY' });
     let phase = 0;
-    let setup: (r: Record<string, unknown>) => Record<string, unknown>;
+    let setup: RequestStream;
     if (scenario === 'query-binding') setup = await bindingSetup(svc.address, game, secret);
     const stream = (n: number) => {
       const p = phase++;
@@ -181,7 +181,8 @@ async function bindingSetup(address: string, game: string, secret: string) {
   const { gm, partnerId, partnerSecret, uri } = await bindingFixture(address, game, secret);
   gm.unref();
   const auth = authorizationHeader({ kind: 'partner', id: partnerId }, partnerSecret, 'GET', uri, '');
-  return (req: Record<string, unknown>) => Object.assign(req, { method: 'GET', path: uri, headers: { authorization: auth } });
+  const request = signedGet(uri, auth);
+  return requestStream(() => request);
 }
 
 main()

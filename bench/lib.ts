@@ -137,29 +137,21 @@ export function orderRequestBody(referenceId: string, i: number): string {
   });
 }
 
-/** autocannon's setupRequest: it returns the next request, which autocannon then serialises. */
-export type SetupRequest = (r: Record<string, unknown>) => Record<string, unknown>;
-
 /**
  * Requests serialised before the run, handed to autocannon's connections in turn: every one is
  * sent once, whichever connection sends it. Through `setupRequest`, autocannon would rebuild each
- * request (copy its options, join the headers, two buffers): ~30 µs of the generator's CPU per
- * request on the 2-core VM, where a static request (the bare route's) costs it nothing, and on
- * cores the generator shares with the service (docs/benchmarks.md, "Fifteenth session").
+ * request (copy its options, join the headers, two buffers): ~15 µs more of the generator's CPU
+ * per request on the 2-core VM than the bare route's one static request, on cores the generator
+ * shares with the service (docs/benchmarks.md, "Fifteenth session").
  */
 export interface RequestStream {
   /** autocannon's per-connection hook: the connection's next request is the stream's next. */
   setupClient: (client: { getRequestBuffer: () => Buffer }) => void;
 }
 
-/** What a load sends: a fixed `setupRequest` or a pre-built stream. */
-export type RequestSource = SetupRequest | RequestStream;
-
-/** autocannon options for a request source (none: the options' own static request). */
-export function requestOptions(source: RequestSource | undefined): { requests?: { setupRequest: never }[]; setupClient?: never } {
-  if (!source) return {};
-  if (typeof source === 'function') return { requests: [{ setupRequest: source as never }] };
-  return { setupClient: source.setupClient as never };
+/** autocannon options that send `stream` (none: the options' own static request). */
+export function requestOptions(stream: RequestStream | undefined): { setupClient?: never } {
+  return stream ? { setupClient: stream.setupClient as never } : {};
 }
 
 /**
@@ -179,6 +171,11 @@ export function presigned(count: number, make: (i: number) => { path: string; bo
   return requestStream(() => list[next++ % list.length]!);
 }
 
+/** A GET with an Authorization header, serialised as autocannon writes a request. */
+export function signedGet(uri: string, authorization: string): Buffer {
+  return Buffer.from(`GET ${uri} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\nauthorization: ${authorization}\r\n\r\n`, 'latin1');
+}
+
 /** A stream whose every connection takes its next request from `next`. */
 export function requestStream(next: () => Buffer): RequestStream {
   return {
@@ -188,11 +185,13 @@ export function requestStream(next: () => Buffer): RequestStream {
   };
 }
 
-/** user+system CPU ms in a /proc/<pid>/stat line (fields after the command name). */
-function statCpuMs(stat: string): number {
+/** [user, system] CPU ms in a /proc/<pid>/stat line (fields after the command name). */
+function statCpu(stat: string): [number, number] {
   const f = stat.split(') ')[1]!.split(' ');
-  return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // clock ticks (USER_HZ = 100)
+  return [(Number(f[11]) * 1000) / 100, (Number(f[12]) * 1000) / 100]; // clock ticks (USER_HZ = 100)
 }
+
+const statCpuMs = (stat: string): number => statCpu(stat)[0] + statCpu(stat)[1];
 
 /** user+system CPU ms of a process so far, from /proc (Linux). */
 export function cpuMs(pid: number | undefined): number {
@@ -211,8 +210,7 @@ export function cpuMs(pid: number | undefined): number {
 export function systemCpuMs(pid: number | undefined): number {
   if (!pid) return NaN;
   try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(f[12]) * 1000) / 100;
+    return statCpu(readFileSync(`/proc/${pid}/stat`, 'utf8'))[1];
   } catch {
     return NaN;
   }

@@ -25,7 +25,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import { httpPost, openLoop } from './open-loop.js';
-import { ADMIN, adminCall, bindingFixture, cpuMs, systemCpuMs, orderRequestBody, postgresCpuMs, spawnNode, freePort, presigned, ready, requestOptions, requestStream, rssMb, type RequestSource, type RequestStream } from './lib.js';
+import { ADMIN, adminCall, bindingFixture, cpuMs, systemCpuMs, orderRequestBody, postgresCpuMs, spawnNode, freePort, presigned, ready, requestOptions, requestStream, rssMb, signedGet, type RequestStream } from './lib.js';
 import { authorizationHeader } from '../src/signing/signer.js';
 
 const duration = Number(process.env.BENCH_DURATION ?? 10);
@@ -78,19 +78,19 @@ function startChild(args: string[], env: Record<string, string>, loader = true, 
  */
 function partnerGet(uri: string, partner: string, secret: string): RequestStream {
   let signedAt = 0;
-  let request = Buffer.alloc(0);
+  let request: Buffer = Buffer.alloc(0);
   return requestStream(() => {
     const now = Date.now();
     if (now - signedAt > 60_000) {
       const auth = authorizationHeader({ kind: 'partner', id: partner }, secret, 'GET', uri, '', now);
-      request = Buffer.from(`GET ${uri} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\nauthorization: ${auth}\r\n\r\n`, 'latin1');
+      request = signedGet(uri, auth);
       signedAt = now;
     }
     return request;
   });
 }
 
-async function load(name: string, pid: number | undefined, url: string, source?: RequestSource, body?: string): Promise<Result> {
+async function load(name: string, pid: number | undefined, url: string, source?: RequestStream, body?: string): Promise<Result> {
   const cpu0 = cpuMs(pid);
   const sys0 = systemCpuMs(pid);
   const db0 = onPostgres ? postgresCpuMs() : 0;
@@ -134,7 +134,7 @@ interface OverloadResult {
  * MAX_INFLIGHT_REQUESTS is 256, on create-order. It must admit what it can at its normal rate,
  * shed the rest with 503 at once, and keep its memory flat.
  */
-async function overload(pid: number | undefined, url: string, source: RequestSource): Promise<OverloadResult> {
+async function overload(pid: number | undefined, url: string, source: RequestStream): Promise<OverloadResult> {
   const rssStart = rssMb(pid);
   let rssMax = rssStart;
   const sampler = setInterval(() => (rssMax = Math.max(rssMax, rssMb(pid))), 200);
@@ -494,7 +494,7 @@ async function main() {
         LEAST_PARTNER_SECRET: partnerSecret,
         LEAST_BINDING: [game, partnerId, 'u1', 'player1', 'r1'].join(','),
       }).then((l) => (children.push(l.child), l)));
-    const leastLoad = async (name: string, setup: RequestSource) => {
+    const leastLoad = async (name: string, setup: RequestStream) => {
       const l = await leastServer();
       return load(name, l.child.pid, l.address, setup);
     };

@@ -26,7 +26,7 @@ import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { ADMIN, adminCall, cpuMs, presigned, quantile, requestOptions, rssMb, startService, type RequestSource, type Service } from './lib.js';
+import { ADMIN, adminCall, cpuMs, presigned, quantile, requestOptions, rssMb, startService, type RequestStream, type Service } from './lib.js';
 
 const ROWS = Number(process.env.SCALE_ROWS ?? 10_000_000);
 const KINDS = (process.env.SCALE_DB ?? 'both') === 'both' ? ['sqlite', 'postgres'] : [process.env.SCALE_DB!];
@@ -276,7 +276,7 @@ async function prepare(kind: string, full: boolean): Promise<Setup> {
 // ---------------------------------------------------------------------------------------------
 // Measurements.
 
-async function throughput(svc: Service, source: RequestSource): Promise<Throughput> {
+async function throughput(svc: Service, source: RequestStream): Promise<Throughput> {
   const cpu0 = cpuMs(svc.child.pid);
   const r = await autocannon({ url: svc.address, connections, duration, ...requestOptions(source) });
   const cpu = cpuMs(svc.child.pid) - cpu0;
