@@ -5,6 +5,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { authorizationHeader } from '../src/signing/signer.js';
+import { httpPost } from './open-loop.js';
 
 export const ADMIN = 'bench-admin-token-0123456789';
 
@@ -156,16 +157,13 @@ export function requestOptions(stream: RequestStream | undefined): { setupClient
 
 /**
  * `count` distinct, already-signed POSTs (HMAC cost stays out of the measurement), serialised
- * once, as autocannon writes a request (Host, `Connection: keep-alive`, the headers, then
- * `Content-Length`); past `count` the stream starts again.
+ * once (open-loop.ts's httpPost, with `Connection: keep-alive` as autocannon writes it); past
+ * `count` the stream starts again.
  */
 export function presigned(count: number, make: (i: number) => { path: string; body: string }, game: string, secret: string): RequestStream {
   const list = Array.from({ length: count }, (_, i) => {
     const { path: p, body } = make(i);
-    const bytes = Buffer.from(body, 'utf8');
-    const auth = authorizationHeader({ kind: 'game', id: game }, secret, 'POST', p, body);
-    const head = `POST ${p} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\ncontent-type: application/json\r\nauthorization: ${auth}\r\nContent-Length: ${bytes.length}\r\n\r\n`;
-    return Buffer.concat([Buffer.from(head, 'latin1'), bytes]);
+    return httpPost(p, body, { connection: 'keep-alive', authorization: authorizationHeader({ kind: 'game', id: game }, secret, 'POST', p, body) });
   });
   let next = 0;
   return requestStream(() => list[next++ % list.length]!);
@@ -191,7 +189,10 @@ function statCpu(stat: string): [number, number] {
   return [(Number(f[11]) * 1000) / 100, (Number(f[12]) * 1000) / 100]; // clock ticks (USER_HZ = 100)
 }
 
-const statCpuMs = (stat: string): number => statCpu(stat)[0] + statCpu(stat)[1];
+function statCpuMs(stat: string): number {
+  const [user, system] = statCpu(stat);
+  return user + system;
+}
 
 /** user+system CPU ms of a process so far, from /proc (Linux). */
 export function cpuMs(pid: number | undefined): number {
