@@ -41,7 +41,7 @@ describe('loadConfig', () => {
     expect(c.databaseUrl).toBe(`sqlite:${path.join(dir, 'combo.db')}`);
     expect(c.logLevel).toBe('info');
     expect(c.sqliteSynchronous).toBe('NORMAL');
-    expect(c.sqliteCheckpointIntervalMs).toBe(0);
+    expect(c.sqliteCheckpointIntervalMs).toBe(20);
     expect(c.maxInflightRequests).toBe(256);
     expect(c.admissionLatencyTargetMs).toBe(0);
     expect(c.tls).toBeNull();

@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { statSync } from 'node:fs';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SAFETY_NET_PAGES } from '../src/db/checkpointer.js';
@@ -39,9 +40,30 @@ describe.skipIf(TEST_DB !== 'sqlite')('SQLite WAL checkpoints on a worker thread
     expect(Number(n.n)).toBe(20);
   });
 
-  it('is off by default (0): checkpoints are SQLite\'s own, in the committing connection', async () => {
+  it('is on by default (every 20 ms); 0 leaves checkpoints to SQLite, in the committing connection', async () => {
     t = await startService();
+    expect(t.service.database.checkpointer).toBeDefined();
+    expect(await autocheckpoint(t)).toBe(SAFETY_NET_PAGES);
+    await t.stop();
+    t = await startService({ env: { SQLITE_CHECKPOINT_INTERVAL_MS: '0' } });
     expect(t.service.database.checkpointer).toBeUndefined();
     expect(await autocheckpoint(t)).toBe(1000);
+  });
+
+  it('keeps the WAL file near 8 MiB: the writer\'s own checkpoint lets the WAL start over', async () => {
+    // The worker's first pass is a minute away, so only the writer's threshold is at work here:
+    // at 10,000 pages (the old threshold) this WAL would grow to ~25 MiB.
+    t = await startService({ env: { SQLITE_CHECKPOINT_INTERVAL_MS: '60000' } });
+    const { database } = t.service;
+    await sql`create table filler (x blob not null)`.execute(database.db);
+    // ~6,000 pages of 4 KiB in 60 commits: three times the threshold.
+    for (let i = 0; i < 60; i++) {
+      await database.transaction(async (trx) => {
+        for (let j = 0; j < 100; j++) await sql`insert into filler (x) values (randomblob(3500))`.execute(trx);
+      });
+    }
+    const walBytes = statSync(`${database.sqliteFile!}-wal`).size;
+    expect(walBytes).toBeGreaterThan(4 * 1024 * 1024);
+    expect(walBytes).toBeLessThan(9 * 1024 * 1024);
   });
 });

@@ -180,7 +180,7 @@ export function loadConfig(env: Env = process.env): Config {
     tls,
     publicBaseUrl: url('PUBLIC_BASE_URL', `http://localhost:${port}`),
     sqliteSynchronous: oneOf('SQLITE_SYNCHRONOUS', 'NORMAL', ['NORMAL', 'FULL'] as const),
-    sqliteCheckpointIntervalMs: int('SQLITE_CHECKPOINT_INTERVAL_MS', 0, 0, 60_000),
+    sqliteCheckpointIntervalMs: int('SQLITE_CHECKPOINT_INTERVAL_MS', 20, 0, 60_000),
     secretsKey,
     dataDir,
     production: str('NODE_ENV', 'development') === 'production',

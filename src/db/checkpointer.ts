@@ -3,10 +3,15 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 
 /**
- * WAL pages at which the writer checkpoints by itself while the checkpointer runs: a safety net
- * that bounds the WAL (~40 MiB of 4 KiB pages) should the worker stop. SQLite's default is 1000.
+ * WAL pages at which the writer checkpoints by itself while the checkpointer runs (SQLite's
+ * default is 1000). Under steady writes a commit nearly always lands while the worker copies, so
+ * the worker's checkpoint rarely leaves the whole WAL copied, and only then can the next commit
+ * start the WAL over from its beginning: left to the worker, the file grew to the threshold
+ * (40 MiB at 10,000 pages; docs/benchmarks.md, "Sixteenth session"). At this threshold the
+ * writer's own checkpoint finds all but the last interval's pages copied, so it is short, and it
+ * lets the WAL start over: the file stays near 8 MiB. It also bounds the WAL should the worker stop.
  */
-export const SAFETY_NET_PAGES = 10_000;
+export const SAFETY_NET_PAGES = 2_000;
 
 // Plain CommonJS so it runs the same from the sources (tests) and from the build: the driver's
 // absolute path comes in workerData (see observability/count-worker.ts).
@@ -39,13 +44,14 @@ export interface CheckpointerOptions {
 
 /**
  * Copies the WAL back into the SQLite database file on a thread of its own, every
- * `intervalMs` (opt-in: SQLITE_CHECKPOINT_INTERVAL_MS). Left to SQLite, the connection that
- * commits when the WAL passes 1000 pages does the checkpoint inside that commit: a thousand
- * page reads and writes and two fsyncs on the event loop, which every request in flight waits
- * for. On the 2-core benchmark VM the worker raised write throughput but, competing with the
- * load generator for the cores, made create-order's p99 worse (docs/benchmarks.md, "Thirteenth
- * session"). Durability is unchanged: a commit is durable in the WAL; the checkpoint only moves
- * pages.
+ * `intervalMs` (SQLITE_CHECKPOINT_INTERVAL_MS, default 20; 0 turns it off). Left to SQLite, the
+ * connection that commits when the WAL passes 1000 pages does the checkpoint inside that commit:
+ * a thousand page reads and writes and two fsyncs on the event loop, which every request in
+ * flight waits for. On the 2-core benchmark VMs the worker raised write throughput by 10-30 %;
+ * its effect on the p99 has varied by machine, from worse (the thirteenth session's Intel VM) to
+ * 20-30 % lower (the sixteenth session's; docs/benchmarks.md). Durability is unchanged: a commit
+ * is durable in the WAL; the checkpoint only moves pages (and syncs the WAL, so a power loss
+ * costs at most about the last interval's commits with synchronous=NORMAL).
  *
  * Emits 'checkpoint' (frames copied) and 'failure' (Error): a failed checkpoint is retried at
  * the next interval; a worker that dies is not restarted, and the writer's own checkpoint at
@@ -70,6 +76,10 @@ export class WalCheckpointer extends EventEmitter {
 
   /** Stops the worker and closes its connection (before the database itself is closed). */
   async stop(): Promise<void> {
+    // Referenced again while it stops: with nothing else left on the event loop (a shutdown), an
+    // unreferenced worker's exit would never be waited for, and the process would end before
+    // the database is closed and "stopped" is logged.
+    this.worker.ref();
     this.worker.postMessage('stop');
     await this.exited;
   }
