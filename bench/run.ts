@@ -4,7 +4,8 @@
  * connections using pre-signed unique requests, and prints req/s, p50 and p99 per endpoint and
  * each endpoint's ratio to the bare route.
  *
- * Settings: BENCH_DURATION (s, default 10), BENCH_CONNECTIONS (default 64), BENCH_ONLY
+ * Settings: BENCH_DURATION (s, default 10), BENCH_WARMUP (s each scenario runs unrecorded before
+ * round 1, default 3; 0: none), BENCH_CONNECTIONS (default 64), BENCH_ONLY
  * (comma list of scenario names), BENCH_OVERLOAD_SECONDS
  * (10), BENCH_OVERLOAD_FACTOR (5), BENCH_OVERLOAD_CONNECTIONS (1024), BENCH_SUSTAINABLE (`open`,
  * `closed`, or a number of req/s: how the overload5x scenario defines the sustainable rate),
@@ -29,6 +30,7 @@ import { ADMIN, adminCall, bindingFixture, cpuMs, systemCpuMs, orderRequestBody,
 import { authorizationHeader } from '../src/signing/signer.js';
 
 const duration = Number(process.env.BENCH_DURATION ?? 10);
+const warmup = Number(process.env.BENCH_WARMUP ?? 3);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const only = process.env.BENCH_ONLY?.split(',');
 const databaseUrl = process.env.BENCH_DATABASE_URL;
@@ -90,14 +92,14 @@ function partnerGet(uri: string, partner: string, secret: string): RequestStream
   });
 }
 
-async function load(name: string, pid: number | undefined, url: string, source?: RequestStream, body?: string): Promise<Result> {
+async function load(name: string, pid: number | undefined, url: string, source?: RequestStream, body?: string, seconds = duration): Promise<Result> {
   const cpu0 = cpuMs(pid);
   const sys0 = systemCpuMs(pid);
   const db0 = onPostgres ? postgresCpuMs() : 0;
   const result = await autocannon({
     url,
     connections,
-    duration,
+    duration: seconds,
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body,
@@ -450,26 +452,30 @@ async function main() {
     const created = (await adminCall(svc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Bench', rate_limit_per_second: 1_000_000 })) as { secret_key: string };
     await adminCall(svc.address, 'PUT', `/admin/v1/games/${game}/products/gem_60`, { name: '60 gems', price: 600, currency: 'CNY' });
     const secret = created.secret_key;
-    const n = Math.max(50_000, duration * 30_000);
+    // Pre-signed requests for a run of `seconds` (more than the service answers in that time).
+    const requests = (seconds: number) => Math.max(50_000, seconds * 30_000);
+    const n = requests(duration);
     const run = randomBytes(4).toString('hex');
     // Every round sends new ids: a repeated reference_id would measure idempotent replays.
     let round = 0;
     const orderBody = (i: number) => orderRequestBody(`bench-${run}-${round}-${i}`, i);
 
-    const scenarios: { name: string; go: () => Promise<Result> }[] = [
-      { name: 'bare', go: () => load(BARE, bare.child.pid, `${bare.address}/bare`, undefined, orderBody(0)) },
+    const scenarios: { name: string; go: (seconds: number) => Promise<Result> }[] = [
+      { name: 'bare', go: (t) => load(BARE, bare.child.pid, `${bare.address}/bare`, undefined, orderBody(0), t) },
       {
         name: 'create-order',
-        go: () => load('create-order', svc.child.pid, svc.address, presigned(n, (i) => ({ path: '/v1/server/create-order', body: orderBody(i) }), game, secret)),
+        go: (t) => load('create-order', svc.child.pid, svc.address, presigned(requests(t), (i) => ({ path: '/v1/server/create-order', body: orderBody(i) }), game, secret), undefined, t),
       },
       {
         name: 'enter-game',
-        go: () =>
+        go: (t) =>
           load(
             'enter-game',
             svc.child.pid,
             svc.address,
-            presigned(n, (i) => ({ path: '/v1/server/enter-game', body: JSON.stringify({ combo_id: `player${i % 5000}`, session_id: `s-${run}-${round}-${i}` }) }), game, secret),
+            presigned(requests(t), (i) => ({ path: '/v1/server/enter-game', body: JSON.stringify({ combo_id: `player${i % 5000}`, session_id: `s-${run}-${round}-${i}` }) }), game, secret),
+            undefined,
+            t,
           ),
       },
     ];
@@ -477,14 +483,14 @@ async function main() {
     // query-binding on a warm role cache: a local GM answers ListRoles; one binding.
     const { gm, partnerId, partnerSecret, uri: queryUri } = await bindingFixture(svc.address, game, secret);
     servers.push(gm);
-    scenarios.push({ name: 'query-binding', go: () => load('query-binding (warm cache)', svc.child.pid, svc.address, partnerGet(queryUri, partnerId, partnerSecret)) });
+    scenarios.push({ name: 'query-binding', go: (t) => load('query-binding (warm cache)', svc.child.pid, svc.address, partnerGet(queryUri, partnerId, partnerSecret), undefined, t) });
 
     // Opt-in references (BENCH_ONLY): the bare route loaded with the same stream of unique
     // pre-signed requests as the service, and the least work each route needs
     // (bench/least-work-server.ts), started on first use.
     scenarios.push({
       name: 'bare-presigned',
-      go: () => load('bare route, unique pre-signed requests', bare.child.pid, `${bare.address}/bare`, presigned(n, (i) => ({ path: '/bare', body: orderBody(i) }), game, secret)),
+      go: (t) => load('bare route, unique pre-signed requests', bare.child.pid, `${bare.address}/bare`, presigned(requests(t), (i) => ({ path: '/bare', body: orderBody(i) }), game, secret), undefined, t),
     });
     let least: Promise<{ child: ChildProcess; address: string }> | null = null;
     const leastServer = () =>
@@ -494,28 +500,35 @@ async function main() {
         LEAST_PARTNER_SECRET: partnerSecret,
         LEAST_BINDING: [game, partnerId, 'u1', 'player1', 'r1'].join(','),
       }).then((l) => (children.push(l.child), l)));
-    const leastLoad = async (name: string, setup: RequestStream) => {
+    const leastLoad = async (name: string, setup: RequestStream, seconds: number) => {
       const l = await leastServer();
-      return load(name, l.child.pid, l.address, setup);
+      return load(name, l.child.pid, l.address, setup, undefined, seconds);
     };
     scenarios.push(
-      { name: 'least-create-order', go: () => leastLoad('least work: create-order', presigned(n, (i) => ({ path: '/v1/server/create-order', body: orderBody(i) }), game, secret)) },
+      { name: 'least-create-order', go: (t) => leastLoad('least work: create-order', presigned(requests(t), (i) => ({ path: '/v1/server/create-order', body: orderBody(i) }), game, secret), t) },
       {
         name: 'least-enter-game',
-        go: () => leastLoad('least work: enter-game', presigned(n, (i) => ({ path: '/v1/server/enter-game', body: JSON.stringify({ combo_id: `player${i % 5000}`, session_id: `s-${run}-${round}-${i}` }) }), game, secret)),
+        go: (t) => leastLoad('least work: enter-game', presigned(requests(t), (i) => ({ path: '/v1/server/enter-game', body: JSON.stringify({ combo_id: `player${i % 5000}`, session_id: `s-${run}-${round}-${i}` }) }), game, secret), t),
       },
-      { name: 'least-query-binding', go: () => leastLoad('least work: query-binding', partnerGet(queryUri, partnerId, partnerSecret)) },
+      { name: 'least-query-binding', go: (t) => leastLoad('least work: query-binding', partnerGet(queryUri, partnerId, partnerSecret), t) },
     );
     const optIn = new Set(['bare-presigned', 'least-create-order', 'least-enter-game', 'least-query-binding']);
 
     const results: Result[] = [];
     const byRound: Result[][] = [];
+    const selected = scenarios.filter((s) => (only ? only.includes(s.name) : !optIn.has(s.name)));
+    // Unrecorded: each scenario once before round 1, so that no round measures code Node has not
+    // yet optimised (a cold first round showed a higher p99 on every route, the bare one too).
+    round = -1;
+    for (const s of warmup > 0 ? selected : []) {
+      process.stderr.write(`warming up ${s.name} for ${warmup}s (not recorded)...\n`);
+      await s.go(warmup);
+    }
     for (round = 0; round < rounds; round++) {
       const these: Result[] = [];
-      for (const s of scenarios) {
-        if (only ? !only.includes(s.name) : optIn.has(s.name)) continue;
+      for (const s of selected) {
         process.stderr.write(`${rounds > 1 ? `round ${round + 1}/${rounds}: ` : ''}running ${s.name} for ${duration}s at ${connections} connections...\n`);
-        these.push(await s.go());
+        these.push(await s.go(duration));
       }
       byRound.push(these);
       results.push(...these);
