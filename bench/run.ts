@@ -92,7 +92,7 @@ function partnerGet(uri: string, partner: string, secret: string): RequestStream
   });
 }
 
-async function load(name: string, pid: number | undefined, url: string, source?: RequestStream, body?: string, seconds = duration): Promise<Result> {
+async function load(name: string, pid: number | undefined, url: string, seconds: number, source?: RequestStream, body?: string): Promise<Result> {
   const cpu0 = cpuMs(pid);
   const sys0 = systemCpuMs(pid);
   const db0 = onPostgres ? postgresCpuMs() : 0;
@@ -455,42 +455,37 @@ async function main() {
     // Pre-signed requests for a run of `seconds` (more than the service answers in that time).
     const requests = (seconds: number) => Math.max(50_000, seconds * 30_000);
     const n = requests(duration);
+    const createOrders = (seconds: number) => presigned(requests(seconds), (i) => ({ path: '/v1/server/create-order', body: orderBody(i) }), game, secret);
+    const enterGames = (seconds: number) =>
+      presigned(requests(seconds), (i) => ({ path: '/v1/server/enter-game', body: JSON.stringify({ combo_id: `player${i % 5000}`, session_id: `s-${run}-${round}-${i}` }) }), game, secret);
     const run = randomBytes(4).toString('hex');
     // Every round sends new ids: a repeated reference_id would measure idempotent replays.
     let round = 0;
     const orderBody = (i: number) => orderRequestBody(`bench-${run}-${round}-${i}`, i);
 
     const scenarios: { name: string; go: (seconds: number) => Promise<Result> }[] = [
-      { name: 'bare', go: (t) => load(BARE, bare.child.pid, `${bare.address}/bare`, undefined, orderBody(0), t) },
+      { name: 'bare', go: (t) => load(BARE, bare.child.pid, `${bare.address}/bare`, t, undefined, orderBody(0)) },
       {
         name: 'create-order',
-        go: (t) => load('create-order', svc.child.pid, svc.address, presigned(requests(t), (i) => ({ path: '/v1/server/create-order', body: orderBody(i) }), game, secret), undefined, t),
+        go: (t) => load('create-order', svc.child.pid, svc.address, t, createOrders(t)),
       },
       {
         name: 'enter-game',
-        go: (t) =>
-          load(
-            'enter-game',
-            svc.child.pid,
-            svc.address,
-            presigned(requests(t), (i) => ({ path: '/v1/server/enter-game', body: JSON.stringify({ combo_id: `player${i % 5000}`, session_id: `s-${run}-${round}-${i}` }) }), game, secret),
-            undefined,
-            t,
-          ),
+        go: (t) => load('enter-game', svc.child.pid, svc.address, t, enterGames(t)),
       },
     ];
 
     // query-binding on a warm role cache: a local GM answers ListRoles; one binding.
     const { gm, partnerId, partnerSecret, uri: queryUri } = await bindingFixture(svc.address, game, secret);
     servers.push(gm);
-    scenarios.push({ name: 'query-binding', go: (t) => load('query-binding (warm cache)', svc.child.pid, svc.address, partnerGet(queryUri, partnerId, partnerSecret), undefined, t) });
+    scenarios.push({ name: 'query-binding', go: (t) => load('query-binding (warm cache)', svc.child.pid, svc.address, t, partnerGet(queryUri, partnerId, partnerSecret)) });
 
     // Opt-in references (BENCH_ONLY): the bare route loaded with the same stream of unique
     // pre-signed requests as the service, and the least work each route needs
     // (bench/least-work-server.ts), started on first use.
     scenarios.push({
       name: 'bare-presigned',
-      go: (t) => load('bare route, unique pre-signed requests', bare.child.pid, `${bare.address}/bare`, presigned(requests(t), (i) => ({ path: '/bare', body: orderBody(i) }), game, secret), undefined, t),
+      go: (t) => load('bare route, unique pre-signed requests', bare.child.pid, `${bare.address}/bare`, t, presigned(requests(t), (i) => ({ path: '/bare', body: orderBody(i) }), game, secret)),
     });
     let least: Promise<{ child: ChildProcess; address: string }> | null = null;
     const leastServer = () =>
@@ -502,13 +497,13 @@ async function main() {
       }).then((l) => (children.push(l.child), l)));
     const leastLoad = async (name: string, setup: RequestStream, seconds: number) => {
       const l = await leastServer();
-      return load(name, l.child.pid, l.address, setup, undefined, seconds);
+      return load(name, l.child.pid, l.address, seconds, setup);
     };
     scenarios.push(
-      { name: 'least-create-order', go: (t) => leastLoad('least work: create-order', presigned(requests(t), (i) => ({ path: '/v1/server/create-order', body: orderBody(i) }), game, secret), t) },
+      { name: 'least-create-order', go: (t) => leastLoad('least work: create-order', createOrders(t), t) },
       {
         name: 'least-enter-game',
-        go: (t) => leastLoad('least work: enter-game', presigned(requests(t), (i) => ({ path: '/v1/server/enter-game', body: JSON.stringify({ combo_id: `player${i % 5000}`, session_id: `s-${run}-${round}-${i}` }) }), game, secret), t),
+        go: (t) => leastLoad('least work: enter-game', enterGames(t), t),
       },
       { name: 'least-query-binding', go: (t) => leastLoad('least work: query-binding', partnerGet(queryUri, partnerId, partnerSecret), t) },
     );
