@@ -8,13 +8,16 @@ import { schemaCompiler } from '../src/http/validation.js';
  *
  * BENCH_BARE_SPIN_US=N makes the route busy-wait N µs before answering: it shows what N µs of
  * pure user-space work per request costs the route as a whole on this machine (the kernel's
- * share of each answer grows with it; docs/benchmarks.md, "Eighth session"). BARE_PORT picks
- * its port (default: any free one; the address is printed as JSON on stdout).
+ * share of each answer grows with it; docs/benchmarks.md, "Eighth session"). A request's
+ * `?spin_us=N` overrides it for that request (the `bare-matched` scenario of bench/run.ts).
+ * BARE_PORT picks its port (default: any free one; the address is printed as JSON on stdout).
  */
-const spinMs = Number(process.env.BENCH_BARE_SPIN_US ?? 0) / 1000;
+const spinUs = Number(process.env.BENCH_BARE_SPIN_US ?? 0);
 const app = Fastify({ logger: false });
 app.setValidatorCompiler(schemaCompiler);
-app.post('/bare', { schema: { body: CreateOrderBody } }, async () => {
+app.post('/bare', { schema: { body: CreateOrderBody } }, async (req) => {
+  const us = (req.query as { spin_us?: string }).spin_us;
+  const spinMs = (us === undefined ? spinUs : Number(us)) / 1000;
   if (spinMs > 0) {
     const end = performance.now() + spinMs;
     while (performance.now() < end);
