@@ -461,15 +461,15 @@ async function main() {
     // Pre-signed requests for a run of `seconds` (more than the service answers in that time).
     const requests = (seconds: number) => Math.max(50_000, seconds * 30_000);
     const n = requests(duration);
-    const createOrders = (seconds: number) => presigned(requests(seconds), (i) => ({ path: '/v1/server/create-order', body: orderBody(i) }), game, secret);
-    const enterGames = (seconds: number) =>
-      presigned(requests(seconds), (i) => ({ path: '/v1/server/enter-game', body: JSON.stringify({ combo_id: `player${i % 5000}`, session_id: `s-${run}-${round}-${i}` }) }), game, secret);
     const run = randomBytes(4).toString('hex');
     // Every round sends new ids: a repeated reference_id would measure idempotent replays.
     let round = 0;
     /** The results of the round in progress (bare-matched reads create-order's and bare's). */
     let current: Result[] = [];
     const orderBody = (i: number) => orderRequestBody(`bench-${run}-${round}-${i}`, i);
+    const createOrders = (seconds: number) => presigned(requests(seconds), (i) => ({ path: '/v1/server/create-order', body: orderBody(i) }), game, secret);
+    const enterGames = (seconds: number) =>
+      presigned(requests(seconds), (i) => ({ path: '/v1/server/enter-game', body: JSON.stringify({ combo_id: `player${i % 5000}`, session_id: `s-${run}-${round}-${i}` }) }), game, secret);
 
     const scenarios: { name: string; go: (seconds: number) => Promise<Result> }[] = [
       { name: 'bare', go: (t) => load(BARE, bare.child.pid, `${bare.address}/bare`, t, undefined, orderBody(0)) },
