@@ -6,7 +6,9 @@
  * the partner and operator guides run in test/docs-partners.test.ts and
  * test/docs-operators.test.ts.
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DB } from './helpers/db.js';
 import { describeRun, GUIDES, runShellBlocks, shellBlocks, unmetExpectations } from './helpers/guides.js';
@@ -22,6 +24,24 @@ describe('docs/guides', () => {
       expect(existsSync(test), test).toBe(true);
       // shellBlocks also refuses shell examples under another tag (bash, console...): they would not run.
       expect(shellBlocks(file).length, `${file}: sh blocks (update GUIDES in test/helpers/guides.ts and ${test} together)`).toBe(shBlocks);
+    }
+  });
+
+  it('refuses an sh block that names a fixed path under /tmp (concurrent runs would share the file)', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'combo-guide-check-'));
+    try {
+      const guide = (block: string) => {
+        const file = path.join(dir, 'guide.md');
+        writeFileSync(file, `# Guide\n\n\`\`\`sh\n${block}\n\`\`\`\n`);
+        return () => shellBlocks(file);
+      };
+      expect(guide('curl -sS "$COMBO_URL/healthz" | tee /tmp/answer.json')).toThrow(/fixed path under \/tmp/);
+      expect(guide('cmp - /tmp/answer.json')).toThrow(/fixed path under \/tmp/);
+      expect(guide('OUT="/tmp/answer.json"')).toThrow(/fixed path under \/tmp/);
+      expect(guide('OUT=$(mktemp) && curl -sS "$COMBO_URL/healthz" > "$OUT"')().length).toBe(1);
+      expect(guide('ORDER=$(curl -sS "$COMBO_URL/healthz")')().length).toBe(1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

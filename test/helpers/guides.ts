@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { REPO_ROOT } from './spawn.js';
 
 /**
@@ -21,9 +22,9 @@ export interface Fence {
   line: number;
 }
 
-/** Every fenced block of a Markdown file (``` fences; ~~~ and indented code are not used in the guides). */
+/** Every fenced block of a Markdown file (``` fences; ~~~ and indented code are not used in the guides); `file` relative to the repository or absolute. */
 export function fences(file: string): Fence[] {
-  const lines = readFileSync(`${REPO_ROOT}/${file}`, 'utf8').split('\n');
+  const lines = readFileSync(path.resolve(REPO_ROOT, file), 'utf8').split('\n');
   const out: Fence[] = [];
   for (let i = 0; i < lines.length; i++) {
     const open = /^(\s*)```(.*)$/.exec(lines[i]!);
@@ -40,18 +41,25 @@ export function fences(file: string): Fence[] {
   return out;
 }
 
+/** A literal path under /tmp (not `$TMPDIR` or a `mktemp` result held in a variable). */
+const FIXED_TMP_PATH = /(^|[\s"'=:<>|])\/tmp\//m;
+
 /** Languages a reader would take for shell commands: a guide may use only `sh` for them, which the runner runs. */
 const SHELL_LIKE = new Set(['bash', 'shell', 'shell-session', 'console', 'zsh', 'shellscript', '']);
 
 /**
  * The `sh` blocks of a guide, checked: every fence has a language, no shell example hides
- * under another shell-like tag (it would not be run), and `sh` tags name only known databases.
+ * under another shell-like tag (it would not be run), `sh` tags name only known databases, and
+ * no `sh` block names a fixed path under /tmp: two runs of the suite on one machine (or a
+ * reader's two terminals) would overwrite each other's file there; keep a value in a shell
+ * variable or a `mktemp` file.
  */
 export function shellBlocks(file: string): Fence[] {
   const all = fences(file);
   for (const f of all) {
     if (SHELL_LIKE.has(f.lang)) throw new Error(`${file}:${f.line}: a fence tagged "${f.lang}": tag shell examples "sh" (run by the test) or say what they are ("text", "dockerfile", ...)`);
     if (f.lang === 'sh' && f.tags.some((t) => t !== 'sqlite' && t !== 'postgres')) throw new Error(`${file}:${f.line}: unknown tag in "sh ${f.tags.join(' ')}"`);
+    if (f.lang === 'sh' && FIXED_TMP_PATH.test(f.body)) throw new Error(`${file}:${f.line}: an sh block names a fixed path under /tmp; use a shell variable or "$(mktemp)"`);
   }
   return all.filter((f) => f.lang === 'sh');
 }
