@@ -125,11 +125,11 @@ export async function bindingFixture(address: string, game: string, secret: stri
   return { gm, partnerId, partnerSecret: partner.secret_key, uri };
 }
 
-/** The benchmarks' create-order body: request `i` of a stream, 5,000 distinct players, meta included. */
-export function orderRequestBody(referenceId: string, i: number): string {
+/** The benchmarks' create-order body: request `i` of a stream, meta included; 5,000 distinct players taken in turn unless `player` is given. */
+export function orderRequestBody(referenceId: string, i: number, player = `player${i % 5000}`): string {
   return JSON.stringify({
     reference_id: referenceId,
-    combo_id: `player${i % 5000}`,
+    combo_id: player,
     product_id: 'gem_60',
     platform: 'ios',
     notify_url: 'https://game.example.com/notify',

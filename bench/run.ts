@@ -17,10 +17,12 @@
  * BENCH_ONLY): bare-presigned, least-create-order, least-enter-game, least-query-binding,
  * bare-matched (the bare route busy-waiting per request so that it answers as many requests a
  * second as create-order did in the same round: its p99 is what this machine gives a route of
- * create-order's throughput with no signature, database or group commit).
+ * create-order's throughput with no signature, database or group commit). BENCH_IDS (`sequential`,
+ * default: reference and session ids in order, 5,000 players in turn; `random`: random ids and
+ * players drawn at random from a million, as real clients often send them).
  */
 import type { ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -37,6 +39,7 @@ const warmup = Number(process.env.BENCH_WARMUP ?? 3);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const only = process.env.BENCH_ONLY?.split(',');
 const databaseUrl = process.env.BENCH_DATABASE_URL;
+const ids = benchIds(process.env.BENCH_IDS);
 /** Rounds of the closed-loop scenarios, each with its own bare run: ratios are taken within a round. */
 const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1));
 const onPostgres = databaseUrl?.startsWith('postgres') ?? false;
@@ -466,10 +469,15 @@ async function main() {
     let round = 0;
     /** The results of the round in progress (bare-matched reads create-order's and bare's). */
     let current: Result[] = [];
-    const orderBody = (i: number) => orderRequestBody(`bench-${run}-${round}-${i}`, i);
+    const orderBody = (i: number) =>
+      ids === 'random' ? orderRequestBody(`bench-${randomBytes(12).toString('hex')}`, i, randomPlayer()) : orderRequestBody(`bench-${run}-${round}-${i}`, i);
+    const sessionBody = (i: number) =>
+      ids === 'random'
+        ? { combo_id: randomPlayer(), session_id: randomBytes(16).toString('hex') }
+        : { combo_id: `player${i % 5000}`, session_id: `s-${run}-${round}-${i}` };
     const createOrders = (seconds: number) => presigned(requests(seconds), (i) => ({ path: '/v1/server/create-order', body: orderBody(i) }), game, secret);
     const enterGames = (seconds: number) =>
-      presigned(requests(seconds), (i) => ({ path: '/v1/server/enter-game', body: JSON.stringify({ combo_id: `player${i % 5000}`, session_id: `s-${run}-${round}-${i}` }) }), game, secret);
+      presigned(requests(seconds), (i) => ({ path: '/v1/server/enter-game', body: JSON.stringify(sessionBody(i)) }), game, secret);
 
     const scenarios: { name: string; go: (seconds: number) => Promise<Result> }[] = [
       { name: 'bare', go: (t) => load(BARE, bare.child.pid, `${bare.address}/bare`, t, undefined, orderBody(0)) },
@@ -666,3 +674,19 @@ main().catch((e) => {
   console.error(e);
   process.exit(1);
 });
+
+/**
+ * BENCH_IDS. `sequential` ids append to their indexes; the players, taken in turn, do not. With
+ * `random`, the session's primary key and the idempotency key land at random too, as they do
+ * when clients make random ids (docs/benchmarks.md, "Twentieth session").
+ */
+function benchIds(value: string | undefined): 'sequential' | 'random' {
+  if (value === undefined || value === '' || value === 'sequential') return 'sequential';
+  if (value === 'random') return 'random';
+  throw new Error(`BENCH_IDS must be sequential or random, not ${JSON.stringify(value)}`);
+}
+
+/** One of a million players, at random. */
+function randomPlayer(): string {
+  return `player${randomInt(1_000_000)}`;
+}
