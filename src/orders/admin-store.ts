@@ -1,6 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { DB, NotificationAttemptsTable, NotificationsTable, OrderStatus, PaymentsTable } from '../db/schema.js';
-import { newestAcrossGames } from '../db/per-game.js';
+import { acrossGames } from '../db/per-game.js';
 import type { OrderEventRow, OrderRow } from './store.js';
 
 export interface OrderFilter {
@@ -48,7 +48,7 @@ export class OrderAdminStore {
     };
     const otherFilter = filter.status !== undefined || filter.comboId !== undefined || filter.referenceId !== undefined;
     if (filter.gameId !== undefined || !otherFilter) return query(filter.gameId).execute();
-    return newestAcrossGames(this.db, query, (m) => m.orderBy('created_at', 'desc').orderBy('order_id', 'desc').limit(limit));
+    return acrossGames(this.db, query, (m) => m.orderBy('created_at', 'desc').orderBy('order_id', 'desc').limit(limit));
   }
 
   events(orderId: string): Promise<OrderEventRow[]> {

@@ -2,7 +2,7 @@ import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { StatementRunner, TransactionRunner } from '../db/group-commit.js';
 import type { DB, NppaEventsTable, SessionsTable } from '../db/schema.js';
 import { prepare } from '../db/prepared.js';
-import { newestAcrossGames } from '../db/per-game.js';
+import { acrossGames, everyGame } from '../db/per-game.js';
 
 export type SessionRow = Selectable<SessionsTable>;
 export type BehaviourEventRow = Selectable<NppaEventsTable>;
@@ -76,16 +76,30 @@ export class SessionStore {
     return Number(r.numUpdatedRows) > 0;
   }
 
-  /** Open sessions entered at or before `enteredBefore` (oldest first): the timeout sweep. */
+  /**
+   * Open sessions entered at or before `enteredBefore`: the timeout sweep, up to `limit` a run,
+   * oldest first within each group of games (db/per-game.ts, everyGame). Read per game from
+   * sessions_open_created: an open session's created_at is its entered_at (enter-game sets both;
+   * a session first reported by a leave is closed), so the range on created_at is the index's,
+   * and the entered_at term only restates it.
+   */
   findExpired(q: Q, enteredBefore: number, limit: number): Promise<SessionRow[]> {
-    return q
-      .selectFrom('sessions')
-      .selectAll()
-      .where('left_at', 'is', null)
-      .where('entered_at', '<=', enteredBefore)
-      .orderBy('entered_at')
-      .limit(limit)
-      .execute();
+    return everyGame(
+      q,
+      limit,
+      (gameId, n) =>
+        q
+          .selectFrom('sessions')
+          .selectAll()
+          .where('game_id', '=', gameId)
+          .where('left_at', 'is', null)
+          .where('created_at', '<=', enteredBefore)
+          .where('entered_at', '<=', enteredBefore)
+          .orderBy('created_at')
+          .orderBy('session_id')
+          .limit(n),
+      (m, n) => m.orderBy('created_at').orderBy('game_id').orderBy('session_id').limit(n),
+    );
   }
 
   /** A player's sessions created at or after `since` (online-time accounting). */
@@ -124,7 +138,7 @@ export class SessionStore {
       return query.orderBy('created_at', 'desc').orderBy('game_id', 'desc').orderBy('session_id', 'desc').limit(f.limit);
     };
     if (f.gameId !== undefined) return query(f.gameId).execute();
-    return newestAcrossGames(q, query, (m) => m.orderBy('created_at', 'desc').orderBy('game_id', 'desc').orderBy('session_id', 'desc').limit(f.limit));
+    return acrossGames(q, query, (m) => m.orderBy('created_at', 'desc').orderBy('game_id', 'desc').orderBy('session_id', 'desc').limit(f.limit));
   }
 
   async insertBehaviourEvent(q: Q, row: BehaviourEventRow): Promise<void> {

@@ -5,6 +5,7 @@ import * as m0002n from './0002_notifications_window.js';
 import * as m0002o from './0002_orders_listing.js';
 import * as m0003 from './0003_orders_drop_redundant_index.js';
 import * as m0004 from './0004_admin_listing_indexes.js';
+import * as m0005 from './0005_sessions_open_closed_indexes.js';
 
 /**
  * Versioned migrations, applied in name order, forward only. Add a new file
@@ -17,4 +18,5 @@ export const migrations: Record<string, Migration> = {
   '0002_orders_listing': m0002o,
   '0003_orders_drop_redundant_index': m0003,
   '0004_admin_listing_indexes': m0004,
+  '0005_sessions_open_closed_indexes': m0005,
 };

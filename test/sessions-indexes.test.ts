@@ -1,0 +1,177 @@
+import SQLite from 'better-sqlite3';
+import { Kysely, SqliteDialect, sql, type CompiledQuery } from 'kysely';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { migrateToLatest, openDatabase, type Database } from '../src/db/index.js';
+import { migrations } from '../src/db/migrations/index.js';
+import { MAX_MERGED_GAMES } from '../src/db/per-game.js';
+import type { DB } from '../src/db/schema.js';
+import { SessionStore, type SessionRow } from '../src/sessions/store.js';
+import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
+
+// Open and closed sessions each have their own per-game index (migration
+// 0005_sessions_open_closed_indexes): the operator's open=true / open=false listings and the
+// timeout sweep read them, on a real database of the suite's kind.
+
+const session = (gameId: string, sessionId: string, createdAt: number, leftAt: number | null): SessionRow => ({
+  game_id: gameId,
+  session_id: sessionId,
+  combo_id: `p-${sessionId}`,
+  entered_at: createdAt,
+  left_at: leftAt,
+  close_reason: leftAt === null ? null : 'leave',
+  created_at: createdAt,
+});
+
+async function addGames(database: Database, ...ids: string[]): Promise<void> {
+  for (const id of ids) {
+    await sql`insert into games (game_id, name, iap_enabled, sandbox_payments, order_ttl_seconds, rate_limit_per_second, created_at, updated_at)
+      values (${id}, ${id}, 1, 1, 900, 100, 0, 0)`.execute(database.db);
+  }
+}
+
+const ids = (rows: SessionRow[]) => rows.map((r) => r.session_id);
+
+describe('sessions: open and closed indexes', () => {
+  let tdb: TestDatabase;
+  let database: Database;
+  let store: SessionStore;
+
+  beforeEach(async () => {
+    tdb = await createTestDatabase();
+    database = openDatabase(tdb.url);
+  });
+  afterEach(async () => {
+    await database.close();
+    await tdb.drop();
+  });
+
+  const seed = async () => {
+    await addGames(database, 'g_a', 'g_b');
+    store = new SessionStore(database.db);
+    const rows = [
+      session('g_a', 'a-old-open', 100, null),
+      session('g_a', 'a-old-closed', 110, 500),
+      session('g_b', 'b-old-open', 120, null),
+      session('g_a', 'a-mid-open', 200, null),
+      session('g_b', 'b-new-open', 900, null),
+      session('g_b', 'b-new-closed', 950, 960),
+      // A leave with no enter: created closed, never swept.
+      { ...session('g_b', 'b-leave-only', 130, 130), entered_at: null },
+    ];
+    for (const r of rows) await store.insert(database.db, r);
+  };
+
+  it('the timeout sweep takes the oldest open sessions across games, and none that is closed or too new', async () => {
+    await migrateToLatest(database);
+    await seed();
+    expect(ids(await store.findExpired(database.db, 300, 10))).toEqual(['a-old-open', 'b-old-open', 'a-mid-open']);
+    expect(ids(await store.findExpired(database.db, 300, 2))).toEqual(['a-old-open', 'b-old-open']);
+    expect(ids(await store.findExpired(database.db, 99, 10))).toEqual([]);
+    // A closed session leaves the open index: the next sweep no longer sees it.
+    expect(await store.close(database.db, 'g_a', 'a-old-open', 400, 'timeout')).toBe(true);
+    expect(ids(await store.findExpired(database.db, 300, 10))).toEqual(['b-old-open', 'a-mid-open']);
+  });
+
+  it('the timeout sweep reaches every game past MAX_MERGED_GAMES, one merged query per group of games', async () => {
+    await migrateToLatest(database);
+    const games = Array.from({ length: MAX_MERGED_GAMES + 5 }, (_, i) => `g_${String(i).padStart(3, '0')}`);
+    await addGames(database, ...games);
+    store = new SessionStore(database.db);
+    await store.insert(database.db, session(games[0]!, 'first-game', 200, null));
+    await store.insert(database.db, session(games.at(-1)!, 'last-game', 100, null));
+    await store.insert(database.db, session(games.at(-1)!, 'last-game-new', 900, null));
+    expect(ids(await store.findExpired(database.db, 300, 10))).toEqual(['first-game', 'last-game']);
+    expect(ids(await store.findExpired(database.db, 300, 1))).toEqual(['first-game']);
+  });
+
+  it('open=true and open=false list only their sessions, newest first, with and without a game', async () => {
+    await migrateToLatest(database);
+    await seed();
+    expect(ids(await store.list(database.db, { open: true, limit: 50 }))).toEqual(['b-new-open', 'a-mid-open', 'b-old-open', 'a-old-open']);
+    expect(ids(await store.list(database.db, { open: false, limit: 50 }))).toEqual(['b-new-closed', 'b-leave-only', 'a-old-closed']);
+    expect(ids(await store.list(database.db, { gameId: 'g_a', open: true, limit: 50 }))).toEqual(['a-mid-open', 'a-old-open']);
+    expect(ids(await store.list(database.db, { gameId: 'g_b', open: false, limit: 1 }))).toEqual(['b-new-closed']);
+    const after = { createdAt: 900, gameId: 'g_b', sessionId: 'b-new-open' };
+    expect(ids(await store.list(database.db, { open: true, limit: 2, after }))).toEqual(['a-mid-open', 'b-old-open']);
+  });
+
+  it('sessions stored before the migration are found in the right index after it', async () => {
+    const before = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < '0005'));
+    await migrateToLatest(database, before);
+    await seed();
+    await migrateToLatest(database);
+    expect(ids(await store.list(database.db, { open: true, limit: 50 }))).toEqual(['b-new-open', 'a-mid-open', 'b-old-open', 'a-old-open']);
+    expect(ids(await store.list(database.db, { open: false, limit: 50 }))).toEqual(['b-new-closed', 'b-leave-only', 'a-old-closed']);
+    expect(ids(await store.findExpired(database.db, 300, 10))).toEqual(['a-old-open', 'b-old-open', 'a-mid-open']);
+  });
+});
+
+// What SQLite does with those queries: each game's page is a range read of its partial index,
+// in the index's order (no sort of the game's sessions). PostgreSQL's plan depends on its
+// statistics; the scale benchmark measures it at 10 million rows (docs/benchmarks.md, "Scale").
+describe.skipIf(TEST_DB !== 'sqlite')('sessions on SQLite: the plans read the open and closed indexes', () => {
+  let tdb: TestDatabase;
+  let raw: SQLite.Database;
+  let kysely: Kysely<DB>;
+  const seen: CompiledQuery[] = [];
+
+  beforeEach(async () => {
+    tdb = await createTestDatabase();
+    const database = openDatabase(tdb.url);
+    await migrateToLatest(database);
+    await addGames(database, 'g_a', 'g_b');
+    await database.close();
+    raw = new SQLite(tdb.url.slice('sqlite:'.length));
+    seen.length = 0;
+    kysely = new Kysely<DB>({
+      dialect: new SqliteDialect({ database: raw }),
+      log: (e) => {
+        if (e.level === 'query' && /"sessions"/.test(e.query.sql)) seen.push(e.query);
+      },
+    });
+  });
+  afterEach(async () => {
+    await kysely.destroy();
+    await tdb.drop();
+  });
+
+  /** The plan of the one sessions query `run` sent. */
+  const plan = async (run: (s: SessionStore) => Promise<unknown>): Promise<string[]> => {
+    seen.length = 0;
+    await run(new SessionStore(kysely));
+    expect(seen).toHaveLength(1);
+    const q = seen[0]!;
+    return raw
+      .prepare(`EXPLAIN QUERY PLAN ${q.sql}`)
+      .all(...(q.parameters as unknown[]))
+      .map((r) => (r as { detail: string }).detail);
+  };
+
+  /** Every read of the sessions table is a search of `index`, and no game's rows are sorted. */
+  const readsOnly = (lines: string[], index: string) => {
+    const reads = lines.filter((l) => /\bsessions\b/.test(l) && /^(SCAN|SEARCH)/.test(l));
+    expect(reads.length).toBeGreaterThan(0);
+    for (const l of reads) expect(l).toMatch(new RegExp(`^SEARCH sessions USING INDEX ${index} \\(game_id=\\?`));
+  };
+
+  it('the timeout sweep: sessions_open_created, per game', async () => {
+    const lines = await plan((s) => s.findExpired(kysely, 1_000, 500));
+    readsOnly(lines, 'sessions_open_created');
+    expect(lines).toContain('MERGE (UNION ALL)');
+  });
+
+  it('open=true: sessions_open_created, with and without a game and a cursor', async () => {
+    readsOnly(await plan((s) => s.list(kysely, { open: true, limit: 50 })), 'sessions_open_created');
+    const after = { createdAt: 900, gameId: 'g_a', sessionId: 's' };
+    const lines = await plan((s) => s.list(kysely, { gameId: 'g_a', open: true, limit: 50, after }));
+    readsOnly(lines, 'sessions_open_created');
+    expect(lines.some((l) => l.includes('TEMP B-TREE'))).toBe(false);
+  });
+
+  it('open=false: sessions_closed_created, with and without a game', async () => {
+    readsOnly(await plan((s) => s.list(kysely, { open: false, limit: 50 })), 'sessions_closed_created');
+    const lines = await plan((s) => s.list(kysely, { gameId: 'g_b', open: false, limit: 50 }));
+    readsOnly(lines, 'sessions_closed_created');
+    expect(lines.some((l) => l.includes('TEMP B-TREE'))).toBe(false);
+  });
+});
