@@ -5,7 +5,7 @@ import { sql, type Kysely } from 'kysely';
  * operator's `open=true` and `open=false` listings read only their rows:
  * - with many players online, `open=false` on SQLite walked past every open session at the
  *   newest end of (game_id, created_at, session_id) before it found a closed one, and
- *   `open=true` on PostgreSQL collected and sorted every open session (~100-140 ms at 440,000
+ *   `open=true` on PostgreSQL collected and sorted every open session (84-138 ms at ~440,000
  *   open sessions; docs/benchmarks.md, "Scale");
  * - the timeout sweep reads the oldest open sessions per game from the open index, so
  *   sessions_open (left_at, entered_at), which served only the sweep, goes: an enter-game still
