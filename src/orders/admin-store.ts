@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely';
+import type { Expression, Kysely, Selectable } from 'kysely';
 import type { DB, NotificationAttemptsTable, NotificationsTable, OrderStatus, PaymentsTable } from '../db/schema.js';
 import { acrossGames } from '../db/per-game.js';
 import type { OrderEventRow, OrderRow } from './store.js';
@@ -27,11 +27,12 @@ export class OrderAdminStore {
    * Newest first by (created_at, order_id). With a game, or with no filter at all, one index
    * range read in order. With another filter but no game, every game's newest matching rows are
    * read through a per-game index ((game_id, status, created_at, order_id), (game_id, combo_id,
-   * created_at, order_id), (game_id, reference_id)) and merged: without it a rare status or an unknown
-   * player scanned the whole table (10 million rows: seconds; docs/benchmarks.md).
+   * created_at, order_id), (game_id, reference_id)) and merged, in one statement however many games
+   * there are (db/per-game.ts): without it a rare status or an unknown player scanned the whole
+   * table (10 million rows: seconds; docs/benchmarks.md).
    */
   async list(filter: OrderFilter, after: OrderCursor | null, limit: number): Promise<OrderRow[]> {
-    const query = (gameId: string | undefined) => {
+    const query = (gameId: string | Expression<string> | undefined) => {
       let q = this.db.selectFrom('orders').selectAll();
       if (gameId !== undefined) q = q.where('game_id', '=', gameId);
       if (filter.status !== undefined) q = q.where('status', '=', filter.status);
@@ -48,7 +49,7 @@ export class OrderAdminStore {
     };
     const otherFilter = filter.status !== undefined || filter.comboId !== undefined || filter.referenceId !== undefined;
     if (filter.gameId !== undefined || !otherFilter) return query(filter.gameId).execute();
-    return acrossGames(this.db, query, (m) => m.orderBy('created_at', 'desc').orderBy('order_id', 'desc').limit(limit));
+    return acrossGames(this.db, 'orders', query, (m) => m.orderBy('created_at', 'desc').orderBy('order_id', 'desc').limit(limit));
   }
 
   events(orderId: string): Promise<OrderEventRow[]> {

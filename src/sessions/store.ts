@@ -1,8 +1,8 @@
-import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { Expression, Kysely, Selectable, Transaction } from 'kysely';
 import type { StatementRunner, TransactionRunner } from '../db/group-commit.js';
 import type { DB, NppaEventsTable, SessionsTable } from '../db/schema.js';
 import { prepare } from '../db/prepared.js';
-import { acrossGames, everyGame } from '../db/per-game.js';
+import { acrossGames } from '../db/per-game.js';
 
 export type SessionRow = Selectable<SessionsTable>;
 export type BehaviourEventRow = Selectable<NppaEventsTable>;
@@ -77,17 +77,16 @@ export class SessionStore {
   }
 
   /**
-   * Open sessions entered at or before `enteredBefore`: the timeout sweep, up to `limit` a run,
-   * oldest first within each group of games (db/per-game.ts, everyGame). Read per game from
-   * sessions_open_created: an open session's created_at is its entered_at (enter-game sets both;
-   * a session first reported by a leave is closed), so the range on created_at is the index's,
-   * and the entered_at term only restates it.
+   * Open sessions entered at or before `enteredBefore`, oldest first: the timeout sweep, up to
+   * `limit` a run. Read per game from sessions_open_created (db/per-game.ts): an open session's
+   * created_at is its entered_at (enter-game sets both; a session first reported by a leave is
+   * closed), so the range on created_at is the index's, and the entered_at term only restates it.
    */
   findExpired(q: Q, enteredBefore: number, limit: number): Promise<SessionRow[]> {
-    return everyGame(
+    return acrossGames(
       q,
-      limit,
-      (gameId, n) =>
+      'sessions',
+      (gameId) =>
         q
           .selectFrom('sessions')
           .selectAll()
@@ -97,8 +96,8 @@ export class SessionStore {
           .where('entered_at', '<=', enteredBefore)
           .orderBy('created_at')
           .orderBy('session_id')
-          .limit(n),
-      (m, n) => m.orderBy('created_at').orderBy('game_id').orderBy('session_id').limit(n),
+          .limit(limit),
+      (m) => m.orderBy('created_at').orderBy('game_id').orderBy('session_id').limit(limit),
     );
   }
 
@@ -116,10 +115,10 @@ export class SessionStore {
   /**
    * Newest first, keyset paging on (created_at, game_id, session_id). One game: one range read
    * of (game_id, created_at, session_id) in order. Without a game, every game's newest rows
-   * are read that way and merged (no sort of every session; docs/benchmarks.md).
+   * are read that way and merged in one statement (db/per-game.ts; no sort of every session).
    */
   async list(q: Q, f: SessionFilter): Promise<SessionRow[]> {
-    const query = (gameId: string | undefined) => {
+    const query = (gameId: string | Expression<string> | undefined) => {
       let query = q.selectFrom('sessions').selectAll();
       if (gameId !== undefined) query = query.where('game_id', '=', gameId);
       if (f.comboId !== undefined) query = query.where('combo_id', '=', f.comboId);
@@ -138,7 +137,7 @@ export class SessionStore {
       return query.orderBy('created_at', 'desc').orderBy('game_id', 'desc').orderBy('session_id', 'desc').limit(f.limit);
     };
     if (f.gameId !== undefined) return query(f.gameId).execute();
-    return acrossGames(q, query, (m) => m.orderBy('created_at', 'desc').orderBy('game_id', 'desc').orderBy('session_id', 'desc').limit(f.limit));
+    return acrossGames(q, 'sessions', query, (m) => m.orderBy('created_at', 'desc').orderBy('game_id', 'desc').orderBy('session_id', 'desc').limit(f.limit));
   }
 
   async insertBehaviourEvent(q: Q, row: BehaviourEventRow): Promise<void> {
