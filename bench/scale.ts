@@ -9,14 +9,16 @@
  * create-order and enter-game (autocannon, 64 connections, pre-signed unique requests; req/s,
  * p50/p99 and server CPU µs per request), then the operator listings (GET /admin/v1/orders and
  * /admin/v1/sessions for every filter combination, and cursor paging deep into the data), each
- * timed sequentially: p50/p99/max per query.
+ * timed sequentially: p50/p99/max per query; then the listings without a game again with
+ * SCALE_MORE_GAMES empty games added.
  *
  * Settings: SCALE_ROWS (10000000), SCALE_DB (sqlite|postgres|both; both), SCALE_DIR (where the
  * SQLite files and the game secrets live; /tmp/combo-scale), SCALE_PG_URL
  * (postgres://postgres@127.0.0.1:5432; databases `combo_scale` and `combo_scale_empty` are
  * created there), SCALE_REUSE=1 (keep a seeded database from an earlier run with the same
  * SCALE_ROWS), SCALE_ROUNDS (empty/full measurement pairs, 2), SCALE_LIST_RUNS (timed runs per
- * listing query, 20), SCALE_WARMUP (s of untimed load on each service first, 5), BENCH_DURATION (s per throughput measurement, 10), BENCH_CONNECTIONS (64),
+ * listing query, 20), SCALE_MORE_GAMES (empty games added for the second pass of listings, 400;
+ * 0: none), SCALE_WARMUP (s of untimed load on each service first, 5), BENCH_DURATION (s per throughput measurement, 10), BENCH_CONNECTIONS (64),
  * SCALE_SEED_ONLY=1 (prepare the databases, measure nothing), SCALE_DROP=1 (drop the PostgreSQL databases and SQLite files at the end).
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -38,6 +40,7 @@ const LIST_RUNS = Number(process.env.SCALE_LIST_RUNS ?? 20);
 const duration = Number(process.env.BENCH_DURATION ?? 10);
 const WARMUP = Number(process.env.SCALE_WARMUP ?? 5);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 64);
+const MORE_GAMES = Number(process.env.SCALE_MORE_GAMES ?? 400);
 /** Fixed so that a reused database's encrypted game secrets stay readable. */
 const SECRETS_KEY = Buffer.alloc(32, 7).toString('base64');
 
@@ -339,19 +342,8 @@ async function timeGet(base: string, uri: string, runs: number): Promise<{ ms: n
 
 const cursorOf = (v: unknown[]) => Buffer.from(JSON.stringify(v), 'utf8').toString('base64url');
 
-async function listings(svc: Service, kind: string): Promise<ListTiming[]> {
-  const out: ListTiming[] = [];
-  const stat = (name: string, ms: number[], rows: number) => {
-    const s = [...ms].sort((a, b) => a - b);
-    const r = (x: number) => Math.round(x * 10) / 10;
-    out.push({ name, rows, p50: r(quantile(s, 0.5)), p99: r(quantile(s, 0.99)), max: r(s[s.length - 1]!) });
-  };
-  const one = async (name: string, uri: string) => {
-    await timeGet(svc.address, uri, 1); // warm-up (first run of a plan)
-    const { ms, body } = await timeGet(svc.address, uri, LIST_RUNS);
-    stat(name, ms, body.data.length);
-    return body;
-  };
+/** Every listing query timed: [name, uri]; the cursor walks are in `listings`. */
+async function listingQueries(svc: Service): Promise<[string, string][]> {
   const now = Date.now();
   const mid = now - SPAN_MS / 2;
   const old = now - SPAN_MS + 86_400_000; // one day after the oldest row
@@ -401,17 +393,31 @@ async function listings(svc: Service, kind: string): Promise<ListTiming[]> {
     ['sessions: cursor at 99 % depth', `${s}&cursor=${deepSession(old)}`],
     ['sessions: game_id, cursor at 99 %', `${s}&game_id=scale_g4&cursor=${deepSession(old)}`],
   );
+  return queries;
+}
+
+/** Walks of 100 pages of 200 from the newest, each page timed once, with and without a filter. */
+const WALKS: [string, string][] = [
+  ['orders: 100 pages of 200 (cursor walk)', '/admin/v1/orders?limit=200'],
+  ['orders: game_id+status, 100 pages of 200', '/admin/v1/orders?limit=200&game_id=scale_g4&status=delivered'],
+  ['sessions: 100 pages of 200 (cursor walk)', '/admin/v1/sessions?limit=200'],
+];
+
+async function listings(svc: Service, kind: string, queries: [string, string][], walks: [string, string][], suffix = ''): Promise<ListTiming[]> {
+  const out: ListTiming[] = [];
+  const stat = (name: string, ms: number[], rows: number) => {
+    const s = [...ms].sort((a, b) => a - b);
+    const r = (x: number) => Math.round(x * 10) / 10;
+    out.push({ name: name + suffix, rows, p50: r(quantile(s, 0.5)), p99: r(quantile(s, 0.99)), max: r(s[s.length - 1]!) });
+  };
   for (const [name, uri] of queries) {
-    log(`${kind}: ${name}`);
-    await one(name, uri);
+    log(`${kind}: ${name}${suffix}`);
+    await timeGet(svc.address, uri, 1); // warm-up (first run of a plan)
+    const { ms, body } = await timeGet(svc.address, uri, LIST_RUNS);
+    stat(name, ms, body.data.length);
   }
-  // Walk 100 pages of 200 from the newest, each page timed once, with and without a filter.
-  for (const [name, base] of [
-    ['orders: 100 pages of 200 (cursor walk)', '/admin/v1/orders?limit=200'],
-    ['orders: game_id+status, 100 pages of 200', '/admin/v1/orders?limit=200&game_id=scale_g4&status=delivered'],
-    ['sessions: 100 pages of 200 (cursor walk)', '/admin/v1/sessions?limit=200'],
-  ] as const) {
-    log(`${kind}: ${name}`);
+  for (const [name, base] of walks) {
+    log(`${kind}: ${name}${suffix}`);
     const ms: number[] = [];
     let cursor: string | null = null;
     let rows = 0;
@@ -425,6 +431,36 @@ async function listings(svc: Service, kind: string): Promise<ListTiming[]> {
     stat(name, ms, rows);
   }
   return out;
+}
+
+/**
+ * The listings without a game again, with MORE_GAMES empty games added, half of them between the
+ * first and second seeded game and half between the second and third in game order: what an
+ * operator running hundreds of games gets. The added games are removed again afterwards (by SQL:
+ * the admin API deletes no game), so a reused database stays as seeded.
+ */
+async function manyGamesListings(svc: Service, kind: string, databaseUrl: string, queries: [string, string][]): Promise<ListTiming[]> {
+  const half = Math.ceil(MORE_GAMES / 2);
+  const added = Array.from({ length: MORE_GAMES }, (_, i) => (i < half ? `scale_g1_m${String(i).padStart(4, '0')}` : `scale_g2_m${String(i).padStart(4, '0')}`));
+  log(`${kind}: adding ${MORE_GAMES} empty games...`);
+  for (const g of added) await adminCall(svc.address, 'POST', '/admin/v1/games', { game_id: g, name: g });
+  try {
+    const withoutGame = queries.filter(([name]) => !name.includes('game_id'));
+    return await listings(svc, kind, withoutGame, WALKS.filter(([name]) => !name.includes('game_id')), ` (${GAMES.length + MORE_GAMES} games)`);
+  } finally {
+    // `_` matches any one character: the seeded games (scale_g1..scale_g4) are too short to match.
+    const del = ['game_keys', 'games'].map((t) => `delete from ${t} where game_id like 'scale_g1_m%' or game_id like 'scale_g2_m%'`);
+    if (kind === 'sqlite') {
+      const db = new Database(databaseUrl.slice('sqlite:'.length));
+      for (const q of del) db.prepare(q).run();
+      db.close();
+    } else {
+      const c = new pg.Client({ connectionString: databaseUrl });
+      await c.connect();
+      for (const q of del) await c.query(q);
+      await c.end();
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -481,7 +517,9 @@ async function main() {
           rows.push({ what, round, e, f });
         }
       }
-      const lists = await listings(svcF, kind);
+      const queries = await listingQueries(svcF);
+      const lists = await listings(svcF, kind, queries, WALKS);
+      if (MORE_GAMES > 0) lists.push(...(await manyGamesListings(svcF, kind, full.databaseUrl, queries)));
       const rss = rssMb(svcF.child.pid);
 
       line(`\n## ${kind}: ${ROWS.toLocaleString('en')} orders and ${ROWS.toLocaleString('en')} sessions (${new Date().toISOString()}, ${os.cpus().length} cores, node ${process.version}, ${connections} connections, ${duration} s each)\n`);
