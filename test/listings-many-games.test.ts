@@ -1,8 +1,6 @@
-import SQLite from 'better-sqlite3';
-import { Kysely, SqliteDialect, sql, type CompiledQuery } from 'kysely';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase } from '../src/db/index.js';
-import type { DB } from '../src/db/schema.js';
 import { OrderAdminStore } from '../src/orders/admin-store.js';
 import { SessionStore } from '../src/sessions/store.js';
 import { ManualClock } from '../src/lib/clock.js';
@@ -10,6 +8,7 @@ import { createOrder } from './helpers/orders.js';
 import { enter, pool } from './helpers/nppa-game.js';
 import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
 import { admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
+import { insertGames, loggedSqlite, type LoggedSqlite } from './helpers/sqlite-plans.js';
 
 // The operator listings without a game read each game's newest rows through a per-game index,
 // all games in one statement (src/db/per-game.ts). Here, with hundreds of games, a player has
@@ -116,19 +115,14 @@ describe(`listings without a game, ${GAMES} games`, () => {
 // its time index (which would read every row at 10 million: docs/benchmarks.md, "Scale").
 describe.skipIf(TEST_DB !== 'sqlite')(`listings across ${GAMES} games on SQLite: one statement, an index read per game`, () => {
   let tdb: TestDatabase;
-  let raw: SQLite.Database;
-  let kysely: Kysely<DB>;
-  const seen: CompiledQuery[] = [];
+  let sqlite: LoggedSqlite;
 
   beforeAll(async () => {
     tdb = await createTestDatabase();
     const database = openDatabase(tdb.url);
     await migrateToLatest(database);
     const games = Array.from({ length: GAMES }, (_, i) => `g_${String(i).padStart(3, '0')}`);
-    for (const g of games) {
-      await sql`insert into games (game_id, name, iap_enabled, sandbox_payments, order_ttl_seconds, rate_limit_per_second, created_at, updated_at)
-        values (${g}, ${g}, 1, 1, 900, 100, 0, 0)`.execute(database.db);
-    }
+    await insertGames(database.db, ...games);
     for (const [i, g] of [games[0]!, games.at(-1)!].entries()) {
       await sql`insert into orders (order_id, game_id, reference_id, combo_id, product_id, platform, notify_url, quantity, amount, currency,
           status, token_secret, request_hash, created_at, expires_at, updated_at)
@@ -136,33 +130,26 @@ describe.skipIf(TEST_DB !== 'sqlite')(`listings across ${GAMES} games on SQLite:
       await sql`insert into sessions (game_id, session_id, combo_id, entered_at, created_at) values (${g}, ${`s${i}`}, 'p', 100, 100)`.execute(database.db);
     }
     await database.close();
-    raw = new SQLite(tdb.url.slice('sqlite:'.length));
-    kysely = new Kysely<DB>({
-      dialect: new SqliteDialect({ database: raw }),
-      log: (e) => void (e.level === 'query' && seen.push(e.query)),
-    });
+    sqlite = loggedSqlite(tdb.url.slice('sqlite:'.length));
   });
   afterAll(async () => {
-    await kysely?.destroy();
+    await sqlite?.kysely.destroy();
     await tdb?.drop();
   });
 
   /** The plan of the one query `run` sent to `table`, its reads of the table only. */
   const reads = async (run: () => Promise<unknown[]>, table: string): Promise<string[]> => {
-    seen.length = 0;
+    sqlite.seen.length = 0;
     expect(await run()).toHaveLength(2);
-    const queries = seen.filter((q) => q.sql.includes(`"${table}"`));
+    const queries = sqlite.seen.filter((q) => q.sql.includes(`"${table}"`));
     expect(queries).toHaveLength(1);
-    const lines = raw
-      .prepare(`EXPLAIN QUERY PLAN ${queries[0]!.sql}`)
-      .all(...(queries[0]!.parameters as unknown[]))
-      .map((r) => (r as { detail: string }).detail);
+    const lines = sqlite.plan(queries[0]!);
     expect(lines).toContain('SEARCH m USING INTEGER PRIMARY KEY (rowid=?)');
     return lines.filter((l) => new RegExp(`^(SCAN|SEARCH) ${table}\\b`).test(l));
   };
 
   it('orders: by player, by player and status, by status', async () => {
-    const store = new OrderAdminStore(kysely);
+    const store = new OrderAdminStore(sqlite.kysely);
     const filters = [{ comboId: 'p' }, { comboId: 'p', status: 'created' as const }, { status: 'created' as const }];
     for (const filter of filters) {
       const lines = await reads(() => store.list(filter, null, 50), 'orders');
@@ -172,9 +159,9 @@ describe.skipIf(TEST_DB !== 'sqlite')(`listings across ${GAMES} games on SQLite:
   });
 
   it('sessions: all, by player, open', async () => {
-    const store = new SessionStore(kysely);
+    const store = new SessionStore(sqlite.kysely);
     for (const filter of [{ limit: 50 }, { comboId: 'p', limit: 50 }, { open: true, limit: 50 }]) {
-      const lines = await reads(() => store.list(kysely, filter), 'sessions');
+      const lines = await reads(() => store.list(sqlite.kysely, filter), 'sessions');
       expect(lines.length, JSON.stringify(filter)).toBeGreaterThan(0);
       for (const l of lines) expect(l).toMatch(/^SEARCH sessions USING (COVERING )?INDEX \w+ \(game_id=\?/);
     }

@@ -1,11 +1,9 @@
-import SQLite from 'better-sqlite3';
-import { Kysely, SqliteDialect, sql, type CompiledQuery } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/index.js';
 import { migrations } from '../src/db/migrations/index.js';
-import type { DB } from '../src/db/schema.js';
 import { SessionStore, type SessionRow } from '../src/sessions/store.js';
 import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
+import { insertGames, loggedSqlite, type LoggedSqlite } from './helpers/sqlite-plans.js';
 
 // Open and closed sessions each have their own per-game index (migration
 // 0005_sessions_open_closed_indexes): the operator's open=true / open=false listings and the
@@ -21,12 +19,7 @@ const session = (gameId: string, sessionId: string, createdAt: number, leftAt: n
   created_at: createdAt,
 });
 
-async function addGames(database: Database, ...ids: string[]): Promise<void> {
-  for (const id of ids) {
-    await sql`insert into games (game_id, name, iap_enabled, sandbox_payments, order_ttl_seconds, rate_limit_per_second, created_at, updated_at)
-      values (${id}, ${id}, 1, 1, 900, 100, 0, 0)`.execute(database.db);
-  }
-}
+const addGames = (database: Database, ...ids: string[]) => insertGames(database.db, ...ids);
 
 const ids = (rows: SessionRow[]) => rows.map((r) => r.session_id);
 
@@ -110,9 +103,7 @@ describe('sessions: open and closed indexes', () => {
 // statistics; the scale benchmark measures it at 10 million rows (docs/benchmarks.md, "Scale").
 describe.skipIf(TEST_DB !== 'sqlite')('sessions on SQLite: the plans read the open and closed indexes', () => {
   let tdb: TestDatabase;
-  let raw: SQLite.Database;
-  let kysely: Kysely<DB>;
-  const seen: CompiledQuery[] = [];
+  let sqlite: LoggedSqlite;
 
   beforeEach(async () => {
     tdb = await createTestDatabase();
@@ -120,30 +111,20 @@ describe.skipIf(TEST_DB !== 'sqlite')('sessions on SQLite: the plans read the op
     await migrateToLatest(database);
     await addGames(database, 'g_a', 'g_b');
     await database.close();
-    raw = new SQLite(tdb.url.slice('sqlite:'.length));
-    seen.length = 0;
-    kysely = new Kysely<DB>({
-      dialect: new SqliteDialect({ database: raw }),
-      log: (e) => {
-        if (e.level === 'query' && /"sessions"/.test(e.query.sql)) seen.push(e.query);
-      },
-    });
+    sqlite = loggedSqlite(tdb.url.slice('sqlite:'.length));
   });
   afterEach(async () => {
-    await kysely.destroy();
+    await sqlite.kysely.destroy();
     await tdb.drop();
   });
 
   /** The plan of the one sessions query `run` sent. */
   const plan = async (run: (s: SessionStore) => Promise<unknown>): Promise<string[]> => {
-    seen.length = 0;
-    await run(new SessionStore(kysely));
-    expect(seen).toHaveLength(1);
-    const q = seen[0]!;
-    return raw
-      .prepare(`EXPLAIN QUERY PLAN ${q.sql}`)
-      .all(...(q.parameters as unknown[]))
-      .map((r) => (r as { detail: string }).detail);
+    sqlite.seen.length = 0;
+    await run(new SessionStore(sqlite.kysely));
+    const sent = sqlite.seen.filter((q) => /"sessions"/.test(q.sql));
+    expect(sent).toHaveLength(1);
+    return sqlite.plan(sent[0]!);
   };
 
   /** Every read of the sessions table is a search of `index`, and no game's rows are sorted. */
@@ -154,22 +135,22 @@ describe.skipIf(TEST_DB !== 'sqlite')('sessions on SQLite: the plans read the op
   };
 
   it('the timeout sweep: sessions_open_created, per game', async () => {
-    const lines = await plan((s) => s.findExpired(kysely, 1_000, 500));
+    const lines = await plan((s) => s.findExpired(sqlite.kysely, 1_000, 500));
     readsOnly(lines, 'sessions_open_created');
     expect(lines).toContain('SEARCH m USING INTEGER PRIMARY KEY (rowid=?)');
   });
 
   it('open=true: sessions_open_created, with and without a game and a cursor', async () => {
-    readsOnly(await plan((s) => s.list(kysely, { open: true, limit: 50 })), 'sessions_open_created');
+    readsOnly(await plan((s) => s.list(sqlite.kysely, { open: true, limit: 50 })), 'sessions_open_created');
     const after = { createdAt: 900, gameId: 'g_a', sessionId: 's' };
-    const lines = await plan((s) => s.list(kysely, { gameId: 'g_a', open: true, limit: 50, after }));
+    const lines = await plan((s) => s.list(sqlite.kysely, { gameId: 'g_a', open: true, limit: 50, after }));
     readsOnly(lines, 'sessions_open_created');
     expect(lines.some((l) => l.includes('TEMP B-TREE'))).toBe(false);
   });
 
   it('open=false: sessions_closed_created, with and without a game', async () => {
-    readsOnly(await plan((s) => s.list(kysely, { open: false, limit: 50 })), 'sessions_closed_created');
-    const lines = await plan((s) => s.list(kysely, { gameId: 'g_b', open: false, limit: 50 }));
+    readsOnly(await plan((s) => s.list(sqlite.kysely, { open: false, limit: 50 })), 'sessions_closed_created');
+    const lines = await plan((s) => s.list(sqlite.kysely, { gameId: 'g_b', open: false, limit: 50 }));
     readsOnly(lines, 'sessions_closed_created');
     expect(lines.some((l) => l.includes('TEMP B-TREE'))).toBe(false);
   });
