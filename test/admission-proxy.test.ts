@@ -1,0 +1,210 @@
+/**
+ * The shipped admission proxy, deploy/haproxy.cfg, in front of a real service: HAProxy itself,
+ * started from that file with its COMBO_* settings, so that a change to the file that breaks
+ * the limit or the answers' shape fails here. Overload at 5x through it is measured by
+ * `BENCH_OVERLOAD_PROXY=haproxy BENCH_ONLY=overload5x npm run bench` (docs/benchmarks.md).
+ *
+ * A request is held in progress by a query-binding whose GM call the fake GM holds, so the one
+ * slot (COMBO_MAXCONN=1) stays taken for as long as a test needs.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createGame, orderBody, signed, startService, type Answer, type TestGame, type TestService } from './helpers/service.js';
+import { createPartner, FakeGm, partnerGet, queryUri, role, until, type TestPartner } from './helpers/partners.js';
+
+const HAPROXY = process.env.HAPROXY_PATH ?? 'haproxy';
+const haveHaproxy = spawnSync(HAPROXY, ['-v']).status === 0;
+if (!haveHaproxy) console.warn(`*** admission proxy tests SKIPPED: no ${HAPROXY} on the PATH (apt-get install haproxy) ***`);
+
+interface Proxy {
+  /** The service as seen through the proxy: the test helpers take it in place of the service. */
+  via: TestService;
+  /** Requests waiting in HAProxy's queue now (its stats socket). */
+  queued(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+const gmKeys = new Map<string, string[]>();
+let gm: FakeGm;
+let t: TestService;
+let dir: string;
+
+beforeAll(async () => {
+  if (!haveHaproxy) return;
+  dir = mkdtempSync(path.join(os.tmpdir(), 'combo-haproxy-'));
+  gm = await new FakeGm(() => gmKeys, () => Date.now()).start();
+  t = await startService({ env: { GM_TIMEOUT_MS: '30000' } });
+});
+afterAll(async () => {
+  await t?.stop();
+  await gm?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+afterEach(() => {
+  gm?.release();
+  if (gm) gm.mode = { kind: 'roles' };
+});
+
+let proxies = 0;
+/** HAProxy from deploy/haproxy.cfg with these COMBO_* settings, plus a stats socket for the test. */
+async function startProxy(settings: Record<string, string>, waitReady = true): Promise<Proxy> {
+  const port = await freePort();
+  const socket = path.join(dir, `stats-${++proxies}.sock`);
+  const extra = path.join(dir, `stats-${proxies}.cfg`);
+  writeFileSync(extra, `global\n\tstats socket ${socket} mode 600 level user\n`);
+  const env = { ...process.env, COMBO_LISTEN: `127.0.0.1:${port}`, COMBO_SERVER_1: new URL(t.url).host, ...settings };
+  const child: ChildProcess = spawn(HAPROXY, ['-f', 'deploy/haproxy.cfg', '-f', extra], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const via: TestService = { ...t, url: `http://127.0.0.1:${port}` };
+  await until(async () => {
+    if (child.exitCode !== null) throw new Error(`haproxy exited with ${child.exitCode}: ${stderr}`);
+    return fetch(`${via.url}/readyz`).then((r) => !waitReady || r.status === 200, () => false);
+  }, 'haproxy to answer /readyz');
+  return {
+    via,
+    queued: async () => {
+      const csv = await statsCommand(socket, 'show stat\n');
+      // The backend's summary row: "combo,BACKEND,<qcur>,..."
+      const row = csv.split('\n').find((l) => l.startsWith('combo,BACKEND,'));
+      return Number(row?.split(',')[2]);
+    },
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+function statsCommand(socket: string, command: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(socket);
+    let out = '';
+    s.on('data', (c: Buffer) => (out += c.toString()));
+    s.on('end', () => resolve(out));
+    s.on('error', reject);
+    s.end(command);
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+async function ordersWithReference(game: TestGame, referenceId: string): Promise<number> {
+  const rows = await t.service.database.db.selectFrom('orders').select('order_id').where('game_id', '=', game.gameId).where('reference_id', '=', referenceId).execute();
+  return rows.length;
+}
+
+let comboSeq = 0;
+/** A game, a partner and a bound user whose GM call the fake GM will hold. */
+async function boundUser(): Promise<{ game: TestGame; partner: TestPartner; uri: string }> {
+  const game = await createGame(t, { gm_url: gm.url });
+  gmKeys.set(game.gameId, [game.secret]);
+  const partner = await createPartner(t, [game.gameId]);
+  const combo = `combo-${++comboSeq}-${game.gameId}`;
+  gm.roles.set(combo, [role('r1')]);
+  const b = await signed(t, game, 'POST', '/v1/server/bind-partner-user', { partner_id: partner.partnerId, partner_user_id: 'pu-1', combo_id: combo, role_id: 'r1' });
+  expect(b.status).toBe(200);
+  return { game, partner, uri: queryUri(game.gameId, 'pu-1') };
+}
+
+/**
+ * Takes the proxy's one slot: a query-binding held at the GM until `gm.release()`. Its answer
+ * comes wrapped (an async function's returned promise would be awaited with it).
+ */
+async function holdTheSlot(p: Proxy): Promise<{ answer: Promise<Answer> }> {
+  const { game, partner, uri } = await boundUser();
+  gm.mode = { kind: 'hold' };
+  const before = gm.callsFor(game.gameId);
+  const answer = partnerGet(p.via, partner, uri);
+  await until(() => gm.callsFor(game.gameId) === before + 1, 'the GM call to be held');
+  return { answer };
+}
+
+function expectRefusal(a: { status: number; body: unknown; headers: { get(n: string): string | null } | Record<string, string> }): void {
+  const header = (n: string) => ('get' in a.headers && typeof a.headers.get === 'function' ? a.headers.get(n) : (a.headers as Record<string, string>)[n]);
+  expect(a.status).toBe(503);
+  expect(a.body).toEqual({ error: 'service_unavailable', message: expect.any(String) });
+  expect(header('content-type')).toBe('application/json; charset=utf-8');
+  expect(header('retry-after')).toBe('1');
+  expect(header('x-trace-id')).toMatch(/^[0-9a-f-]{36}$/);
+}
+
+describe.skipIf(!haveHaproxy)('the admission proxy (deploy/haproxy.cfg)', () => {
+  it('passes signed requests through unchanged: create-order and a query-binding answer as from the service', async () => {
+    const p = await startProxy({});
+    try {
+      const game = await createGame(t);
+      const body = orderBody();
+      const order = await signed(p.via, game, 'POST', '/v1/server/create-order', body);
+      expect(order.status).toBe(200);
+      expect(order.headers.get('x-trace-id')).toBeTruthy();
+      // Idempotent through the proxy as without it: the same order again.
+      expect((await signed(t, game, 'POST', '/v1/server/create-order', body)).body).toEqual(order.body);
+      const { partner, uri } = await boundUser();
+      const q = await partnerGet(p.via, partner, uri);
+      expect(q.status).toBe(200);
+      expect(q.body.role.role_id).toBe('r1');
+    } finally {
+      await p.stop();
+    }
+  });
+
+  it('with the instance full and the queue full, refuses a new request at once with the ErrorResponse; what waited is served once a slot frees', async () => {
+    const p = await startProxy({ COMBO_MAXCONN: '1', COMBO_MAX_QUEUE: '1', COMBO_QUEUE_TIMEOUT: '30s' });
+    try {
+      const held = await holdTheSlot(p);
+      const game = await createGame(t);
+      const waiting = signed(p.via, game, 'POST', '/v1/server/create-order', orderBody());
+      await until(async () => (await p.queued()) === 1, 'the second request to wait in the queue');
+      const refusedBody = orderBody();
+      const refused = await signed(p.via, game, 'POST', '/v1/server/create-order', refusedBody);
+      expectRefusal(refused);
+      // Refused before the service saw it: nothing stored.
+      expect(await ordersWithReference(game, String(refusedBody.reference_id))).toBe(0);
+      gm.release();
+      expect((await held.answer).status).toBe(200);
+      expect((await waiting).status).toBe(200);
+      expect((await signed(p.via, game, 'POST', '/v1/server/create-order', refusedBody)).status).toBe(200);
+      expect(await ordersWithReference(game, String(refusedBody.reference_id))).toBe(1);
+    } finally {
+      await p.stop();
+    }
+  });
+
+  it('answers a request that waited COMBO_QUEUE_TIMEOUT for a slot with the ErrorResponse 503', async () => {
+    const p = await startProxy({ COMBO_MAXCONN: '1', COMBO_MAX_QUEUE: '64', COMBO_QUEUE_TIMEOUT: '100ms' });
+    try {
+      const held = await holdTheSlot(p);
+      const game = await createGame(t);
+      const timedOut = await signed(p.via, game, 'POST', '/v1/server/create-order', orderBody());
+      expectRefusal(timedOut);
+      gm.release();
+      expect((await held.answer).status).toBe(200);
+    } finally {
+      await p.stop();
+    }
+  });
+
+  it('answers 503 with the ErrorResponse when no instance is up', async () => {
+    const p = await startProxy({ COMBO_SERVER_1: `127.0.0.1:${await freePort()}` }, false);
+    try {
+      const game = await createGame(t);
+      expectRefusal(await signed(p.via, game, 'POST', '/v1/server/create-order', orderBody()));
+    } finally {
+      await p.stop();
+    }
+  });
+});
