@@ -37,7 +37,7 @@ export function freePort(): Promise<number> {
 export async function ready(url: string, child: ChildProcess, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}`);
+    if (child.exitCode !== null) throw new Error(`${child.spawnfile ?? 'service'} exited with ${child.exitCode}`);
     try {
       if ((await fetch(`${url}/readyz`)).status === 200) return;
     } catch {

@@ -9,6 +9,7 @@
  * (comma list of scenario names), BENCH_OVERLOAD_SECONDS
  * (10), BENCH_OVERLOAD_FACTOR (5), BENCH_OVERLOAD_CONNECTIONS (1024), BENCH_SUSTAINABLE (`open`,
  * `closed`, or a number of req/s: how the overload5x scenario defines the sustainable rate),
+ * BENCH_OVERLOAD_PROXY (`haproxy`: overload5x offers its load through deploy/haproxy.cfg),
  * BENCH_PIN (1: generator on CPU 0, service on CPU 1; see bench/lib.ts), BENCH_DATABASE_URL (the
  * service's DATABASE_URL instead of a fresh SQLite file; with a local PostgreSQL the table adds
  * the PostgreSQL server processes' CPU per request), BENCH_ROUNDS (1: how many times the
@@ -21,7 +22,7 @@
  * default: reference and session ids in order, 5,000 players in turn; `random`: random ids and
  * players drawn at random from a million, as real clients often send them).
  */
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -179,6 +180,9 @@ interface Overload5xResult {
   other: Record<string, number>;
   errors: number;
   cpuUsPerAnswer: number;
+  /** With BENCH_OVERLOAD_PROXY: the proxy's CPU per answer and its RSS at most. */
+  proxyCpuUsPerAnswer: number | null;
+  proxyRssMaxMb: number | null;
   rssStartMb: number;
   rssMaxMb: number;
   rssEndMb: number;
@@ -200,11 +204,14 @@ const OVERLOAD_RSS_BOUND_MB = 512;
  * rate at a constant arrival rate (open loop, bench/open-loop.ts, over BENCH_OVERLOAD_CONNECTIONS
  * keep-alive connections) for BENCH_OVERLOAD_SECONDS. Every answer is timed from its send, per
  * status: admitted (200) and shed (503/429) apart. Server RSS
- * is sampled every 100 ms; the service runs with its default shedding settings.
+ * is sampled every 100 ms; the service runs with its default shedding settings. With `proxy`
+ * (BENCH_OVERLOAD_PROXY), the sustainable rate is measured on the service directly and the 5x
+ * load is offered to the proxy in front of it.
  */
 async function overload5x(
   pid: number | undefined,
   url: string,
+  proxy: { url: string; pid: number | undefined } | null,
   makeSetup: () => RequestStream,
   makeRequest: (i: number) => Buffer,
 ): Promise<Overload5xResult> {
@@ -233,8 +240,12 @@ async function overload5x(
     ladder.push({ rate, p99, non200 });
     process.stderr.write(`  open loop ${rate} req/s: p99 ${p99} ms, non-200 ${non200}\n`);
     if (non200 > 0 || !(p99 <= 20)) {
-      // Not even the lowest step: keep descending rather than fall back to the closed loop.
-      if (sustainable === 0 && f > 0.1) fractions.push(Math.round((f / 2) * 100) / 100);
+      // Not even the lowest step: halve it rather than fall back to the closed loop.
+      if (sustainable === 0 && f > 0.1) {
+        fractions.splice(i + 1, fractions.length, Math.round((f / 2) * 1000) / 1000);
+        await new Promise((res) => setTimeout(res, 1000));
+        continue;
+      }
       break;
     }
     sustainable = rate;
@@ -249,13 +260,21 @@ async function overload5x(
   process.stderr.write(`sustainable ${sustainable} req/s; signing ${total} requests...\n`);
   const reqs = Array.from({ length: total }, () => next());
   process.stderr.write(`offering ${targetRate} req/s (open loop) for ${OVERLOAD_SECONDS}s over ${overConnections} connections...\n`);
+  const proxyPid = proxy?.pid;
   const rssStart = rssMb(pid);
   let rssMax = rssStart;
-  const sampler = setInterval(() => (rssMax = Math.max(rssMax, rssMb(pid))), 100);
+  let proxyRssMax = proxyPid ? rssMb(proxyPid) : NaN;
+  const sampler = setInterval(() => {
+    rssMax = Math.max(rssMax, rssMb(pid));
+    if (proxyPid) proxyRssMax = Math.max(proxyRssMax, rssMb(proxyPid));
+  }, 100);
   const cpu1 = cpuMs(pid);
+  const proxyCpu1 = cpuMs(proxyPid);
   let k = 0;
-  const r = await openLoop({ host: '127.0.0.1', port: Number(port), rate: targetRate, seconds: OVERLOAD_SECONDS, connections: overConnections, next: () => reqs[k++]!, drainMs: 10_000 });
+  const overPort = Number(new URL(proxy?.url ?? url).port);
+  const r = await openLoop({ host: '127.0.0.1', port: overPort, rate: targetRate, seconds: OVERLOAD_SECONDS, connections: overConnections, next: () => reqs[k++]!, drainMs: 10_000 });
   const cpu = cpuMs(pid) - cpu1;
+  const proxyCpu = cpuMs(proxyPid) - proxyCpu1;
   clearInterval(sampler);
   await new Promise((res) => setTimeout(res, 2000));
   const rssEnd = rssMb(pid);
@@ -289,6 +308,8 @@ async function overload5x(
     other,
     errors: result.errors,
     cpuUsPerAnswer: Math.round((cpu * 1000) / Math.max(1, answers)),
+    proxyCpuUsPerAnswer: proxyPid ? Math.round((proxyCpu * 1000) / Math.max(1, answers)) : null,
+    proxyRssMaxMb: proxyPid ? proxyRssMax : null,
     rssStartMb: rssStart,
     rssMaxMb: rssMax,
     rssEndMb: rssEnd,
@@ -592,10 +613,20 @@ async function main() {
       children.push(osvc.child);
       const og = (await adminCall(osvc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Bench', rate_limit_per_second: 1_000_000 })) as { secret_key: string };
       await adminCall(osvc.address, 'PUT', `/admin/v1/games/${game}/products/gem_60`, { name: '60 gems', price: 600, currency: 'CNY' });
+      // BENCH_OVERLOAD_PROXY=haproxy: the 5x load goes through deploy/haproxy.cfg (its
+      // admission limit) instead of straight to the service. The sustainable rate is still the
+      // service's own, measured without the proxy, so the load is the same 5x either way.
+      const proxy = overloadProxy(process.env.BENCH_OVERLOAD_PROXY);
+      let front: { url: string; pid: number | undefined } | null = null;
+      if (proxy) {
+        const p = await startHaproxy(osvc.address);
+        children.push(p.child);
+        front = { url: p.address, pid: p.child.pid };
+      }
       let batch = 0;
       const count = n;
       process.stderr.write(`running overload5x: sustainable rate for ${duration}s at ${connections} connections...\n`);
-      over5 = await overload5x(osvc.child.pid, osvc.address, () => {
+      over5 = await overload5x(osvc.child.pid, osvc.address, front, () => {
         const b = ++batch;
         return presigned(count, (i) => ({ path: '/v1/server/create-order', body: orderBody(i + b * 20_000_000) }), game, og.secret_key);
       }, (i) => {
@@ -635,7 +666,8 @@ async function main() {
     }
     if (over5) {
       const o = over5;
-      console.log(`\n| overload5x (create-order; MAX_INFLIGHT_REQUESTS=${o.maxInflight}, MAX_EVENT_LOOP_DELAY_MS=${o.maxDelay}) | value |`);
+      const via = o.proxyCpuUsPerAnswer !== null ? ', through deploy/haproxy.cfg' : '';
+      console.log(`\n| overload5x (create-order${via}; MAX_INFLIGHT_REQUESTS=${o.maxInflight}, MAX_EVENT_LOOP_DELAY_MS=${o.maxDelay}) | value |`);
       console.log('|---|---|');
       console.log(`| closed loop, ${connections} connections | ${o.closedLoop} req/s, ${o.sustainableCpuUs} µs CPU/req |`);
       console.log(`| open loop ladder (rate: p99 ms of 200s, non-200) | ${o.ladder.map((l) => `${l.rate}: ${l.p99}, ${l.non200}`).join('; ')} |`);
@@ -645,10 +677,13 @@ async function main() {
       console.log(`| shed (503/429) | ${o.shed}, p50 ${o.shedP50} ms, p99 ${o.shedP99} ms |`);
       console.log(`| other statuses; connection errors or unanswered | ${JSON.stringify(o.other)}; ${o.errors} |`);
       console.log(`| server CPU per answer | ${o.cpuUsPerAnswer} µs |`);
+      if (o.proxyCpuUsPerAnswer !== null) console.log(`| proxy (deploy/haproxy.cfg) CPU per answer; RSS max | ${o.proxyCpuUsPerAnswer} µs; ${o.proxyRssMaxMb} MB |`);
       console.log(`| server RSS start / max / end (2 s after) | ${o.rssStartMb} / ${o.rssMaxMb} / ${o.rssEndMb} MB |`);
       const checks: [string, boolean][] = [
         [`offered rate >= 90 % of ${OVERLOAD_FACTOR}x (${o.offeredPerSecond} of ${o.targetRate})`, o.offeredPerSecond >= 0.9 * o.targetRate],
-        [`memory bounded: RSS max ${o.rssMaxMb} MB <= ${OVERLOAD_RSS_BOUND_MB} MB`, o.rssMaxMb <= OVERLOAD_RSS_BOUND_MB],
+        o.proxyRssMaxMb === null
+          ? [`memory bounded: RSS max ${o.rssMaxMb} MB <= ${OVERLOAD_RSS_BOUND_MB} MB`, o.rssMaxMb <= OVERLOAD_RSS_BOUND_MB]
+          : [`memory bounded: RSS max ${o.rssMaxMb} MB + proxy ${o.proxyRssMaxMb} MB <= ${OVERLOAD_RSS_BOUND_MB} MB`, o.rssMaxMb + o.proxyRssMaxMb <= OVERLOAD_RSS_BOUND_MB],
         [`admitted p99 ${o.admittedP99} ms <= ${OVERLOAD_P99_BOUND_MS} ms`, o.admittedP99 <= OVERLOAD_P99_BOUND_MS],
         [`no answer other than 200/503/429 (${Object.values(o.other).reduce((a, b) => a + b, 0)}), no connection error (${o.errors})`, Object.keys(o.other).length === 0 && o.errors === 0],
         ['some requests admitted', o.admitted > 0],
@@ -684,6 +719,31 @@ function benchIds(value: string | undefined): 'sequential' | 'random' {
   if (value === undefined || value === '' || value === 'sequential') return 'sequential';
   if (value === 'random') return 'random';
   throw new Error(`BENCH_IDS must be sequential or random, not ${JSON.stringify(value)}`);
+}
+
+/** BENCH_OVERLOAD_PROXY: unset or empty (none), or `haproxy`. */
+function overloadProxy(value: string | undefined): 'haproxy' | null {
+  if (value === undefined || value === '') return null;
+  if (value === 'haproxy') return value;
+  throw new Error(`BENCH_OVERLOAD_PROXY must be haproxy or unset, not ${JSON.stringify(value)}`);
+}
+
+/**
+ * HAProxy with the shipped deploy/haproxy.cfg in front of `service` (its COMBO_* settings from
+ * this environment, the addresses from here), in the foreground; resolves once /readyz answers
+ * through it.
+ */
+async function startHaproxy(service: string): Promise<{ child: ChildProcess; address: string }> {
+  const port = await freePort();
+  const env = { ...process.env, COMBO_LISTEN: `127.0.0.1:${port}`, COMBO_SERVER_1: new URL(service).host };
+  const child = spawn('haproxy', ['-f', 'deploy/haproxy.cfg'], { env, stdio: ['ignore', 'inherit', 'inherit'] });
+  await new Promise<void>((resolve, reject) => {
+    child.once('spawn', resolve);
+    child.once('error', (e) => reject(new Error(`BENCH_OVERLOAD_PROXY=haproxy needs haproxy on the PATH (${e.message})`)));
+  });
+  const address = `http://127.0.0.1:${port}`;
+  await ready(address, child, 10_000);
+  return { child, address };
 }
 
 /** One of a million players, at random. */
