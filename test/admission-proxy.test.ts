@@ -81,6 +81,16 @@ async function startProxy(settings: Record<string, string>, waitReady = true): P
   };
 }
 
+/** Runs `body` against a proxy started with these settings, and stops the proxy after. */
+async function withProxy(settings: Record<string, string>, body: (p: Proxy) => Promise<void>, waitReady = true): Promise<void> {
+  const p = await startProxy(settings, waitReady);
+  try {
+    await body(p);
+  } finally {
+    await p.stop();
+  }
+}
+
 function statsCommand(socket: string, command: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const s = net.connect(socket);
@@ -144,8 +154,7 @@ function expectRefusal(a: { status: number; body: unknown; headers: { get(n: str
 
 describe.skipIf(!haveHaproxy)('the admission proxy (deploy/haproxy.cfg)', () => {
   it('passes signed requests through unchanged: create-order and a query-binding answer as from the service', async () => {
-    const p = await startProxy({});
-    try {
+    await withProxy({}, async (p) => {
       const game = await createGame(t);
       const body = orderBody();
       const order = await signed(p.via, game, 'POST', '/v1/server/create-order', body);
@@ -157,14 +166,11 @@ describe.skipIf(!haveHaproxy)('the admission proxy (deploy/haproxy.cfg)', () => 
       const q = await partnerGet(p.via, partner, uri);
       expect(q.status).toBe(200);
       expect(q.body.role.role_id).toBe('r1');
-    } finally {
-      await p.stop();
-    }
+    });
   });
 
   it('with the instance full and the queue full, refuses a new request at once with the ErrorResponse; what waited is served once a slot frees', async () => {
-    const p = await startProxy({ COMBO_MAXCONN: '1', COMBO_MAX_QUEUE: '1', COMBO_QUEUE_TIMEOUT: '30s' });
-    try {
+    await withProxy({ COMBO_MAXCONN: '1', COMBO_MAX_QUEUE: '1', COMBO_QUEUE_TIMEOUT: '30s' }, async (p) => {
       const held = await holdTheSlot(p);
       const game = await createGame(t);
       const waiting = signed(p.via, game, 'POST', '/v1/server/create-order', orderBody());
@@ -179,32 +185,25 @@ describe.skipIf(!haveHaproxy)('the admission proxy (deploy/haproxy.cfg)', () => 
       expect((await waiting).status).toBe(200);
       expect((await signed(p.via, game, 'POST', '/v1/server/create-order', refusedBody)).status).toBe(200);
       expect(await ordersWithReference(game, String(refusedBody.reference_id))).toBe(1);
-    } finally {
-      await p.stop();
-    }
+    });
   });
 
   it('answers a request that waited COMBO_QUEUE_TIMEOUT for a slot with the ErrorResponse 503', async () => {
-    const p = await startProxy({ COMBO_MAXCONN: '1', COMBO_MAX_QUEUE: '64', COMBO_QUEUE_TIMEOUT: '100ms' });
-    try {
+    await withProxy({ COMBO_MAXCONN: '1', COMBO_MAX_QUEUE: '64', COMBO_QUEUE_TIMEOUT: '100ms' }, async (p) => {
       const held = await holdTheSlot(p);
       const game = await createGame(t);
       const timedOut = await signed(p.via, game, 'POST', '/v1/server/create-order', orderBody());
       expectRefusal(timedOut);
       gm.release();
       expect((await held.answer).status).toBe(200);
-    } finally {
-      await p.stop();
-    }
+    });
   });
 
   it('answers 503 with the ErrorResponse when no instance is up', async () => {
-    const p = await startProxy({ COMBO_SERVER_1: `127.0.0.1:${await freePort()}` }, false);
-    try {
+    const nobody = `127.0.0.1:${await freePort()}`;
+    await withProxy({ COMBO_SERVER_1: nobody }, async (p) => {
       const game = await createGame(t);
       expectRefusal(await signed(p.via, game, 'POST', '/v1/server/create-order', orderBody()));
-    } finally {
-      await p.stop();
-    }
+    }, false);
   });
 });
