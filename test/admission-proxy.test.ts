@@ -18,6 +18,7 @@ import { createPartner, FakeGm, partnerGet, queryUri, role, until, type TestPart
 
 const HAPROXY = process.env.HAPROXY_PATH ?? 'haproxy';
 const haveHaproxy = spawnSync(HAPROXY, ['-v']).status === 0;
+if (!haveHaproxy && process.env.CI) throw new Error(`HAProxy is required in CI for the admission proxy tests (no ${HAPROXY} on the PATH)`);
 if (!haveHaproxy) console.warn(`*** admission proxy tests SKIPPED: no ${HAPROXY} on the PATH (apt-get install haproxy) ***`);
 
 interface Proxy {
