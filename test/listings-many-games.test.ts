@@ -1,14 +1,13 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrateToLatest, openDatabase } from '../src/db/index.js';
 import { OrderAdminStore } from '../src/orders/admin-store.js';
 import { SessionStore } from '../src/sessions/store.js';
 import { ManualClock } from '../src/lib/clock.js';
 import { createOrder } from './helpers/orders.js';
 import { enter, pool } from './helpers/nppa-game.js';
-import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
+import { TEST_DB, type TestDatabase } from './helpers/db.js';
 import { admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
-import { insertGames, loggedSqlite, type LoggedSqlite } from './helpers/sqlite-plans.js';
+import { plannedDatabase, type LoggedSqlite } from './helpers/sqlite-plans.js';
 
 // The operator listings without a game read each game's newest rows through a per-game index,
 // all games in one statement (src/db/per-game.ts). Here, with hundreds of games, a player has
@@ -118,19 +117,15 @@ describe.skipIf(TEST_DB !== 'sqlite')(`listings across ${GAMES} games on SQLite:
   let sqlite: LoggedSqlite;
 
   beforeAll(async () => {
-    tdb = await createTestDatabase();
-    const database = openDatabase(tdb.url);
-    await migrateToLatest(database);
     const games = Array.from({ length: GAMES }, (_, i) => `g_${String(i).padStart(3, '0')}`);
-    await insertGames(database.db, ...games);
-    for (const [i, g] of [games[0]!, games.at(-1)!].entries()) {
-      await sql`insert into orders (order_id, game_id, reference_id, combo_id, product_id, platform, notify_url, quantity, amount, currency,
-          status, token_secret, request_hash, created_at, expires_at, updated_at)
-        values (${`10${i}`}, ${g}, ${`r${i}`}, 'p', 'gem_60', 'ios', 'https://x.example/n', 1, 600, 'CNY', 'created', 's', 'h', 100, 200, 100)`.execute(database.db);
-      await sql`insert into sessions (game_id, session_id, combo_id, entered_at, created_at) values (${g}, ${`s${i}`}, 'p', 100, 100)`.execute(database.db);
-    }
-    await database.close();
-    sqlite = loggedSqlite(tdb.url.slice('sqlite:'.length));
+    ({ tdb, sqlite } = await plannedDatabase(games, async (db) => {
+      for (const [i, g] of [games[0]!, games.at(-1)!].entries()) {
+        await sql`insert into orders (order_id, game_id, reference_id, combo_id, product_id, platform, notify_url, quantity, amount, currency,
+            status, token_secret, request_hash, created_at, expires_at, updated_at)
+          values (${`10${i}`}, ${g}, ${`r${i}`}, 'p', 'gem_60', 'ios', 'https://x.example/n', 1, 600, 'CNY', 'created', 's', 'h', 100, 200, 100)`.execute(db);
+        await sql`insert into sessions (game_id, session_id, combo_id, entered_at, created_at) values (${g}, ${`s${i}`}, 'p', 100, 100)`.execute(db);
+      }
+    }));
   });
   afterAll(async () => {
     await sqlite?.kysely.destroy();

@@ -3,7 +3,7 @@ import { migrateToLatest, openDatabase, type Database } from '../src/db/index.js
 import { migrations } from '../src/db/migrations/index.js';
 import { SessionStore, type SessionRow } from '../src/sessions/store.js';
 import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
-import { insertGames, loggedSqlite, type LoggedSqlite } from './helpers/sqlite-plans.js';
+import { insertGames, plannedDatabase, type LoggedSqlite } from './helpers/sqlite-plans.js';
 
 // Open and closed sessions each have their own per-game index (migration
 // 0005_sessions_open_closed_indexes): the operator's open=true / open=false listings and the
@@ -106,12 +106,7 @@ describe.skipIf(TEST_DB !== 'sqlite')('sessions on SQLite: the plans read the op
   let sqlite: LoggedSqlite;
 
   beforeEach(async () => {
-    tdb = await createTestDatabase();
-    const database = openDatabase(tdb.url);
-    await migrateToLatest(database);
-    await addGames(database, 'g_a', 'g_b');
-    await database.close();
-    sqlite = loggedSqlite(tdb.url.slice('sqlite:'.length));
+    ({ tdb, sqlite } = await plannedDatabase(['g_a', 'g_b']));
   });
   afterEach(async () => {
     await sqlite.kysely.destroy();

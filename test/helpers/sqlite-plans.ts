@@ -1,6 +1,8 @@
 import SQLite from 'better-sqlite3';
 import { Kysely, SqliteDialect, sql, type CompiledQuery } from 'kysely';
+import { migrateToLatest, openDatabase } from '../../src/db/index.js';
 import type { DB } from '../../src/db/schema.js';
+import { createTestDatabase, type TestDatabase } from './db.js';
 
 /** Games inserted as rows (no secret, no product): enough for the queries that join or list games. */
 export async function insertGames(db: Kysely<DB>, ...ids: string[]): Promise<void> {
@@ -32,4 +34,18 @@ export function loggedSqlite(file: string): LoggedSqlite {
       .all(...(query.parameters as unknown[]))
       .map((r) => (r as { detail: string }).detail);
   return { kysely, seen, plan };
+}
+
+/**
+ * A fresh test database, migrated, with these games and whatever `seed` writes; then closed and
+ * opened again through `loggedSqlite`, so that the test reads the plans of what it sends.
+ */
+export async function plannedDatabase(games: string[], seed?: (db: Kysely<DB>) => Promise<void>): Promise<{ tdb: TestDatabase; sqlite: LoggedSqlite }> {
+  const tdb = await createTestDatabase();
+  const database = openDatabase(tdb.url);
+  await migrateToLatest(database);
+  await insertGames(database.db, ...games);
+  await seed?.(database.db);
+  await database.close();
+  return { tdb, sqlite: loggedSqlite(tdb.url.slice('sqlite:'.length)) };
 }
