@@ -7,14 +7,17 @@
  * A request is held in progress by a query-binding whose GM call the fake GM holds, so the one
  * slot (COMBO_MAXCONN=1) stays taken for as long as a test needs.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
+import http2 from 'node:http2';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createGame, orderBody, signed, startService, type Answer, type TestGame, type TestService } from './helpers/service.js';
 import { createPartner, FakeGm, partnerGet, queryUri, role, until, type TestPartner } from './helpers/partners.js';
+import { authorizationHeader } from '../src/signing/signer.js';
 
 const HAPROXY = process.env.HAPROXY_PATH ?? 'haproxy';
 const haveHaproxy = spawnSync(HAPROXY, ['-v']).status === 0;
@@ -58,14 +61,16 @@ async function startProxy(settings: Record<string, string>, waitReady = true): P
   const extra = path.join(dir, `stats-${proxies}.cfg`);
   writeFileSync(extra, `global\n\tstats socket ${socket} mode 600 level user\n`);
   const env = { ...process.env, COMBO_LISTEN: `127.0.0.1:${port}`, COMBO_SERVER_1: new URL(t.url).host, ...settings };
+  const ca = settings.COMBO_TLS_CERT ? readFileSync(settings.COMBO_TLS_CERT) : undefined;
   const child: ChildProcess = spawn(HAPROXY, ['-f', 'deploy/haproxy.cfg', '-f', extra], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const via: TestService = { ...t, url: `http://127.0.0.1:${port}` };
+  const via: TestService = { ...t, url: `${ca ? 'https' : 'http'}://127.0.0.1:${port}` };
+  const readyz = () => (ca ? overTls('http/1.1', via.url, ca, 'GET', '/readyz', {}, '') : fetch(`${via.url}/readyz`));
   await until(async () => {
     if (child.exitCode !== null) throw new Error(`haproxy exited with ${child.exitCode}: ${stderr}`);
-    return fetch(`${via.url}/readyz`).then((r) => !waitReady || r.status === 200, () => false);
+    return readyz().then((r) => !waitReady || r.status === 200, () => false);
   }, 'haproxy to answer /readyz');
   return {
     via,
@@ -100,6 +105,58 @@ function statsCommand(socket: string, command: string): Promise<string> {
     s.on('end', () => resolve(out));
     s.on('error', reject);
     s.end(command);
+  });
+}
+
+/** A certificate for 127.0.0.1 (self-signed, so it is its own CA) and its key in one PEM file, HAProxy's form. */
+function certificate(): string {
+  const [cert, key, pem] = ['cert.pem', 'key.pem', 'edge.pem'].map((f) => path.join(dir, f)) as [string, string, string];
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-days', '1', '-keyout', key, '-out', cert], { stdio: 'ignore' });
+  writeFileSync(pem, readFileSync(cert, 'utf8') + readFileSync(key, 'utf8'));
+  return pem;
+}
+
+interface TlsAnswer {
+  /** The protocol ALPN chose. */
+  alpn: string | false | null;
+  status: number;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+/** One request over TLS, verified against `ca`, offering only `protocol` by ALPN. */
+function overTls(protocol: 'h2' | 'http/1.1', url: string, ca: Buffer, method: string, uri: string, headers: Record<string, string>, body: string): Promise<TlsAnswer> {
+  const read = (stream: NodeJS.ReadableStream, done: (text: string) => void) => {
+    let text = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (c: string) => (text += c));
+    stream.on('end', () => done(text));
+  };
+  const parse = (text: string) => (text ? JSON.parse(text) : null);
+  return new Promise((resolve, reject) => {
+    if (protocol === 'http/1.1') {
+      // ALPN offered explicitly (https offers none by default), so that the test sees HAProxy choose it.
+      const options: https.RequestOptions & { ALPNProtocols: string[] } = { method, headers, ca, ALPNProtocols: ['http/1.1'], agent: false };
+      const req = https.request(url + uri, options, (res) => {
+        const alpn = (res.socket as import('node:tls').TLSSocket).alpnProtocol;
+        read(res, (text) => resolve({ alpn, status: res.statusCode!, headers: res.headers as Record<string, string>, body: parse(text) }));
+      });
+      req.on('error', reject);
+      req.end(body);
+      return;
+    }
+    const session = http2.connect(url, { ca });
+    session.on('error', reject);
+    // endStream: false, so that a GET too is ended by req.end below, as HTTP/1.1's is.
+    const req = session.request({ ':method': method, ':path': uri, ...headers }, { endStream: false });
+    req.on('response', (h) => {
+      read(req, (text) => {
+        resolve({ alpn: session.alpnProtocol ?? null, status: Number(h[':status']), headers: h as Record<string, string>, body: parse(text) });
+        session.close();
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
   });
 }
 
@@ -198,6 +255,34 @@ describe.skipIf(!haveHaproxy)('the admission proxy (deploy/haproxy.cfg)', () => 
       gm.release();
       expect((await held.answer).status).toBe(200);
     });
+  });
+
+  it('with COMBO_TLS_CERT, is the TLS edge itself: h2 and HTTP/1.1 by ALPN reach the service, /metrics does not, and its refusals are the ErrorResponse over TLS', async () => {
+    const pem = certificate();
+    const ca = readFileSync(pem);
+    await withProxy({ COMBO_TLS_CERT: pem }, async (p) => {
+      const game = await createGame(t);
+      const body = JSON.stringify(orderBody());
+      const call = (protocol: 'h2' | 'http/1.1') => {
+        const authorization = authorizationHeader({ kind: 'game', id: game.gameId }, game.secret, 'POST', '/v1/server/create-order', body);
+        return overTls(protocol, p.via.url, ca, 'POST', '/v1/server/create-order', { authorization, 'content-type': 'application/json' }, body);
+      };
+      const first = await call('h2');
+      expect(first).toMatchObject({ alpn: 'h2', status: 200 });
+      expect(first.headers['x-trace-id']).toBeTruthy();
+      // The same request again over HTTP/1.1: the same order (idempotent), so it reached the service.
+      const again = await call('http/1.1');
+      expect(again).toMatchObject({ alpn: 'http/1.1', status: 200, body: first.body });
+      // At the edge, /metrics stays off the internet, as the Caddyfile keeps it.
+      const metrics = await overTls('h2', p.via.url, ca, 'GET', '/metrics', {}, '');
+      expect(metrics).toMatchObject({ status: 404, body: { error: 'not_found', message: expect.any(String) } });
+    });
+    const nobody = `127.0.0.1:${await freePort()}`;
+    await withProxy({ COMBO_TLS_CERT: pem, COMBO_SERVER_1: nobody }, async (p) => {
+      const refused = await overTls('h2', p.via.url, ca, 'GET', '/readyz', {}, '');
+      expect(refused.alpn).toBe('h2');
+      expectRefusal(refused);
+    }, false);
   });
 
   it('answers 503 with the ErrorResponse when no instance is up', async () => {
