@@ -7,6 +7,7 @@
  * 2-core machine it shares the CPU with the service.
  */
 import net from 'node:net';
+import tls from 'node:tls';
 
 export interface OpenLoopOptions {
   host: string;
@@ -19,6 +20,8 @@ export interface OpenLoopOptions {
   next: () => Buffer;
   /** How long to wait for outstanding answers after the last send (ms). */
   drainMs?: number;
+  /** Over TLS, HTTP/1.1 by ALPN; the server's certificate is not checked (a local proxy's own). */
+  tls?: boolean;
 }
 
 export interface OpenLoopResult {
@@ -60,9 +63,11 @@ export async function openLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
       { length: o.connections },
       () =>
         new Promise<Conn>((resolve, reject) => {
-          const sock = net.connect({ host: o.host, port: o.port, noDelay: true });
+          const sock = o.tls
+            ? tls.connect({ host: o.host, port: o.port, rejectUnauthorized: false, ALPNProtocols: ['http/1.1'] }).setNoDelay(true)
+            : net.connect({ host: o.host, port: o.port, noDelay: true });
           const c: Conn = { sock, pending: [], buf: Buffer.alloc(0), dead: false };
-          sock.once('connect', () => resolve(c));
+          sock.once(o.tls ? 'secureConnect' : 'connect', () => resolve(c));
           sock.once('error', reject);
         }),
     ),

@@ -9,7 +9,9 @@
  * (comma list of scenario names), BENCH_OVERLOAD_SECONDS
  * (10), BENCH_OVERLOAD_FACTOR (5), BENCH_OVERLOAD_CONNECTIONS (1024), BENCH_SUSTAINABLE (`open`,
  * `closed`, or a number of req/s: how the overload5x scenario defines the sustainable rate),
- * BENCH_OVERLOAD_PROXY (`haproxy`: overload5x offers its load through deploy/haproxy.cfg),
+ * BENCH_OVERLOAD_PROXY (`haproxy`: overload5x offers its load through deploy/haproxy.cfg;
+ * `haproxy-tls`: over TLS to that HAProxy terminating TLS itself; `caddy`: over TLS through
+ * deploy/Caddyfile, then that HAProxy),
  * BENCH_PIN (1: generator on CPU 0, service on CPU 1; see bench/lib.ts), BENCH_DATABASE_URL (the
  * service's DATABASE_URL instead of a fresh SQLite file; with a local PostgreSQL the table adds
  * the PostgreSQL server processes' CPU per request), BENCH_ROUNDS (1: how many times the
@@ -22,10 +24,11 @@
  * default: reference and session ids in order, 5,000 players in turn; `random`: random ids and
  * players drawn at random from a million, as real clients often send them).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -180,9 +183,8 @@ interface Overload5xResult {
   other: Record<string, number>;
   errors: number;
   cpuUsPerAnswer: number;
-  /** With BENCH_OVERLOAD_PROXY: the proxy's CPU per answer and its RSS at most. */
-  proxyCpuUsPerAnswer: number | null;
-  proxyRssMaxMb: number | null;
+  /** With BENCH_OVERLOAD_PROXY: each proxy's CPU per answer and its RSS at most, edge first. */
+  proxies: { name: string; cpuUsPerAnswer: number; rssMaxMb: number }[];
   rssStartMb: number;
   rssMaxMb: number;
   rssEndMb: number;
@@ -204,14 +206,14 @@ const OVERLOAD_RSS_BOUND_MB = 512;
  * rate at a constant arrival rate (open loop, bench/open-loop.ts, over BENCH_OVERLOAD_CONNECTIONS
  * keep-alive connections) for BENCH_OVERLOAD_SECONDS. Every answer is timed from its send, per
  * status: admitted (200) and shed (503/429) apart. Server RSS
- * is sampled every 100 ms; the service runs with its default shedding settings. With `proxy`
+ * is sampled every 100 ms; the service runs with its default shedding settings. With `front`
  * (BENCH_OVERLOAD_PROXY), the sustainable rate is measured on the service directly and the 5x
- * load is offered to the proxy in front of it.
+ * load is offered to the first of the proxies in front of it (over TLS if that one terminates it).
  */
 async function overload5x(
   pid: number | undefined,
   url: string,
-  proxy: { url: string; pid: number | undefined } | null,
+  front: Front | null,
   makeSetup: () => RequestStream,
   makeRequest: (i: number) => Buffer,
 ): Promise<Overload5xResult> {
@@ -260,21 +262,21 @@ async function overload5x(
   process.stderr.write(`sustainable ${sustainable} req/s; signing ${total} requests...\n`);
   const reqs = Array.from({ length: total }, () => next());
   process.stderr.write(`offering ${targetRate} req/s (open loop) for ${OVERLOAD_SECONDS}s over ${overConnections} connections...\n`);
-  const proxyPid = proxy?.pid;
+  const procs = front?.procs ?? [];
   const rssStart = rssMb(pid);
   let rssMax = rssStart;
-  let proxyRssMax = proxyPid ? rssMb(proxyPid) : NaN;
+  const proxyRssMax = procs.map((p) => rssMb(p.pid));
   const sampler = setInterval(() => {
     rssMax = Math.max(rssMax, rssMb(pid));
-    if (proxyPid) proxyRssMax = Math.max(proxyRssMax, rssMb(proxyPid));
+    procs.forEach((p, i) => (proxyRssMax[i] = Math.max(proxyRssMax[i]!, rssMb(p.pid))));
   }, 100);
   const cpu1 = cpuMs(pid);
-  const proxyCpu1 = cpuMs(proxyPid);
+  const proxyCpu1 = procs.map((p) => cpuMs(p.pid));
   let k = 0;
-  const overPort = Number(new URL(proxy?.url ?? url).port);
-  const r = await openLoop({ host: '127.0.0.1', port: overPort, rate: targetRate, seconds: OVERLOAD_SECONDS, connections: overConnections, next: () => reqs[k++]!, drainMs: 10_000 });
+  const overPort = Number(new URL(front?.url ?? url).port);
+  const r = await openLoop({ host: '127.0.0.1', port: overPort, tls: front?.url.startsWith('https:'), rate: targetRate, seconds: OVERLOAD_SECONDS, connections: overConnections, next: () => reqs[k++]!, drainMs: 10_000 });
   const cpu = cpuMs(pid) - cpu1;
-  const proxyCpu = cpuMs(proxyPid) - proxyCpu1;
+  const proxyCpu = procs.map((p, i) => cpuMs(p.pid) - proxyCpu1[i]!);
   clearInterval(sampler);
   await new Promise((res) => setTimeout(res, 2000));
   const rssEnd = rssMb(pid);
@@ -308,8 +310,7 @@ async function overload5x(
     other,
     errors: result.errors,
     cpuUsPerAnswer: Math.round((cpu * 1000) / Math.max(1, answers)),
-    proxyCpuUsPerAnswer: proxyPid ? Math.round((proxyCpu * 1000) / Math.max(1, answers)) : null,
-    proxyRssMaxMb: proxyPid ? proxyRssMax : null,
+    proxies: procs.map((p, i) => ({ name: p.name, cpuUsPerAnswer: Math.round((proxyCpu[i]! * 1000) / Math.max(1, answers)), rssMaxMb: proxyRssMax[i]! })),
     rssStartMb: rssStart,
     rssMaxMb: rssMax,
     rssEndMb: rssEnd,
@@ -614,14 +615,24 @@ async function main() {
       const og = (await adminCall(osvc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Bench', rate_limit_per_second: 1_000_000 })) as { secret_key: string };
       await adminCall(osvc.address, 'PUT', `/admin/v1/games/${game}/products/gem_60`, { name: '60 gems', price: 600, currency: 'CNY' });
       // BENCH_OVERLOAD_PROXY=haproxy: the 5x load goes through deploy/haproxy.cfg (its
-      // admission limit) instead of straight to the service. The sustainable rate is still the
-      // service's own, measured without the proxy, so the load is the same 5x either way.
+      // admission limit) instead of straight to the service; =haproxy-tls: the same, HAProxy
+      // terminating TLS (COMBO_TLS_CERT, as deploy/compose.edge.yaml runs it); =caddy: through
+      // deploy/Caddyfile (TLS) and then that HAProxy, as deploy/compose.yaml runs them. The sustainable rate is still the
+      // service's own, measured without the proxies, so the load is the same 5x either way.
       const proxy = overloadProxy(process.env.BENCH_OVERLOAD_PROXY);
-      let front: { url: string; pid: number | undefined } | null = null;
+      let front: Front | null = null;
       if (proxy) {
-        const p = await startHaproxy(osvc.address);
-        children.push(p.child);
-        front = { url: p.address, pid: p.child.pid };
+        const cdir = mkdtempSync(path.join(os.tmpdir(), 'combo-bench-proxy-'));
+        tempDirs.push(cdir);
+        const h = await startHaproxy(osvc.address, proxy === 'haproxy-tls' ? selfSignedPem(cdir) : undefined);
+        children.push(h.child);
+        const tls = proxy === 'haproxy-tls' ? ', TLS' : '';
+        front = { url: h.address, procs: [{ name: `HAProxy (deploy/haproxy.cfg${tls})`, pid: h.child.pid }] };
+        if (proxy === 'caddy') {
+          const c = await startCaddy(h.address, cdir);
+          children.push(c.child);
+          front = { url: c.address, procs: [{ name: 'Caddy (deploy/Caddyfile)', pid: c.child.pid }, ...front.procs] };
+        }
       }
       let batch = 0;
       const count = n;
@@ -666,7 +677,7 @@ async function main() {
     }
     if (over5) {
       const o = over5;
-      const via = o.proxyCpuUsPerAnswer !== null ? ', through deploy/haproxy.cfg' : '';
+      const via = o.proxies.length ? `, through ${o.proxies.map((p) => p.name).join(', then ')}` : '';
       console.log(`\n| overload5x (create-order${via}; MAX_INFLIGHT_REQUESTS=${o.maxInflight}, MAX_EVENT_LOOP_DELAY_MS=${o.maxDelay}) | value |`);
       console.log('|---|---|');
       console.log(`| closed loop, ${connections} connections | ${o.closedLoop} req/s, ${o.sustainableCpuUs} µs CPU/req |`);
@@ -677,13 +688,14 @@ async function main() {
       console.log(`| shed (503/429) | ${o.shed}, p50 ${o.shedP50} ms, p99 ${o.shedP99} ms |`);
       console.log(`| other statuses; connection errors or unanswered | ${JSON.stringify(o.other)}; ${o.errors} |`);
       console.log(`| server CPU per answer | ${o.cpuUsPerAnswer} µs |`);
-      if (o.proxyCpuUsPerAnswer !== null) console.log(`| proxy (deploy/haproxy.cfg) CPU per answer; RSS max | ${o.proxyCpuUsPerAnswer} µs; ${o.proxyRssMaxMb} MB |`);
+      for (const p of o.proxies) console.log(`| ${p.name}: CPU per answer; RSS max | ${p.cpuUsPerAnswer} µs; ${p.rssMaxMb} MB |`);
       console.log(`| server RSS start / max / end (2 s after) | ${o.rssStartMb} / ${o.rssMaxMb} / ${o.rssEndMb} MB |`);
       const checks: [string, boolean][] = [
         [`offered rate >= 90 % of ${OVERLOAD_FACTOR}x (${o.offeredPerSecond} of ${o.targetRate})`, o.offeredPerSecond >= 0.9 * o.targetRate],
-        o.proxyRssMaxMb === null
-          ? [`memory bounded: RSS max ${o.rssMaxMb} MB <= ${OVERLOAD_RSS_BOUND_MB} MB`, o.rssMaxMb <= OVERLOAD_RSS_BOUND_MB]
-          : [`memory bounded: RSS max ${o.rssMaxMb} MB + proxy ${o.proxyRssMaxMb} MB <= ${OVERLOAD_RSS_BOUND_MB} MB`, o.rssMaxMb + o.proxyRssMaxMb <= OVERLOAD_RSS_BOUND_MB],
+        [
+          `memory bounded: RSS max ${[o.rssMaxMb, ...o.proxies.map((p) => p.rssMaxMb)].join(' + ')} MB <= ${OVERLOAD_RSS_BOUND_MB} MB`,
+          o.proxies.reduce((sum, p) => sum + p.rssMaxMb, o.rssMaxMb) <= OVERLOAD_RSS_BOUND_MB,
+        ],
         [`admitted p99 ${o.admittedP99} ms <= ${OVERLOAD_P99_BOUND_MS} ms`, o.admittedP99 <= OVERLOAD_P99_BOUND_MS],
         [`no answer other than 200/503/429 (${Object.values(o.other).reduce((a, b) => a + b, 0)}), no connection error (${o.errors})`, Object.keys(o.other).length === 0 && o.errors === 0],
         ['some requests admitted', o.admitted > 0],
@@ -721,29 +733,89 @@ function benchIds(value: string | undefined): 'sequential' | 'random' {
   throw new Error(`BENCH_IDS must be sequential or random, not ${JSON.stringify(value)}`);
 }
 
-/** BENCH_OVERLOAD_PROXY: unset or empty (none), or `haproxy`. */
-function overloadProxy(value: string | undefined): 'haproxy' | null {
+/**
+ * BENCH_OVERLOAD_PROXY: unset or empty (none), `haproxy`, `haproxy-tls` (HAProxy terminating
+ * TLS itself) or `caddy` (Caddy terminating TLS, then HAProxy).
+ */
+function overloadProxy(value: string | undefined): 'haproxy' | 'haproxy-tls' | 'caddy' | null {
   if (value === undefined || value === '') return null;
-  if (value === 'haproxy') return value;
-  throw new Error(`BENCH_OVERLOAD_PROXY must be haproxy or unset, not ${JSON.stringify(value)}`);
+  if (value === 'haproxy' || value === 'haproxy-tls' || value === 'caddy') return value;
+  throw new Error(`BENCH_OVERLOAD_PROXY must be haproxy, haproxy-tls, caddy or unset, not ${JSON.stringify(value)}`);
+}
+
+/** A self-signed P-256 certificate for 127.0.0.1 and its key in one PEM file (HAProxy's form). */
+function selfSignedPem(dir: string): string {
+  const [cert, key, pem] = ['cert.pem', 'key.pem', 'both.pem'].map((f) => path.join(dir, f)) as [string, string, string];
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=127.0.0.1', '-days', '1', '-keyout', key, '-out', cert], { stdio: 'ignore' });
+  writeFileSync(pem, readFileSync(cert, 'utf8') + readFileSync(key, 'utf8'));
+  return pem;
+}
+
+/** The proxies the overload is offered through: `url` is the first's, `procs` edge first. */
+interface Front {
+  url: string;
+  procs: { name: string; pid: number | undefined }[];
 }
 
 /**
  * HAProxy with the shipped deploy/haproxy.cfg in front of `service` (its COMBO_* settings from
- * this environment, the addresses from here), in the foreground; resolves once /readyz answers
- * through it.
+ * this environment, the addresses from here), in the foreground, terminating TLS with `tlsCert`
+ * (COMBO_TLS_CERT); resolves once /readyz answers through it.
  */
-async function startHaproxy(service: string): Promise<{ child: ChildProcess; address: string }> {
+async function startHaproxy(service: string, tlsCert?: string): Promise<{ child: ChildProcess; address: string }> {
   const port = await freePort();
-  const env = { ...process.env, COMBO_LISTEN: `127.0.0.1:${port}`, COMBO_SERVER_1: new URL(service).host };
+  const env = { ...process.env, COMBO_LISTEN: `127.0.0.1:${port}`, COMBO_SERVER_1: new URL(service).host, ...(tlsCert ? { COMBO_TLS_CERT: tlsCert } : {}) };
   const child = spawn('haproxy', ['-f', 'deploy/haproxy.cfg'], { env, stdio: ['ignore', 'inherit', 'inherit'] });
   await new Promise<void>((resolve, reject) => {
     child.once('spawn', resolve);
     child.once('error', (e) => reject(new Error(`BENCH_OVERLOAD_PROXY=haproxy needs haproxy on the PATH (${e.message})`)));
   });
-  const address = `http://127.0.0.1:${port}`;
-  await ready(address, child, 10_000);
+  const address = `${tlsCert ? 'https' : 'http'}://127.0.0.1:${port}`;
+  await proxyReady(address, child);
   return { child, address };
+}
+
+/**
+ * Caddy with the shipped deploy/Caddyfile in front of `upstream` (HAProxy), in the foreground:
+ * TLS with Caddy's own certificate for 127.0.0.1 (its data under `dir`), free ports. Resolves
+ * once /readyz answers 200 through it.
+ */
+async function startCaddy(upstream: string, dir: string): Promise<{ child: ChildProcess; address: string }> {
+  const [port, httpPort] = [await freePort(), await freePort()];
+  const env = {
+    ...process.env, PUBLIC_HOST: '127.0.0.1', COMBO_HTTPS_PORT: String(port), COMBO_HTTP_PORT: String(httpPort),
+    COMBO_ADMISSION: new URL(upstream).host, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir,
+  };
+  const child = spawn('caddy', ['run', '--config', 'deploy/Caddyfile', '--adapter', 'caddyfile'], { env, stdio: ['ignore', 'ignore', 'ignore'] });
+  await new Promise<void>((resolve, reject) => {
+    child.once('spawn', resolve);
+    child.once('error', (e) => reject(new Error(`BENCH_OVERLOAD_PROXY=caddy needs caddy on the PATH (${e.message})`)));
+  });
+  const address = `https://127.0.0.1:${port}`;
+  await proxyReady(address, child);
+  return { child, address };
+}
+
+/** Waits until GET /readyz answers 200 through a proxy that `child` runs. */
+async function proxyReady(address: string, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  while (!(await answersReady(address))) {
+    if (child.exitCode !== null) throw new Error(`${child.spawnfile} exited with ${child.exitCode}`);
+    if (Date.now() > deadline) throw new Error(`${child.spawnfile} did not become ready`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Whether GET /readyz answers 200; over TLS the certificate (a local proxy's own) is not checked. */
+function answersReady(address: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const get = address.startsWith('https:') ? https.get : http.get;
+    const req = get(`${address}/readyz`, { rejectUnauthorized: false }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.on('error', () => resolve(false));
+  });
 }
 
 /** One of a million players, at random. */
