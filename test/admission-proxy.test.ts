@@ -2,7 +2,8 @@
  * The shipped admission proxy, deploy/haproxy.cfg, in front of a real service: HAProxy itself,
  * started from that file with its COMBO_* settings, so that a change to the file that breaks
  * the limit or the answers' shape fails here. Overload at 5x through it is measured by
- * `BENCH_OVERLOAD_PROXY=haproxy BENCH_ONLY=overload5x npm run bench` (docs/benchmarks.md).
+ * `BENCH_OVERLOAD_PROXY=haproxy BENCH_ONLY=overload5x npm run bench` (docs/benchmarks.md; `haproxy-tls`
+ * for HAProxy terminating TLS as the edge).
  *
  * A request is held in progress by a query-binding whose GM call the fake GM holds, so the one
  * slot (COMBO_MAXCONN=1) stays taken for as long as a test needs.
@@ -14,6 +15,7 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import type { TLSSocket } from 'node:tls';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createGame, orderBody, signed, startService, type Answer, type TestGame, type TestService } from './helpers/service.js';
 import { createPartner, FakeGm, partnerGet, queryUri, role, until, type TestPartner } from './helpers/partners.js';
@@ -138,7 +140,7 @@ function overTls(protocol: 'h2' | 'http/1.1', url: string, ca: Buffer, method: s
       // ALPN offered explicitly (https offers none by default), so that the test sees HAProxy choose it.
       const options: https.RequestOptions & { ALPNProtocols: string[] } = { method, headers, ca, ALPNProtocols: ['http/1.1'], agent: false };
       const req = https.request(url + uri, options, (res) => {
-        const alpn = (res.socket as import('node:tls').TLSSocket).alpnProtocol;
+        const alpn = (res.socket as TLSSocket).alpnProtocol;
         read(res, (text) => resolve({ alpn, status: res.statusCode!, headers: res.headers as Record<string, string>, body: parse(text) }));
       });
       req.on('error', reject);
