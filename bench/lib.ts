@@ -3,6 +3,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
 import { authorizationHeader } from '../src/signing/signer.js';
 import { httpPost } from './open-loop.js';
@@ -38,14 +39,25 @@ export async function ready(url: string, child: ChildProcess, timeoutMs = 120_00
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`${child.spawnfile ?? 'service'} exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(`${url}/readyz`)).status === 200) return;
-    } catch {
-      /* not listening yet */
-    }
+    if (await answersReady(url)) return;
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error('service did not become ready');
+  throw new Error(`${child.spawnfile ?? 'service'} did not become ready`);
+}
+
+/**
+ * Whether GET /readyz answers 200 (false while nothing listens). Over https the certificate is
+ * not checked: it is a local proxy's own (BENCH_OVERLOAD_PROXY).
+ */
+function answersReady(url: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const get = url.startsWith('https:') ? https.get : http.get;
+    const req = get(`${url}/readyz`, { rejectUnauthorized: false }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.on('error', () => resolve(false));
+  });
 }
 
 export interface Service {

@@ -24,11 +24,10 @@
  * default: reference and session ids in order, 5,000 players in turn; `random`: random ids and
  * players drawn at random from a million, as real clients often send them).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -37,6 +36,7 @@ import autocannon from 'autocannon';
 import { httpPost, openLoop } from './open-loop.js';
 import { ADMIN, adminCall, bindingFixture, cpuMs, systemCpuMs, orderRequestBody, postgresCpuMs, spawnNode, freePort, presigned, ready, requestOptions, requestStream, rssMb, signedGet, type RequestStream } from './lib.js';
 import { authorizationHeader } from '../src/signing/signer.js';
+import { selfSignedCertificate } from '../test/helpers/certificates.js';
 
 const duration = Number(process.env.BENCH_DURATION ?? 10);
 const warmup = Number(process.env.BENCH_WARMUP ?? 3);
@@ -617,14 +617,15 @@ async function main() {
       // BENCH_OVERLOAD_PROXY=haproxy: the 5x load goes through deploy/haproxy.cfg (its
       // admission limit) instead of straight to the service; =haproxy-tls: the same, HAProxy
       // terminating TLS (COMBO_TLS_CERT, as deploy/compose.edge.yaml runs it); =caddy: through
-      // deploy/Caddyfile (TLS) and then that HAProxy, as deploy/compose.yaml runs them. The sustainable rate is still the
-      // service's own, measured without the proxies, so the load is the same 5x either way.
+      // deploy/Caddyfile (TLS) and then that HAProxy, as deploy/compose.yaml runs them. The
+      // sustainable rate is still the service's own, measured without the proxies, so the load
+      // is the same 5x either way.
       const proxy = overloadProxy(process.env.BENCH_OVERLOAD_PROXY);
       let front: Front | null = null;
       if (proxy) {
         const cdir = mkdtempSync(path.join(os.tmpdir(), 'combo-bench-proxy-'));
         tempDirs.push(cdir);
-        const h = await startHaproxy(osvc.address, proxy === 'haproxy-tls' ? selfSignedPem(cdir) : undefined);
+        const h = await startHaproxy(osvc.address, proxy === 'haproxy-tls' ? selfSignedCertificate(cdir).pem : undefined);
         children.push(h.child);
         const tls = proxy === 'haproxy-tls' ? ', TLS' : '';
         front = { url: h.address, procs: [{ name: `HAProxy (deploy/haproxy.cfg${tls})`, pid: h.child.pid }] };
@@ -743,14 +744,6 @@ function overloadProxy(value: string | undefined): 'haproxy' | 'haproxy-tls' | '
   throw new Error(`BENCH_OVERLOAD_PROXY must be haproxy, haproxy-tls, caddy or unset, not ${JSON.stringify(value)}`);
 }
 
-/** A self-signed P-256 certificate for 127.0.0.1 and its key in one PEM file (HAProxy's form). */
-function selfSignedPem(dir: string): string {
-  const [cert, key, pem] = ['cert.pem', 'key.pem', 'both.pem'].map((f) => path.join(dir, f)) as [string, string, string];
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=127.0.0.1', '-days', '1', '-keyout', key, '-out', cert], { stdio: 'ignore' });
-  writeFileSync(pem, readFileSync(cert, 'utf8') + readFileSync(key, 'utf8'));
-  return pem;
-}
-
 /** The proxies the overload is offered through: `url` is the first's, `procs` edge first. */
 interface Front {
   url: string;
@@ -771,7 +764,7 @@ async function startHaproxy(service: string, tlsCert?: string): Promise<{ child:
     child.once('error', (e) => reject(new Error(`BENCH_OVERLOAD_PROXY=haproxy needs haproxy on the PATH (${e.message})`)));
   });
   const address = `${tlsCert ? 'https' : 'http'}://127.0.0.1:${port}`;
-  await proxyReady(address, child);
+  await ready(address, child, 15_000);
   return { child, address };
 }
 
@@ -792,30 +785,8 @@ async function startCaddy(upstream: string, dir: string): Promise<{ child: Child
     child.once('error', (e) => reject(new Error(`BENCH_OVERLOAD_PROXY=caddy needs caddy on the PATH (${e.message})`)));
   });
   const address = `https://127.0.0.1:${port}`;
-  await proxyReady(address, child);
+  await ready(address, child, 15_000);
   return { child, address };
-}
-
-/** Waits until GET /readyz answers 200 through a proxy that `child` runs. */
-async function proxyReady(address: string, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  while (!(await answersReady(address))) {
-    if (child.exitCode !== null) throw new Error(`${child.spawnfile} exited with ${child.exitCode}`);
-    if (Date.now() > deadline) throw new Error(`${child.spawnfile} did not become ready`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-/** Whether GET /readyz answers 200; over TLS the certificate (a local proxy's own) is not checked. */
-function answersReady(address: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const get = address.startsWith('https:') ? https.get : http.get;
-    const req = get(`${address}/readyz`, { rejectUnauthorized: false }, (res) => {
-      res.resume();
-      resolve(res.statusCode === 200);
-    });
-    req.on('error', () => resolve(false));
-  });
 }
 
 /** One of a million players, at random. */

@@ -8,7 +8,7 @@
  * A request is held in progress by a query-binding whose GM call the fake GM holds, so the one
  * slot (COMBO_MAXCONN=1) stays taken for as long as a test needs.
  */
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import http2 from 'node:http2';
@@ -18,6 +18,7 @@ import path from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createGame, orderBody, signed, startService, type Answer, type TestGame, type TestService } from './helpers/service.js';
+import { selfSignedCertificate } from './helpers/certificates.js';
 import { createPartner, FakeGm, partnerGet, queryUri, role, until, type TestPartner } from './helpers/partners.js';
 import { authorizationHeader } from '../src/signing/signer.js';
 
@@ -108,14 +109,6 @@ function statsCommand(socket: string, command: string): Promise<string> {
     s.on('error', reject);
     s.end(command);
   });
-}
-
-/** A certificate for 127.0.0.1 (self-signed, so it is its own CA) and its key in one PEM file, HAProxy's form. */
-function certificate(): string {
-  const [cert, key, pem] = ['cert.pem', 'key.pem', 'edge.pem'].map((f) => path.join(dir, f)) as [string, string, string];
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-days', '1', '-keyout', key, '-out', cert], { stdio: 'ignore' });
-  writeFileSync(pem, readFileSync(cert, 'utf8') + readFileSync(key, 'utf8'));
-  return pem;
 }
 
 interface TlsAnswer {
@@ -260,7 +253,7 @@ describe.skipIf(!haveHaproxy)('the admission proxy (deploy/haproxy.cfg)', () => 
   });
 
   it('with COMBO_TLS_CERT, is the TLS edge itself: h2 and HTTP/1.1 by ALPN reach the service, /metrics does not, and its refusals are the ErrorResponse over TLS', async () => {
-    const pem = certificate();
+    const { pem } = selfSignedCertificate(dir, 'edge');
     const ca = readFileSync(pem);
     await withProxy({ COMBO_TLS_CERT: pem }, async (p) => {
       const game = await createGame(t);

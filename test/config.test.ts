@@ -1,10 +1,10 @@
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config/index.js';
+import { selfSignedCertificate } from './helpers/certificates.js';
 import { TEST_DB } from './helpers/db.js';
 import { startService } from './helpers/service.js';
 
@@ -14,14 +14,6 @@ beforeAll(() => {
   dir = mkdtempSync(path.join(os.tmpdir(), 'combo-config-'));
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-/** A self-signed certificate and its key under the test directory. */
-function makeCert(name: string): { cert: string; key: string } {
-  const cert = path.join(dir, `${name}-cert.pem`);
-  const key = path.join(dir, `${name}-key.pem`);
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=localhost', '-days', '1', '-keyout', key, '-out', cert], { stdio: 'ignore' });
-  return { cert, key };
-}
 
 function problems(env: Record<string, string>): string[] {
   try {
@@ -122,7 +114,7 @@ describe('loadConfig', () => {
   });
 
   it('reads TLS files when both are set', () => {
-    const { cert, key } = makeCert('ok');
+    const { cert, key } = selfSignedCertificate(dir, 'ok');
     const c = loadConfig({ DATA_DIR: dir, TLS_CERT: cert, TLS_KEY: key });
     expect(c.tls?.cert.toString()).toContain('BEGIN CERTIFICATE');
   });
@@ -133,8 +125,8 @@ describe('loadConfig', () => {
     const p1 = problems({ DATA_DIR: dir, TLS_CERT: junk, TLS_KEY: junk });
     expect(p1).toHaveLength(1);
     expect(p1[0]).toMatch(/TLS_CERT\/TLS_KEY/);
-    const a = makeCert('a');
-    const b = makeCert('b');
+    const a = selfSignedCertificate(dir, 'a');
+    const b = selfSignedCertificate(dir, 'b');
     const p2 = problems({ DATA_DIR: dir, TLS_CERT: a.cert, TLS_KEY: b.key });
     expect(p2).toHaveLength(1);
     expect(p2[0]).toMatch(/TLS_CERT\/TLS_KEY/);

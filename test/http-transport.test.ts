@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http2 from 'node:http2';
 import https from 'node:https';
@@ -9,6 +8,7 @@ import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/lib/clock.js';
 import { authorizationHeader, formatTimestamp } from '../src/signing/signer.js';
+import { selfSignedCertificate } from './helpers/certificates.js';
 import { head, rawRequest, storedRows } from './helpers/raw.js';
 import { createGame, orderBody, signed, startService, type Answer, type TestGame, type TestService } from './helpers/service.js';
 
@@ -488,9 +488,7 @@ describe('TLS: ALPN offers h2 and http/1.1', () => {
   let game: TestGame;
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'combo-tls-'));
-    const cert = path.join(dir, 'cert.pem');
-    const key = path.join(dir, 'key.pem');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=localhost', '-days', '1', '-keyout', key, '-out', cert], { stdio: 'ignore' });
+    const { cert, key } = selfSignedCertificate(dir);
     st = await startService({ env: { TLS_CERT: cert, TLS_KEY: key } });
     game = await createGameOver(st);
   });
