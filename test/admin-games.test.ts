@@ -205,7 +205,7 @@ describe('operator authentication', () => {
     ['no Authorization', undefined],
     ['a wrong token', `Bearer ${ADMIN_TOKEN}x`],
     ['a prefix of the token', `Bearer ${ADMIN_TOKEN.slice(0, -1)}`],
-    ['lower-case bearer', `bearer ${ADMIN_TOKEN}`],
+    ['the token in another case', `Bearer ${ADMIN_TOKEN.toUpperCase()}`],
     ['Basic', `Basic ${Buffer.from(`admin:${ADMIN_TOKEN}`).toString('base64')}`],
     ['the bare token', ADMIN_TOKEN],
     ['Bearer and nothing', 'Bearer '],
@@ -228,6 +228,15 @@ describe('operator authentication', () => {
       expect((await res.json()).error).toBe('unauthorized');
     }
     expect((await admin(t, 'GET', `/admin/v1/games/${id}`)).status).toBe(404);
+  });
+
+  it.each([
+    ['the scheme in lower case', `bearer ${ADMIN_TOKEN}`],
+    ['the scheme in upper case', `BEARER ${ADMIN_TOKEN}`],
+    ['a tab after the scheme', `Bearer\t${ADMIN_TOKEN}`],
+  ])('accepts the token with %s (schemes are case-insensitive, RFC 9110 11.1)', async (_n, auth) => {
+    const res = await fetch(`${t.url}/admin/v1/orders?limit=1`, { headers: { authorization: auth } });
+    expect(res.status).toBe(200);
   });
 
   it('the operator token is not accepted on the server API', async () => {

@@ -64,7 +64,8 @@ function checkSignature<C extends SignedCaller<unknown>>(req: FastifyRequest, pa
 /** Bearer ADMIN_TOKEN check for the operator API, in constant time. */
 export function verifyAdminToken(req: FastifyRequest, adminToken: string): void {
   const h = authorizationHeader(req, Errors.unauthorized);
-  const m = h ? /^Bearer (.+)$/.exec(h) : null;
+  // The scheme is case-insensitive (RFC 9110 11.1).
+  const m = h ? /^Bearer[ \t]+(.+)$/i.exec(h) : null;
   if (!m) throw Errors.unauthorized('Authorization: Bearer <admin token> is required');
   const a = createHash('sha256').update(m[1] as string).digest();
   const b = createHash('sha256').update(adminToken).digest();

@@ -63,13 +63,17 @@ const MALFORMED = 'malformed Authorization parameter';
 
 /**
  * Parses an Authorization header. Parameters are comma separated, whitespace around names and
- * values is ignored, a value may be double-quoted, unknown parameters are ignored.
+ * values is ignored, a value may be double-quoted, unknown parameters are ignored (PROTOCOL 1).
+ * As RFC 9110's list rule asks of a recipient, empty list elements (a trailing comma, `,,`) are
+ * skipped. The four known parameters must each appear at most once, named and with `=`.
  * Returns a reason string when the header is unusable.
  */
 export function parseAuthorization(header: string | undefined): ParsedAuthorization | string {
   if (!header) return 'missing Authorization header';
-  const space = header.indexOf(' ');
-  if (space < 0 || header.slice(0, space) !== SCHEME) return `Authorization scheme must be ${SCHEME}`;
+  const space = schemeEnd(header);
+  const scheme = space < 0 ? '' : header.slice(0, space);
+  // Schemes are case-insensitive (RFC 9110 11.1); the exact spelling is the common case.
+  if (scheme !== SCHEME && scheme.toUpperCase() !== SCHEME) return `Authorization scheme must be ${SCHEME}`;
   // One pass over the parameters, the four known ones kept in variables: this runs on every
   // signed request, and a Map with split strings cost ~10k instructions (docs/benchmarks.md,
   // "Twelfth session"; now ~6k).
@@ -77,33 +81,33 @@ export function parseAuthorization(header: string | undefined): ParsedAuthorizat
   let partner: string | undefined;
   let timestamp: string | undefined;
   let signature: string | undefined;
-  let others: string[] | undefined;
   for (let at = space + 1; at <= header.length; ) {
     let comma = header.indexOf(',', at);
     if (comma < 0) comma = header.length;
     const eq = header.indexOf('=', at);
-    if (eq < 0 || eq > comma) return MALFORMED;
-    const name = header.slice(at, eq).trim();
-    let value = header.slice(eq + 1, comma).trim();
+    const named = eq >= 0 && eq < comma;
+    const name = header.slice(at, named ? eq : comma).trim();
+    let value = named ? header.slice(eq + 1, comma).trim() : '';
     if (value.length >= 2 && value.charCodeAt(0) === 34 && value.charCodeAt(value.length - 1) === 34) value = value.slice(1, -1);
     at = comma + 1;
-    if (name === 'Game') {
-      if (game !== undefined) return MALFORMED;
+    const known = knownParameter(name);
+    if (known === GAME) {
+      if (game !== undefined || !named) return MALFORMED;
       game = value;
-    } else if (name === 'Partner') {
-      if (partner !== undefined) return MALFORMED;
+    } else if (known === PARTNER) {
+      if (partner !== undefined || !named) return MALFORMED;
       partner = value;
-    } else if (name === 'Timestamp') {
-      if (timestamp !== undefined) return MALFORMED;
+    } else if (known === TIMESTAMP) {
+      if (timestamp !== undefined || !named) return MALFORMED;
       timestamp = value;
-    } else if (name === 'Signature') {
-      if (signature !== undefined) return MALFORMED;
+    } else if (known === SIGNATURE) {
+      if (signature !== undefined || !named) return MALFORMED;
       signature = value;
-    } else {
-      // Unknown parameters are ignored, but like the known ones they must be named and unique.
-      if (!name || others?.includes(name)) return MALFORMED;
-      (others ??= []).push(name);
+    } else if (!name && named) {
+      // `=value` with no name is a broken parameter, not an unknown one.
+      return MALFORMED;
     }
+    // Anything else is an empty list element or an unknown parameter: ignored.
   }
   if ((game === undefined) === (partner === undefined)) return 'Authorization needs exactly one of Game= or Partner=';
   const id = (game ?? partner) as string;
@@ -111,6 +115,49 @@ export function parseAuthorization(header: string | undefined): ParsedAuthorizat
   if (!timestamp) return 'Authorization is missing Timestamp';
   if (!signature || !isLowerHex64(signature)) return 'Authorization Signature must be 64 lower-case hex characters';
   return { principal: { kind: game !== undefined ? 'game' : 'partner', id }, timestamp, signature };
+}
+
+const GAME = 0;
+const PARTNER = 1;
+const TIMESTAMP = 2;
+const SIGNATURE = 3;
+
+/**
+ * Which of the four known parameters `name` is, or -1. Parameter names are case-insensitive
+ * (RFC 9110 11.2); the SDKs' spelling is matched without building a string.
+ */
+function knownParameter(name: string): number {
+  switch (name) {
+    case 'Game':
+      return GAME;
+    case 'Partner':
+      return PARTNER;
+    case 'Timestamp':
+      return TIMESTAMP;
+    case 'Signature':
+      return SIGNATURE;
+  }
+  if (name.length < 4 || name.length > 9) return -1;
+  switch (name.toLowerCase()) {
+    case 'game':
+      return GAME;
+    case 'partner':
+      return PARTNER;
+    case 'timestamp':
+      return TIMESTAMP;
+    case 'signature':
+      return SIGNATURE;
+  }
+  return -1;
+}
+
+/** Where the scheme ends: at the first space or tab (whitespace before the parameters is ignored). */
+function schemeEnd(header: string): number {
+  for (let i = 0; i < header.length; i++) {
+    const c = header.charCodeAt(i);
+    if (c === 32 || c === 9) return i;
+  }
+  return -1;
 }
 
 /**

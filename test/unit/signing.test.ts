@@ -82,6 +82,18 @@ describe('Authorization header parsing', () => {
     const p = parseAuthorization(`SEAYOO-HMAC-SHA256  Signature="${sig}" , Foo=bar, Timestamp = 20261122T093000Z ,Game= "demo"`);
     expect(p).toEqual({ principal: { kind: 'game', id: 'demo' }, timestamp: '20261122T093000Z', signature: sig });
   });
+  it.each([
+    ['a tab between the scheme and the parameters', `SEAYOO-HMAC-SHA256\tGame=demo,Timestamp=20261122T093000Z,Signature=${sig}`],
+    ['a trailing comma (an empty list element, RFC 9110 5.6.1)', `SEAYOO-HMAC-SHA256 Game=demo,Timestamp=20261122T093000Z,Signature=${sig},`],
+    ['empty list elements between and before the parameters', `SEAYOO-HMAC-SHA256 , ,Game=demo,,Timestamp=20261122T093000Z, ,Signature=${sig}`],
+    ['a duplicated unknown parameter', `SEAYOO-HMAC-SHA256 Game=demo,Foo=1,Timestamp=20261122T093000Z,Foo=2,Signature=${sig}`],
+    ['an unknown parameter without a value', `SEAYOO-HMAC-SHA256 Game=demo,flag,Timestamp=20261122T093000Z,Signature=${sig}`],
+    ['an unknown quoted value holding a comma', `SEAYOO-HMAC-SHA256 Game=demo,Note="a,b",Timestamp=20261122T093000Z,Signature=${sig}`],
+    ['the scheme in lower case (schemes are case-insensitive)', `seayoo-hmac-sha256 Game=demo,Timestamp=20261122T093000Z,Signature=${sig}`],
+    ['parameter names in other cases (case-insensitive)', `SEAYOO-HMAC-SHA256 game=demo,TIMESTAMP=20261122T093000Z,signature=${sig}`],
+  ])('accepts %s', (_name, header) => {
+    expect(parseAuthorization(header)).toEqual({ principal: { kind: 'game', id: 'demo' }, timestamp: '20261122T093000Z', signature: sig });
+  });
   it('accepts every hex digit at the edges of the ranges (0, 9, a, f)', () => {
     const edges = '09af'.repeat(16);
     const p = parseAuthorization(`SEAYOO-HMAC-SHA256 Game=demo,Timestamp=20261122T093000Z,Signature=${edges}`);
@@ -107,14 +119,16 @@ describe('Authorization header parsing', () => {
     ...['/', ':', '`', 'g'].map((c): [string, string] => [`signature with ${c}`, `SEAYOO-HMAC-SHA256 Game=demo,Timestamp=20261122T093000Z,Signature=${'a'.repeat(63)}${c}`]),
     ['signature starting with g', `SEAYOO-HMAC-SHA256 Game=demo,Timestamp=20261122T093000Z,Signature=g${'a'.repeat(63)}`],
     ['signature with a non-ASCII digit', `SEAYOO-HMAC-SHA256 Game=demo,Timestamp=20261122T093000Z,Signature=${'a'.repeat(32)}\u0661${'a'.repeat(31)}`],
-    ['parameter without =', `SEAYOO-HMAC-SHA256 Game=demo,Timestamp,Signature=${sig}`],
+    ['a known parameter without =', `SEAYOO-HMAC-SHA256 Game=demo,Timestamp,Signature=${sig}`],
+    ['a known parameter without = beside a good one', `SEAYOO-HMAC-SHA256 Game=demo,Timestamp=20261122T093000Z,Signature,Signature=${sig}`],
+    ['a known parameter twice in different cases', `SEAYOO-HMAC-SHA256 Game=demo,game=x,Timestamp=20261122T093000Z,Signature=${sig}`],
+    ['a scheme that only starts like ours', `SEAYOO-HMAC-SHA256X Game=demo,Timestamp=20261122T093000Z,Signature=${sig}`],
+    ['the scheme after a leading space', ` SEAYOO-HMAC-SHA256 Game=demo,Timestamp=20261122T093000Z,Signature=${sig}`],
     ['duplicated parameter', `SEAYOO-HMAC-SHA256 Game=demo,Game=x,Timestamp=20261122T093000Z,Signature=${sig}`],
     ['duplicated Partner', `SEAYOO-HMAC-SHA256 Partner=p,Partner=p,Timestamp=20261122T093000Z,Signature=${sig}`],
     ['duplicated Timestamp', `SEAYOO-HMAC-SHA256 Game=demo,Timestamp=20261122T093000Z,Timestamp=20261122T093000Z,Signature=${sig}`],
     ['duplicated Signature', `SEAYOO-HMAC-SHA256 Game=demo,Timestamp=20261122T093000Z,Signature=${sig},Signature=${sig}`],
-    ['duplicated unknown parameter', `SEAYOO-HMAC-SHA256 Game=demo,Foo=1,Timestamp=20261122T093000Z,Foo=2,Signature=${sig}`],
     ['parameter without a name', `SEAYOO-HMAC-SHA256 Game=demo,=x,Timestamp=20261122T093000Z,Signature=${sig}`],
-    ['trailing comma', `SEAYOO-HMAC-SHA256 Game=demo,Timestamp=20261122T093000Z,Signature=${sig},`],
     ['empty parameter list', 'SEAYOO-HMAC-SHA256 '],
     ['= only in the next parameter', `SEAYOO-HMAC-SHA256 Game,demo=x,Timestamp=20261122T093000Z,Signature=${sig}`],
   ])('rejects %s', (_name, header) => {
