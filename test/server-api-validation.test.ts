@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLATFORMS } from '../src/orders/schemas.js';
 import { storedRows } from './helpers/raw.js';
-import { admin, createGame, orderBody, signed, startService, type TestGame, type TestService } from './helpers/service.js';
+import { ADMIN_TOKEN, admin, createGame, orderBody, signed, startService, type TestGame, type TestService } from './helpers/service.js';
 
 /**
  * rest-interface 2.1, 2.2 and 2.4, field by field, at every bound (min-1, min, max, max+1).
@@ -374,5 +374,69 @@ describe('strings no database can store as sent (U+0000, unpaired surrogates)', 
     const stored = await t.service.database.db.selectFrom('orders').selectAll().where('order_id', '=', r.body.order_id).executeTakeFirstOrThrow();
     expect(stored.quantity).toBe(1);
     expect(stored.meta).toBeNull();
+  });
+});
+
+// PROTOCOL 3: "quantity is an integer (JSON number with no fraction)". JSON.parse reads 2.0 as
+// 2 and 1.0000000000000001 as 1, so these are checked as written.
+describe('integers written with a fraction part', () => {
+  let game: TestGame;
+  beforeAll(async () => {
+    game = await createGame(t);
+  });
+  /** The order body as text, with `literal` written as the value of `field` (top level or meta). */
+  const withLiteral = (field: string, literal: string): string => {
+    const marker = '"__LITERAL__"';
+    const body = field.startsWith('meta.')
+      ? orderBody({ meta: { role_id: 'r1', [field.slice(5)]: '__LITERAL__' } })
+      : orderBody({ [field]: '__LITERAL__' });
+    return JSON.stringify(body).replace(marker, literal);
+  };
+
+  it.each([
+    ['quantity', '2.0'],
+    ['quantity', '1.0000000000000001'],
+    ['quantity', '1.5e1'],
+    ['quantity', '100.00'],
+    ['meta.role_level', '3.0'],
+    ['meta.role_level', '-1.0'],
+  ])('%s written as %s -> 400 naming the field, nothing stored', async (field, literal) => {
+    const before = await storedRows(t, game.gameId);
+    const r = await signed(t, game, 'POST', '/v1/server/create-order', withLiteral(field, literal));
+    expect(r.status, r.text).toBe(400);
+    expect(r.body.error).toBe('invalid_request');
+    expect(r.body.message).toBe(`${field} must be an integer, written without a fraction part (2, not 2.0)`);
+    expect(await storedRows(t, game.gameId)).toEqual(before);
+  });
+
+  it.each([
+    ['quantity', '2', 2],
+    ['quantity', '1e2', 100],
+    ['quantity', '2E0', 2],
+    ['meta.role_level', '0', 0],
+  ])('%s written as %s (no fraction part) is the integer %s', async (field, literal, value) => {
+    const r = await signed(t, game, 'POST', '/v1/server/create-order', withLiteral(field, literal));
+    expect(r.status, r.text).toBe(200);
+    const stored = await t.service.database.db.selectFrom('orders').selectAll().where('order_id', '=', r.body.order_id).executeTakeFirstOrThrow();
+    if (field === 'quantity') expect(stored.quantity).toBe(value);
+    else expect(JSON.parse(stored.meta as string).role_level).toBe(value);
+  });
+
+  it('fractions elsewhere are not integers the schema wants: unknown fields, strings, an IP in context', async () => {
+    const body = JSON.stringify(orderBody({ context: 'client 1.2.3 at 10.0.0.1', surprise: 2.5, nested: { quantity: 1.5 }, meta: { role_id: 'r', mood: 0.5 } }));
+    const r = await signed(t, game, 'POST', '/v1/server/create-order', body);
+    expect(r.status, r.text).toBe(200);
+  });
+
+  it('the operator API too: a product price of 100.0 -> 400, nothing stored', async () => {
+    const path = `/admin/v1/games/${game.gameId}/products/fraction-price`;
+    const res = await fetch(t.url + path, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: '{"name":"p","price":100.0,"currency":"CNY"}',
+    });
+    expect(res.status).toBe(400);
+    expect((await res.json()).message).toBe('price must be an integer, written without a fraction part (2, not 2.0)');
+    expect((await admin(t, 'GET', path)).status).toBe(404);
   });
 });

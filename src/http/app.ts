@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { isStorageUnavailable } from '../db/index.js';
 import { ApiError, Errors, isApiError } from '../errors.js';
 import { describeValidationError, schemaCompiler } from './validation.js';
+import { integerWrittenWithFraction } from './integer-literals.js';
 import { DualProtocolServer, type Handler } from './dual-server.js';
 import type { LoadShedder } from './load-shedding.js';
 import { newTraceId } from './trace.js';
@@ -201,7 +202,11 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
       const empty = !req.rawBody || req.rawBody.length === 0;
       if (empty && bodyOptional(req)) req.body = {};
       else if (!isJsonContentType(req.headers['content-type'])) throw Errors.unsupportedMediaType('Content-Type must be application/json');
-      else req.body = parseJsonBody(req.rawBody);
+      else {
+        req.body = parseJsonBody(req.rawBody);
+        const field = integerWrittenWithFraction(req.rawBody as Buffer, route.bodySchema);
+        if (field) throw Errors.invalidRequest(`${field} must be an integer, written without a fraction part (2, not 2.0)`);
+      }
     }
     // NUL and lone surrogates can only arrive percent-encoded in the URL or as \\u escapes in
     // JSON (raw bytes of either are refused earlier): skip the walk when neither is present.
