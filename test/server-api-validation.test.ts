@@ -428,6 +428,14 @@ describe('integers written with a fraction part', () => {
     expect(r.status, r.text).toBe(200);
   });
 
+  it('strings with quotes, backslashes and digit-dot-digit before the field do not hide it', async () => {
+    for (const context of ['say "1.5" twice', 'ends with a backslash \\', 'v1.2 at 10.0.0.1 \\"3.4\\"']) {
+      const body = JSON.stringify(orderBody({ context, quantity: '__LITERAL__' })).replace('"__LITERAL__"', '2.0');
+      const r = await signed(t, game, 'POST', '/v1/server/create-order', body);
+      expect([r.status, r.body.message], context).toEqual([400, 'quantity must be an integer, written without a fraction part (2, not 2.0)']);
+    }
+  });
+
   it('the operator API too: a product price of 100.0 -> 400, nothing stored', async () => {
     const path = `/admin/v1/games/${game.gameId}/products/fraction-price`;
     const res = await fetch(t.url + path, {

@@ -203,8 +203,9 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
       if (empty && bodyOptional(req)) req.body = {};
       else if (!isJsonContentType(req.headers['content-type'])) throw Errors.unsupportedMediaType('Content-Type must be application/json');
       else {
-        req.body = parseJsonBody(req.rawBody);
-        const field = integerWrittenWithFraction(req.rawBody as Buffer, route.bodySchema);
+        const text = bodyText(req.rawBody);
+        req.body = parseJsonBody(text);
+        const field = integerWrittenWithFraction(text, route.bodySchema);
         if (field) throw Errors.invalidRequest(`${field} must be an integer, written without a fraction part (2, not 2.0)`);
       }
     }
@@ -299,12 +300,16 @@ function announcesBody(req: FastifyRequest): boolean {
   return (len !== undefined && len !== '0') || req.headers['transfer-encoding'] !== undefined;
 }
 
-function parseJsonBody(raw: Buffer | undefined): unknown {
+function bodyText(raw: Buffer | undefined): string {
   if (!raw || raw.length === 0) throw Errors.invalidRequest('request body must be a JSON object');
   if (!isUtf8(raw)) throw Errors.invalidRequest('request body is not valid UTF-8');
+  return raw.toString('utf8');
+}
+
+function parseJsonBody(text: string): unknown {
   let value: unknown;
   try {
-    value = JSON.parse(raw.toString('utf8'));
+    value = JSON.parse(text);
   } catch (e) {
     throw Errors.invalidRequest(`request body is not valid JSON: ${(e as Error).message}`);
   }
