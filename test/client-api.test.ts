@@ -147,3 +147,31 @@ describe('POST /v1/client/pay', () => {
     expect(await statusOf(t, o.order_id)).toBe('created');
   });
 });
+
+describe('GET /checkout/<order_token> with a token that is not valid', () => {
+  const tokens = () => Object.entries(badTokens(order)).filter(([what]) => what !== 'max length');
+
+  it('a browser (Accept: text/html) gets a 401 HTML page', async () => {
+    const accept = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
+    for (const [what, token] of tokens()) {
+      const r = await fetch(`${t.url}/checkout/${encodeURIComponent(token)}`, { headers: { accept } });
+      expect([what, r.status], what).toEqual([what, 401]);
+      expect(r.headers.get('content-type')).toMatch(/^text\/html/);
+      expect(await r.text()).toContain('not valid');
+    }
+  });
+
+  it.each([
+    ['no Accept header', undefined],
+    ['Accept: */*', '*/*'],
+    ['Accept: application/json', 'application/json'],
+  ])('anything else (%s) gets the ErrorResponse 401 invalid_token (rest-interface 1.6)', async (_n, accept) => {
+    for (const [what, token] of tokens()) {
+      const r = await fetch(`${t.url}/checkout/${encodeURIComponent(token)}`, { headers: accept ? { accept } : {} });
+      expect([what, r.status], what).toEqual([what, 401]);
+      expect(r.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(r.headers.get('x-trace-id')).toBeTruthy();
+      expect((await r.json()).error).toBe('invalid_token');
+    }
+  });
+});

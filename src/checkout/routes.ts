@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { isApiError } from '../errors.js';
-import { responses } from '../http/errors-schema.js';
+import { ErrorResponse, responses } from '../http/errors-schema.js';
 import { pageHeaders, renderCheckoutPage, renderErrorPage } from './page.js';
 import { CheckoutParams, ClientOrder, ClientOrderBody, ClientPayBody, ClientPayResponse } from './schemas.js';
 import type { CheckoutService } from './service.js';
@@ -38,17 +38,20 @@ export function registerCheckoutRoutes(app: FastifyInstance, checkout: CheckoutS
     },
   });
 
-  // A browser page: its error answers are HTML too (a person reads them, not an SDK).
+  // A browser page. Its 401 is an HTML page for a browser (a person reads it) and the
+  // ErrorResponse of every other non-200 answer for anything else (rest-interface 1.6).
   app.get('/checkout/:order_token', {
     config: client,
     schema: {
       tags: ['client'],
       summary: 'Hosted checkout page (text/html)',
       params: CheckoutParams,
-      // A page for people: both answers are HTML (the one non-JSON error of the service).
       response: {
         200: { description: 'The checkout page', content: { 'text/html': { schema: Type.String() } } },
-        401: { description: 'Unknown, forged or tampered order token: an HTML error page', content: { 'text/html': { schema: Type.String() } } },
+        401: {
+          description: 'Unknown, forged or tampered order token: an HTML error page when the request accepts `text/html` (a browser), else the ErrorResponse `invalid_token`',
+          content: { 'text/html': { schema: Type.String() }, 'application/json': { schema: ErrorResponse } },
+        },
       },
     },
     handler: async (req, reply) => {
@@ -58,10 +61,15 @@ export function registerCheckoutRoutes(app: FastifyInstance, checkout: CheckoutS
       try {
         return renderCheckoutPage(await checkout.page(token), token, nonce);
       } catch (e) {
-        if (!isApiError(e) || e.status !== 401) throw e;
+        if (!isApiError(e) || e.status !== 401 || !acceptsHtml(req.headers.accept)) throw e;
         reply.code(401);
         return renderErrorPage('Order not found', 'This checkout link is not valid. Ask the game for a new one.', nonce);
       }
     },
   });
+}
+
+// A browser asks for text/html by name; curl, fetch and the SDKs send "*/*" or nothing.
+function acceptsHtml(accept: string | undefined): boolean {
+  return accept !== undefined && accept.includes('text/html');
 }
