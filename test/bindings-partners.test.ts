@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authorizationHeader, formatTimestamp } from '../src/signing/signer.js';
 import { admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
 import { createPartner, partnerGet, queryUri, type TestPartner } from './helpers/partners.js';
+import { head, rawRequest } from './helpers/raw.js';
 
 let t: TestService;
 beforeAll(async () => {
@@ -248,5 +249,67 @@ describe('concurrent key changes', () => {
     const dels = await Promise.all(keyIds.map((k) => admin(t, 'DELETE', `/admin/v1/partners/${p.partnerId}/keys/${k}`)));
     expect(dels.map((d) => d.status).sort()).toEqual([200, 409]);
     expect((await admin(t, 'GET', `/admin/v1/partners/${p.partnerId}`)).body.key_ids).toHaveLength(1);
+  });
+});
+
+// rest-interface 4.4: query-binding has no request body. A body sent anyway is held to PROTOCOL
+// 2 like any other: media type (415), size (413), signature over its bytes (401), then refused
+// as a parameter error (400). 404 binding_not_found shows a request got through every check.
+describe('a GET that carries a body', () => {
+  async function setup(): Promise<{ partner: TestPartner; uri: string }> {
+    const game = await createGame(t);
+    const partner = await createPartner(t, [game.gameId]);
+    return { partner, uri: queryUri(game.gameId, 'nobody') };
+  }
+  const sign = (p: TestPartner, uri: string, body: string) => authorizationHeader({ kind: 'partner', id: p.partnerId }, p.secret, 'GET', uri, body, Date.now());
+
+  it('with another Content-Type, or none -> 415', async () => {
+    const { partner, uri } = await setup();
+    for (const type of ['Content-Type: text/plain', null]) {
+      const r = await rawRequest(t, head('GET', uri, [...(type ? [type] : []), `Authorization: ${sign(partner, uri, 'abc')}`], 3), 'abc');
+      expect([type, r.status, JSON.parse(r.body).error]).toEqual([type, 415, 'unsupported_media_type']);
+    }
+  });
+
+  it('JSON, signed over its bytes -> 400 naming the route', async () => {
+    const { partner, uri } = await setup();
+    const body = '{"a":1}';
+    const r = await rawRequest(t, head('GET', uri, ['Content-Type: application/json', `Authorization: ${sign(partner, uri, body)}`], body.length), body);
+    expect([r.status, JSON.parse(r.body)]).toEqual([400, { error: 'invalid_request', message: 'GET /v1/query-binding takes no request body' }]);
+  });
+
+  it('JSON, signed as if it had no body -> 401: the signature covers the bytes received', async () => {
+    const { partner, uri } = await setup();
+    const body = '{"a":1}';
+    const r = await rawRequest(t, head('GET', uri, ['Content-Type: application/json', `Authorization: ${sign(partner, uri, '')}`], body.length), body);
+    expect([r.status, JSON.parse(r.body).error]).toEqual([401, 'invalid_signature']);
+  });
+
+  it('over 64 KiB -> 413, by Content-Length and chunked', async () => {
+    const { partner, uri } = await setup();
+    const body = JSON.stringify({ a: 'x'.repeat(64 * 1024) });
+    const auth = `Authorization: ${sign(partner, uri, body)}`;
+    const byLength = await rawRequest(t, head('GET', uri, ['Content-Type: application/json', auth], body.length), body);
+    expect([byLength.status, JSON.parse(byLength.body).error]).toEqual([413, 'invalid_request']);
+    const chunkedHead = [`GET ${uri} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: close', 'Transfer-Encoding: chunked', 'Content-Type: application/json', auth, ''].join('\r\n');
+    const chunked = await rawRequest(t, chunkedHead, `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`);
+    expect([chunked.status, JSON.parse(chunked.body).error]).toEqual([413, 'invalid_request']);
+  });
+
+  it('no body: any Content-Type or none is fine (Content-Length: 0 too)', async () => {
+    const { partner, uri } = await setup();
+    for (const type of ['Content-Type: text/plain', 'Content-Type: application/json', null]) {
+      const r = await rawRequest(t, head('GET', uri, [...(type ? [type] : []), `Authorization: ${sign(partner, uri, '')}`], 0));
+      expect([type, r.status, JSON.parse(r.body).error]).toEqual([type, 404, 'binding_not_found']);
+    }
+  });
+
+  it('an operator DELETE with a body -> 400, and nothing is deleted', async () => {
+    const { partner } = await setup();
+    const k = await admin(t, 'POST', `/admin/v1/partners/${partner.partnerId}/keys`, {});
+    const path = `/admin/v1/partners/${partner.partnerId}/keys/${k.body.key_id}`;
+    const r = await rawRequest(t, head('DELETE', path, ['Content-Type: application/json', 'Authorization: Bearer test-admin-token-0123456789'], 2), '{}');
+    expect([r.status, JSON.parse(r.body).message]).toEqual([400, 'DELETE /admin/v1/partners/:partner_id/keys/:key_id takes no request body']);
+    expect((await admin(t, 'GET', `/admin/v1/partners/${partner.partnerId}`)).body.key_ids).toHaveLength(2);
   });
 });

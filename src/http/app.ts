@@ -143,10 +143,12 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     if (req.is404) throw unmatched(req);
     // NUL cannot be stored in PostgreSQL text and is never meaningful in an id or filter.
     if (req.url.includes('%00')) throw Errors.invalidRequest(nulMessage(req.url));
-    if (BODY_METHODS.has(req.method) && routeOf(req).url && !isJsonContentType(req.headers['content-type'])) {
-      // An action that takes no body (redeliver, new key, cancel) may be sent without one.
-      if (!(bodyOptional(req) && !announcesBody(req))) throw Errors.unsupportedMediaType('Content-Type must be application/json');
-    }
+    if (BODY_METHODS.has(req.method)) {
+      if (routeOf(req).url && !isJsonContentType(req.headers['content-type'])) {
+        // An action that takes no body (redeliver, new key, cancel) may be sent without one.
+        if (!(bodyOptional(req) && !announcesBody(req))) throw Errors.unsupportedMediaType('Content-Type must be application/json');
+      }
+    } else if (announcesBody(req)) screenUnwantedBody(req);
   };
 
   // Keep the raw bytes: the signature covers them, and malformed JSON must be reported only
@@ -168,6 +170,10 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     const cfg = routeOf(req).config;
     switch (i) {
       case 0:
+        // A GET's body is never read by Fastify; the signature covers it all the same.
+        if (req.rawBody === null && (req.method === 'GET' || req.method === 'HEAD') && announcesBody(req)) {
+          return readUnwantedBody(req).then(() => hooks.authenticate(req, cfg.auth ?? 'none'));
+        }
         return hooks.authenticate(req, cfg.auth ?? 'none');
       case 1:
         return hooks.rateLimit?.(req, reply, cfg.auth ?? 'none');
@@ -198,7 +204,9 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
   const prepareBody = (req: FastifyRequest): void => {
     const route = routeOf(req);
     const cfg = route.config;
-    if (BODY_METHODS.has(req.method)) {
+    if (!BODY_METHODS.has(req.method)) {
+      if (req.rawBody && req.rawBody.length > 0) throw Errors.invalidRequest(`${req.method} ${route.url} takes no request body`);
+    } else {
       const empty = !req.rawBody || req.rawBody.length === 0;
       if (empty && bodyOptional(req)) req.body = {};
       else if (!isJsonContentType(req.headers['content-type'])) throw Errors.unsupportedMediaType('Content-Type must be application/json');
@@ -304,6 +312,39 @@ function bodyText(raw: Buffer | undefined): string {
   if (!raw || raw.length === 0) throw Errors.invalidRequest('request body must be a JSON object');
   if (!isUtf8(raw)) throw Errors.invalidRequest('request body is not valid UTF-8');
   return raw.toString('utf8');
+}
+
+/**
+ * A body sent with a method whose routes take none (GET, DELETE): PROTOCOL 2's media type and
+ * size checks apply to it as to any body (415, 413); once the signature, which covers its bytes,
+ * has been checked, it is refused as a parameter error (400, in prepareBody).
+ */
+function screenUnwantedBody(req: FastifyRequest): void {
+  if (!isJsonContentType(req.headers['content-type'])) throw Errors.unsupportedMediaType('a request body needs Content-Type: application/json');
+  const len = Number(req.headers['content-length']);
+  if (len > BODY_LIMIT) throw Errors.bodyTooLarge(`request body must be at most ${BODY_LIMIT} bytes`);
+}
+
+/** Reads a GET's body (Fastify leaves it unread) into rawBody, at most BODY_LIMIT bytes. */
+function readUnwantedBody(req: FastifyRequest): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const raw = req.raw;
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size > BODY_LIMIT) {
+        raw.off('data', onData);
+        reject(Errors.bodyTooLarge(`request body must be at most ${BODY_LIMIT} bytes`));
+      } else chunks.push(chunk);
+    };
+    raw.on('data', onData);
+    raw.once('end', () => {
+      req.rawBody = Buffer.concat(chunks);
+      resolve();
+    });
+    raw.once('error', reject);
+  });
 }
 
 function parseJsonBody(text: string): unknown {
