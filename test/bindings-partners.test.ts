@@ -1,3 +1,4 @@
+import http2 from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authorizationHeader, formatTimestamp } from '../src/signing/signer.js';
 import { admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
@@ -311,5 +312,44 @@ describe('a GET that carries a body', () => {
     const r = await rawRequest(t, head('DELETE', path, ['Content-Type: application/json', 'Authorization: Bearer test-admin-token-0123456789'], 2), '{}');
     expect([r.status, JSON.parse(r.body).message]).toEqual([400, 'DELETE /admin/v1/partners/:partner_id/keys/:key_id takes no request body']);
     expect((await admin(t, 'GET', `/admin/v1/partners/${partner.partnerId}`)).body.key_ids).toHaveLength(2);
+  });
+});
+
+describe('a GET that carries a body over HTTP/2 (no Content-Length needed there)', () => {
+  function h2get(uri: string, headers: Record<string, string>, body: string | null): Promise<{ status: number; body: { error: string; message: string } }> {
+    return new Promise((resolve, reject) => {
+      const session = http2.connect(t.url);
+      session.on('error', reject);
+      const req = session.request({ ':method': 'GET', ':path': uri, ...headers }, { endStream: body === null });
+      const chunks: Buffer[] = [];
+      let status = 0;
+      req.on('response', (h) => (status = Number(h[':status'])));
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('error', reject);
+      req.on('end', () => {
+        session.close();
+        resolve({ status, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
+      });
+      if (body !== null) req.end(body);
+    });
+  }
+
+  it('is held to the same checks: 415, 401 over its bytes, then 400; without one, 404 binding_not_found', async () => {
+    const game = await createGame(t);
+    const partner = await createPartner(t, [game.gameId]);
+    const uri = queryUri(game.gameId, 'nobody');
+    const sign = (body: string) => authorizationHeader({ kind: 'partner', id: partner.partnerId }, partner.secret, 'GET', uri, body, Date.now());
+    const body = '{"a":1}';
+    const plain = await h2get(uri, { 'content-type': 'text/plain', authorization: sign(body) }, body);
+    expect([plain.status, plain.body.error]).toEqual([415, 'unsupported_media_type']);
+    const unsigned = await h2get(uri, { 'content-type': 'application/json', authorization: sign('') }, body);
+    expect([unsigned.status, unsigned.body.error]).toEqual([401, 'invalid_signature']);
+    const json = await h2get(uri, { 'content-type': 'application/json', authorization: sign(body) }, body);
+    expect([json.status, json.body.message]).toEqual([400, 'GET /v1/query-binding takes no request body']);
+    const none = await h2get(uri, { 'content-type': 'text/plain', authorization: sign('') }, null);
+    expect([none.status, none.body.error]).toEqual([404, 'binding_not_found']);
+    // The stream ended by an empty DATA frame instead of by its HEADERS: still no body.
+    const emptyData = await h2get(uri, { 'content-type': 'text/plain', authorization: sign('') }, '');
+    expect([emptyData.status, emptyData.body.error]).toEqual([404, 'binding_not_found']);
   });
 });

@@ -171,8 +171,12 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     switch (i) {
       case 0:
         // A GET's body is never read by Fastify; the signature covers it all the same.
-        if (req.rawBody === null && (req.method === 'GET' || req.method === 'HEAD') && announcesBody(req)) {
-          return readUnwantedBody(req).then(() => hooks.authenticate(req, cfg.auth ?? 'none'));
+        if (req.rawBody === null && (req.method === 'GET' || req.method === 'HEAD') && carriesBody(req)) {
+          return readUnwantedBody(req).then(() => {
+            // Over HTTP/2 a body may come without a length: its media type is known only now.
+            if ((req.rawBody as Buffer).length > 0) screenUnwantedBody(req);
+            return hooks.authenticate(req, cfg.auth ?? 'none');
+          });
         }
         return hooks.authenticate(req, cfg.auth ?? 'none');
       case 1:
@@ -306,6 +310,17 @@ function bodyOptional(req: FastifyRequest): boolean {
 function announcesBody(req: FastifyRequest): boolean {
   const len = req.headers['content-length'];
   return (len !== undefined && len !== '0') || req.headers['transfer-encoding'] !== undefined;
+}
+
+/**
+ * For a GET: whether a body may come. HTTP/2 needs no length for one: it may come unless the
+ * HEADERS frame ended the stream (a client may also end it with an empty DATA frame, so only
+ * the bytes read tell).
+ */
+function carriesBody(req: FastifyRequest): boolean {
+  if (announcesBody(req)) return true;
+  const stream = (req.raw as { stream?: { endAfterHeaders?: boolean } }).stream;
+  return req.headers['content-length'] === undefined && stream?.endAfterHeaders === false;
 }
 
 function bodyText(raw: Buffer | undefined): string {
