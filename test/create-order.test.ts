@@ -120,6 +120,36 @@ describe('create-order', () => {
     expect(r.body.error).toBe('game_iap_disabled');
   });
 
+  // PROTOCOL 2 runs caller state (403) and parameters (400) before the operation, and the replay
+  // is the operation: a retry passes the checks a new request would, then gets the original.
+  it('a replay after operator changes: the original order, unless IAP is now off (403) or the product inactive (400)', async () => {
+    const g = await createGame(t);
+    const body = orderBody({ combo_id: 'replayer-1' });
+    const replay = () => signed(t, g, 'POST', CREATE, body);
+    const first = await replay();
+    expect(first.status, first.text).toBe(200);
+    const product = (over: Record<string, unknown>) => admin(t, 'PUT', `/admin/v1/games/${g.gameId}/products/gem_60`, { name: '60 gems', price: 600, currency: 'CNY', ...over });
+
+    expect((await product({ price: 999 })).status).toBe(200);
+    expect(await replay()).toMatchObject({ status: 200, body: first.body });
+    expect((await admin(t, 'PUT', `/admin/v1/games/${g.gameId}/players/replayer-1`, { banned: true })).status).toBe(200);
+    expect(await replay()).toMatchObject({ status: 200, body: first.body });
+
+    expect((await product({ active: false })).status).toBe(200);
+    const inactive = await replay();
+    expect([inactive.status, inactive.body.error]).toEqual([400, 'invalid_request']);
+    expect(inactive.body.message).toContain('product_id');
+    expect((await product({})).status).toBe(200);
+    expect(await replay()).toMatchObject({ status: 200, body: first.body });
+
+    expect((await admin(t, 'PATCH', `/admin/v1/games/${g.gameId}`, { iap_enabled: false })).status).toBe(200);
+    expect(await replay()).toMatchObject({ status: 403, body: { error: 'game_iap_disabled' } });
+    expect((await admin(t, 'PATCH', `/admin/v1/games/${g.gameId}`, { iap_enabled: true })).status).toBe(200);
+    expect(await replay()).toMatchObject({ status: 200, body: first.body });
+    const rows = await t.service.database.db.selectFrom('orders').select(['order_id', 'amount']).where('game_id', '=', g.gameId).execute();
+    expect(rows).toEqual([{ order_id: first.body.order_id, amount: 600 }]);
+  });
+
   it('rejects an unknown product with invalid_request naming product_id', async () => {
     const r = await signed(t, game, 'POST', '/v1/server/create-order', orderBody({ product_id: 'nope' }));
     expect(r.status).toBe(400);
