@@ -122,7 +122,7 @@ describe('create-order', () => {
 
   // PROTOCOL 2 runs caller state (403) and parameters (400) before the operation, and the replay
   // is the operation: a retry passes the checks a new request would, then gets the original.
-  it('a replay after operator changes: the original order, unless IAP is now off (403) or the product inactive (400)', async () => {
+  it('a replay after operator changes: the original order (price, ban, a minor's limit), unless IAP is now off (403) or the product inactive (400)', async () => {
     const g = await createGame(t);
     const body = orderBody({ combo_id: 'replayer-1' });
     const replay = () => signed(t, g, 'POST', CREATE, body);
@@ -133,6 +133,12 @@ describe('create-order', () => {
     expect((await product({ price: 999 })).status).toBe(200);
     expect(await replay()).toMatchObject({ status: 200, body: first.body });
     expect((await admin(t, 'PUT', `/admin/v1/games/${g.gameId}/players/replayer-1`, { banned: true })).status).toBe(200);
+    expect(await replay()).toMatchObject({ status: 200, body: first.body });
+    // A child under 8 may not pay at all (PROTOCOL 12): a new order is refused, the retry is not.
+    const fiveYearsAgo = new Date(Date.now() - 5 * 365 * 86_400_000).toISOString().slice(0, 10);
+    expect((await admin(t, 'PUT', `/admin/v1/games/${g.gameId}/players/replayer-1`, { banned: false, birth_date: fiveYearsAgo })).status).toBe(200);
+    const fresh = await signed(t, g, 'POST', CREATE, orderBody({ combo_id: 'replayer-1' }));
+    expect([fresh.status, fresh.body.error]).toEqual([403, 'recharge_limit_exceeded']);
     expect(await replay()).toMatchObject({ status: 200, body: first.body });
 
     expect((await product({ active: false })).status).toBe(200);
