@@ -122,7 +122,7 @@ describe('create-order', () => {
 
   // PROTOCOL 2 runs caller state (403) and parameters (400) before the operation, and the replay
   // is the operation: a retry passes the checks a new request would, then gets the original.
-  it('a replay after operator changes: the original order (price, ban, a minor's limit), unless IAP is now off (403) or the product inactive (400)', async () => {
+  it('a replay after operator changes: the original order (price, ban, a minor limit), unless IAP is now off (403) or the product inactive (400)', async () => {
     const g = await createGame(t);
     const body = orderBody({ combo_id: 'replayer-1' });
     const replay = () => signed(t, g, 'POST', CREATE, body);
