@@ -1,7 +1,7 @@
 import http2 from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authorizationHeader, formatTimestamp } from '../src/signing/signer.js';
-import { admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
+import { ADMIN_TOKEN, admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
 import { createPartner, partnerGet, queryUri, type TestPartner } from './helpers/partners.js';
 import { head, rawRequest } from './helpers/raw.js';
 
@@ -309,7 +309,7 @@ describe('a GET that carries a body', () => {
     const { partner } = await setup();
     const k = await admin(t, 'POST', `/admin/v1/partners/${partner.partnerId}/keys`, {});
     const path = `/admin/v1/partners/${partner.partnerId}/keys/${k.body.key_id}`;
-    const r = await rawRequest(t, head('DELETE', path, ['Content-Type: application/json', 'Authorization: Bearer test-admin-token-0123456789'], 2), '{}');
+    const r = await rawRequest(t, head('DELETE', path, ['Content-Type: application/json', `Authorization: Bearer ${ADMIN_TOKEN}`], 2), '{}');
     expect([r.status, JSON.parse(r.body).message]).toEqual([400, 'DELETE /admin/v1/partners/:partner_id/keys/:key_id takes no request body']);
     expect((await admin(t, 'GET', `/admin/v1/partners/${partner.partnerId}`)).body.key_ids).toHaveLength(2);
   });

@@ -55,6 +55,7 @@ function fractionOutsideStrings(text: string): boolean {
 }
 
 const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
+
 /** Whether the schema at `path` takes integers and no other numbers (through anyOf/oneOf/allOf). */
 function wantsInteger(schema: Schema, path: JSONPath): boolean {
   let nodes = alternatives(schema);
