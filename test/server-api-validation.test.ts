@@ -436,6 +436,24 @@ describe('integers written with a fraction part', () => {
     }
   });
 
+  it('a key written with escapes is the same key: quan\\u0074ity 2.0 -> 400', async () => {
+    const body = JSON.stringify(orderBody({ quantity: '__LITERAL__' })).replace('"quantity":"__LITERAL__"', '"quan\\u0074ity":2.0');
+    const r = await signed(t, game, 'POST', '/v1/server/create-order', body);
+    expect([r.status, r.body.message]).toEqual([400, 'quantity must be an integer, written without a fraction part (2, not 2.0)']);
+  });
+
+  // The check reads bodies from anyone (the client API needs no signature) before any other
+  // check of their content: nesting and many fractions must not make it fail or stall.
+  it.each([
+    ['5,000 levels of arrays around 13,000 fractions', `{"order_token":"x","z":${'['.repeat(5000)}${Array(13000).fill('1.5').join(',')}${']'.repeat(5000)}}`],
+    ['32,000 levels of arrays around one fraction', `{"order_token":"x","z":${'['.repeat(32000)}1.5${']'.repeat(32000)}}`],
+    ['10,000 levels of objects', `{"order_token":"x",${'"a":{'.repeat(10000)}"b":1.5${'}'.repeat(10000)}}`],
+  ])('a 64 KiB body of %s is answered as any other (401 invalid_token)', async (_n, body) => {
+    expect(Buffer.byteLength(body)).toBeLessThanOrEqual(64 * 1024);
+    const r = await fetch(`${t.url}/v1/client/order`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    expect([r.status, (await r.json()).error]).toEqual([401, 'invalid_token']);
+  });
+
   it('the operator API too: a product price of 100.0 -> 400, nothing stored', async () => {
     const path = `/admin/v1/games/${game.gameId}/products/fraction-price`;
     const res = await fetch(t.url + path, {
