@@ -125,6 +125,13 @@ describe('bind-partner-user / unbind-partner-user', () => {
 });
 
 describe('GET /v1/query-binding', () => {
+  it('reaches a GM URL given by host name (http://localhost:<port>), as real GM URLs are written', async () => {
+    const { game, partner, uri } = await bound();
+    expect((await admin(t, 'PATCH', `/admin/v1/games/${game.gameId}`, { gm_url: gm.url.replace('127.0.0.1', 'localhost') })).status).toBe(200);
+    const q = await partnerGet(t, partner, uri);
+    expect([q.status, q.body.role?.role_id]).toEqual([200, 'r1']);
+  });
+
   it('answers exactly {bound_at, role} with the GM role, without extra, from a signed ListRoles', async () => {
     const { game, partner, uri, boundAt, combo } = await bound();
     const q = await partnerGet(t, partner, uri);

@@ -1,7 +1,10 @@
+import dns from 'node:dns/promises';
+import os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Receiver, ok, status, until } from './helpers/receiver.js';
 import { attemptRows, notificationRow, paidOrder } from './helpers/paid-orders.js';
 import { IdGenerator } from '../src/lib/ids.js';
+import { isPrivateAddress } from '../src/lib/outbound.js';
 import { NotificationService } from '../src/notifications/service.js';
 import { NotificationStore } from '../src/notifications/store.js';
 import { admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
@@ -364,7 +367,44 @@ describe('operator API', () => {
   });
 });
 
+describe('notify_url by host name', () => {
+  // Real notify URLs name hosts. Node's connect resolves them through our lookup with all: true
+  // (happy eyeballs); the lookup once answered one address, and every such delivery failed.
+  it('delivers to http://localhost:<port>/... (private addresses allowed outside production)', async () => {
+    const g = await game();
+    const path = newPath();
+    const { notificationId } = await paidOrder(t, g, receiver.url.replace('127.0.0.1', 'localhost') + path);
+    await until('delivered by host name', () => receiver.on(path).length > 0);
+    expect((await settled(notificationId)).status).toBe('succeeded');
+  });
+});
+
+const machineNameIsInternal = (await dns.lookup(os.hostname(), { all: true }).catch(() => [])).some((a) => isPrivateAddress(a.address));
+if (!machineNameIsInternal) console.warn(`*** ${os.hostname()} does not resolve to an internal address: the host-name case of the outbound checks is SKIPPED`);
+
 describe('outbound safety in production', () => {
+  it.each<[string, (port: string) => string]>([
+    ['an IPv4-mapped IPv6 literal', (port: string) => `http://[::ffff:127.0.0.1]:${port}`],
+    ['a NAT64 literal carrying 127.0.0.1', (port: string) => `http://[64:ff9b::7f00:1]:${port}`],
+    // The machine's own name, which /etc/hosts maps to 127.0.0.1 on these machines: refused by
+    // the connect-time lookup, not by the URL check (which knows only the name "localhost").
+    ...(machineNameIsInternal ? [['the machine\'s host name, which resolves to an internal address', (port: string) => `http://${os.hostname()}:${port}`] as [string, (port: string) => string]] : []),
+  ])('refuses a notify_url given as %s, and calls nothing', async (_n, origin) => {
+    const p = await startService({
+      env: { NODE_ENV: 'production', ALLOW_PRIVATE_NOTIFY_URLS: '0', NOTIFY_RETRY_BASE_MS: '20', NOTIFY_POLL_INTERVAL_MS: '50' },
+    });
+    try {
+      const g = await createGame(p);
+      const path = newPath();
+      const { notificationId } = await paidOrder(p, g, origin(new URL(receiver.url).port) + path);
+      await until('a refused attempt', async () => (await attemptRows(p, notificationId)).length >= 1);
+      expect((await attemptRows(p, notificationId))[0]!.error).toMatch(/^refused: .*internal address/);
+      expect(receiver.on(path)).toHaveLength(0);
+    } finally {
+      await p.stop();
+    }
+  });
+
   it('refuses a notify_url on a private address, records the refusal, and keeps retrying', async () => {
     const p = await startService({
       env: { NODE_ENV: 'production', ALLOW_PRIVATE_NOTIFY_URLS: '0', NOTIFY_RETRY_BASE_MS: '20', NOTIFY_POLL_INTERVAL_MS: '50' },

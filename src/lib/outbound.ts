@@ -1,5 +1,6 @@
 import dns from 'node:dns';
 import net from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { Agent, request } from 'undici';
 
 /**
@@ -32,20 +33,55 @@ export class OutboundBlockedError extends Error {
   }
 }
 
+/**
+ * Whether an address is anything but public unicast: loopback, private, link-local, CGNAT,
+ * multicast, reserved, unique-local... (ipaddr.js's ranges). IPv6 forms that carry an IPv4
+ * address are judged by it: mapped (`::ffff:7f00:1`, which the URL parser makes of
+ * `[::ffff:127.0.0.1]`), NAT64 (`64:ff9b::/96`, what DNS64 answers for IPv4-only hosts) and
+ * 6to4 (`2002::/16`); the deprecated IPv4-compatible `::a.b.c.d` and Teredo are refused.
+ * Anything that is not a plain IPv4 or IPv6 address counts as internal.
+ */
 export function isPrivateAddress(ip: string): boolean {
-  if (net.isIPv4(ip)) {
-    const [a, b] = ip.split('.').map(Number) as [number, number];
-    return (
-      a === 0 || a === 10 || a === 127 || (a === 100 && b >= 64 && b <= 127) || (a === 169 && b === 254) ||
-      (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 192 && b === 0) ||
-      (a === 198 && (b === 18 || b === 19)) || a >= 224
-    );
+  // net.isIP, not ipaddr.isValid: that also takes inet_aton's forms (`1.2.3`, `0x7f.1`).
+  if (net.isIP(ip) === 0) return true;
+  const addr = ipaddr.parse(ip);
+  if (addr.kind() === 'ipv4') return addr.range() !== 'unicast';
+  const v6 = addr as ipaddr.IPv6;
+  const p = v6.parts;
+  switch (v6.range()) {
+    case 'ipv4Mapped':
+      return isPrivateAddress(v6.toIPv4Address().toString());
+    case 'rfc6052':
+      return isPrivateAddress(embeddedIPv4(p[6] as number, p[7] as number));
+    case '6to4':
+      return isPrivateAddress(embeddedIPv4(p[1] as number, p[2] as number));
+    case 'unicast':
+      // ::a.b.c.d (IPv4-compatible, deprecated): the first 96 bits are zero.
+      return p[0] === 0 && p[1] === 0 && p[2] === 0 && p[3] === 0 && p[4] === 0 && p[5] === 0;
+    default:
+      return true;
   }
-  const v6 = ip.toLowerCase();
-  if (v6 === '::' || v6 === '::1') return true;
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(v6);
-  if (mapped) return isPrivateAddress(mapped[1] as string);
-  return /^(fc|fd|fe8|fe9|fea|feb|ff)/.test(v6);
+}
+
+const embeddedIPv4 = (high: number, low: number): string => `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+
+type LookupCallback = (err: Error | null, address: string | dns.LookupAddress[], family?: number) => void;
+
+/**
+ * DNS for outbound connections: every address the name resolves to is looked up, internal ones
+ * are dropped when `block` is set (an error when none is left), and the answer takes the form
+ * the caller asked for. Node's connect asks for `all: true` when it races address families
+ * (happy eyeballs, on by default since Node 20) and then needs the list back.
+ */
+function lookupPublic(hostname: string, options: dns.LookupOptions, cb: LookupCallback, block: boolean): void {
+  dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
+    if (err) return cb(err, options.all ? [] : '', 4);
+    const usable = block ? addresses.filter((a) => !isPrivateAddress(a.address)) : addresses;
+    const first = usable[0];
+    if (!first) return cb(new OutboundBlockedError(`${hostname} resolves to an internal address (${addresses.map((a) => a.address).join(', ')})`), options.all ? [] : '', 4);
+    if (options.all) cb(null, usable);
+    else cb(null, first.address, first.family);
+  });
 }
 
 export class OutboundClient {
@@ -56,17 +92,7 @@ export class OutboundClient {
     this.agent = new Agent({
       connections: opts.perHostConnections ?? 16,
       connectTimeout: opts.connectTimeoutMs ?? 5000,
-      connect: {
-        lookup: (hostname, options, cb) => {
-          dns.lookup(hostname, { ...options, all: false }, (err, address, family) => {
-            if (!err && block && isPrivateAddress(address as string)) {
-              cb(new OutboundBlockedError(`${hostname} resolves to an internal address (${String(address)})`), '', 4);
-              return;
-            }
-            cb(err, address as string, family as number);
-          });
-        },
-      },
+      connect: { lookup: (hostname, options, cb) => lookupPublic(hostname, options, cb as LookupCallback, block) },
     });
   }
 
