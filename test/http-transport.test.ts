@@ -319,6 +319,24 @@ describe('bad input is refused and stores nothing', () => {
     expect(r.status, r.body).toBe(200);
   });
 
+  // Anyone can name any id; one no game can have is refused without a lookup (nor remembered).
+  it.each([
+    ['15,000 characters long', 'g'.repeat(15_000)],
+    ['65 characters long', 'g'.repeat(65)],
+    ['with a character no game id has', 'g/1'],
+    ['starting with a dot', '.g1'],
+  ])('a Game= id %s -> 401, "names no game that can exist"', async (_n, id) => {
+    const body = JSON.stringify(orderBody());
+    const auth = goodAuth(body).replace(`Game=${game.gameId}`, `Game=${id}`);
+    await refused(() => rawRequest(t, head('POST', CREATE, ['Content-Type: application/json', `Authorization: ${auth}`], Buffer.byteLength(body)), body), 401, 'invalid_signature', 'names no game that can exist');
+  });
+
+  it('a Game= id of 64 characters that no game has -> 401, checked against a key like any unknown game', async () => {
+    const body = JSON.stringify(orderBody());
+    const auth = goodAuth(body).replace(`Game=${game.gameId}`, `Game=${'g'.repeat(64)}`);
+    await refused(() => rawRequest(t, head('POST', CREATE, ['Content-Type: application/json', `Authorization: ${auth}`], Buffer.byteLength(body)), body), 401, 'invalid_signature', 'signature does not match');
+  });
+
   // RFC 9110: schemes and parameter names are case-insensitive (11.1, 11.2), and a recipient
   // skips empty list elements (5.6.1); PROTOCOL 1: unknown parameters are ignored.
   it.each([

@@ -3,6 +3,8 @@ import type { FastifyRequest } from 'fastify';
 import { Errors, type ApiError } from '../errors.js';
 import { checkTimestamp, parseAuthorization, sha256Hex, signatureMatches, EMPTY_BODY_SHA256, type ParsedAuthorization } from '../signing/signer.js';
 import { isPromise, type MaybePromise } from '../lib/maybe-promise.js';
+import { GameId } from '../games/schemas.js';
+import { PartnerId } from '../partners/schemas.js';
 
 /** What a signed caller resolves to: its record and its active secret keys. */
 export interface SignedCaller<T> {
@@ -30,6 +32,15 @@ function authorizationHeader(req: FastifyRequest, refuse: (message: string) => A
   return Array.isArray(h) ? undefined : h;
 }
 
+/** Whether `id` is one a game or partner can have (the GameId and PartnerId schemas). */
+const CALLER_IDS = { game: idCheck(GameId), partner: idCheck(PartnerId) };
+
+function idCheck(schema: object): (id: string) => boolean {
+  const { pattern: source, maxLength } = schema as { pattern: string; maxLength: number };
+  const pattern = new RegExp(source);
+  return (id) => id.length <= maxLength && pattern.test(id);
+}
+
 /**
  * Verifies a SEAYOO-HMAC-SHA256 request (PROTOCOL 1) and returns the caller: synchronously when
  * the caller's keys are in memory, else once they are loaded.
@@ -47,6 +58,9 @@ export function verifySignedRequest<G, P>(
   }
   const skew = checkTimestamp(parsed.timestamp, nowMs);
   if (skew) throw Errors.invalidSignature(skew);
+  // An id no game or partner can have is not looked up (nor remembered as unknown): anyone can
+  // send such requests, with ids up to the header's size.
+  if (!CALLER_IDS[expected](parsed.principal.id)) throw Errors.invalidSignature(`Authorization names no ${expected === 'game' ? 'game' : 'partner'} that can exist`);
   const caller: MaybePromise<SignedCaller<G> | SignedCaller<P> | null> =
     expected === 'game' ? directory.game(parsed.principal.id) : directory.partner(parsed.principal.id);
   return isPromise(caller) ? caller.then((c) => checkSignature(req, parsed, c)) : checkSignature(req, parsed, caller);

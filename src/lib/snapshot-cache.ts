@@ -18,12 +18,18 @@ interface Entry<T> {
  */
 export class SnapshotCache<T> {
   private readonly entries = new Map<string, Entry<T>>();
+  /**
+   * Ids with no record, apart: anyone can send requests naming ids that do not exist, and
+   * filling `entries` with them would clear the real snapshots with them at the cap.
+   */
+  private readonly misses = new Map<string, number>();
 
   constructor(
     private readonly clock: Clock,
     private readonly ttlMs: number,
     private readonly load: (id: string) => Promise<T | null>,
     private readonly maxEntries = 100_000,
+    private readonly maxMisses = 10_000,
   ) {}
 
   /** The snapshot of `id` (null: no such record), from memory when fresh. */
@@ -31,12 +37,15 @@ export class SnapshotCache<T> {
     const now = this.clock.now();
     const hit = this.entries.get(id);
     if (hit && now - hit.at < this.ttlMs) return hit.loaded ? hit.value : hit.promise;
+    const missAt = this.misses.get(id);
+    if (missAt !== undefined && now - missAt < this.ttlMs) return null;
     const entry: Entry<T> = { at: now, promise: this.load(id), loaded: false, value: null };
     this.entries.set(id, entry);
     entry.promise.then(
       (v) => {
         entry.value = v;
         entry.loaded = true;
+        if (v === null && this.entries.get(id) === entry) this.remember(id, entry.at);
       },
       () => {
         if (this.entries.get(id) === entry) this.entries.delete(id);
@@ -46,6 +55,12 @@ export class SnapshotCache<T> {
     return entry.promise;
   }
 
+  private remember(id: string, at: number): void {
+    this.entries.delete(id);
+    if (this.misses.size >= this.maxMisses) this.misses.clear();
+    this.misses.set(id, at);
+  }
+
   /** The same, always as a promise. */
   async getAsync(id: string): Promise<T | null> {
     return this.get(id);
@@ -53,5 +68,6 @@ export class SnapshotCache<T> {
 
   invalidate(id: string): void {
     this.entries.delete(id);
+    this.misses.delete(id);
   }
 }

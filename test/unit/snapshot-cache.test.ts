@@ -43,6 +43,24 @@ describe('SnapshotCache', () => {
     expect(loads).toHaveLength(3);
   });
 
+  it('keeps unknown ids apart: a flood of them neither grows past its own cap nor evicts the real snapshots', async () => {
+    const { loads, load } = loader();
+    const cache = new SnapshotCache(new ManualClock(0), 5000, load, 3, 2);
+    const real = cache.get('g1');
+    loads[0]!.resolve('snapshot of g1');
+    await real;
+    for (let i = 0; i < 10; i++) {
+      const miss = cache.get(`unknown-${i}`);
+      loads[loads.length - 1]!.resolve(null);
+      expect(await miss).toBeNull();
+    }
+    expect(cache.get('g1')).toBe('snapshot of g1');
+    // The latest unknown id is still remembered; one from before the cap was forgotten.
+    expect(cache.get('unknown-9')).toBeNull();
+    expect(cache.get('unknown-0')).toBeInstanceOf(Promise);
+    expect(loads).toHaveLength(12);
+  });
+
   it('forgets a failed load, so the next request retries', async () => {
     const { loads, load } = loader();
     const cache = new SnapshotCache(new ManualClock(0), 5000, load);
