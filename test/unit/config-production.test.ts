@@ -15,6 +15,13 @@ const problem = (env: Record<string, string>): string => {
 };
 
 describe('production settings', () => {
+  it('ADMIN_TOKEN must be set in production (outside it, one is generated)', () => {
+    const env = { DATA_DIR: '/tmp/combo-config-test' };
+    expect(() => loadConfig({ ...env, NODE_ENV: 'production' })).toThrow('ADMIN_TOKEN must be set when NODE_ENV=production');
+    expect(loadConfig(env).adminTokenGenerated).toBe(true);
+    expect(loadConfig({ ...env, NODE_ENV: 'production', ADMIN_TOKEN: 'x'.repeat(16) }).adminTokenGenerated).toBe(false);
+  });
+
   it('CLIENT_RATE_LIMIT_PER_SECOND: default 20, 1..1000000', () => {
     expect(load({}).clientRateLimitPerSecond).toBe(20);
     expect(problem({ CLIENT_RATE_LIMIT_PER_SECOND: '0' })).toContain('CLIENT_RATE_LIMIT_PER_SECOND must be an integer from 1 to 1000000');
