@@ -1,5 +1,5 @@
 import pino from 'pino';
-import { ConfigError, loadConfig } from './config/index.js';
+import { ConfigError, checkServiceConfig, loadConfig } from './config/index.js';
 import { resolveSecretsKey } from './lib/secrets-key.js';
 import { createLogger } from './logger.js';
 import { createService } from './service.js';
@@ -9,6 +9,7 @@ async function main(): Promise<void> {
   let config;
   try {
     config = loadConfig(process.env);
+    checkServiceConfig(config);
   } catch (e) {
     if (e instanceof ConfigError) {
       process.stderr.write(`${e.message}\n`);

@@ -262,6 +262,17 @@ describe('bad configuration', () => {
     expect(s.stderr()).not.toMatch(/\n\s+at /); // a message, not a stack trace
     expect(s.stdout()).not.toContain('service listening');
   });
+
+  it('NODE_ENV=production without ADMIN_TOKEN -> exit 2 naming it; the migrate command needs none', async () => {
+    const key = Buffer.alloc(32, 7).toString('base64');
+    const s = spawnEntry('src/main.ts', { ...env({ ADMIN_TOKEN: undefined }), NODE_ENV: 'production', SECRETS_KEY: key, PORT: '0', HOST: '127.0.0.1' });
+    running.push(s);
+    expect(await s.exited).toBe(2);
+    expect(s.stderr()).toContain('ADMIN_TOKEN must be set when NODE_ENV=production');
+    expect(s.stderr()).not.toMatch(/adm_/);
+    const migrate = spawnEntry('src/cli.ts', { ...env({ ADMIN_TOKEN: undefined }), NODE_ENV: 'production', SECRETS_KEY: key }, ['migrate']);
+    expect(await migrate.exited).toBe(0);
+  });
 });
 
 describe('migrate command', () => {

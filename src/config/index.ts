@@ -79,6 +79,16 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>;
 
+/**
+ * What the service itself needs beyond loadConfig (the CLI's migrate, backup and
+ * rotate-secrets do not serve the operator API): in production, an ADMIN_TOKEN. A generated
+ * one is printed once at start, fine on a laptop; in production that line goes to a log
+ * store, and each instance would generate a different one.
+ */
+export function checkServiceConfig(config: Config): void {
+  if (config.production && config.adminTokenGenerated) throw new ConfigError(['ADMIN_TOKEN must be set when NODE_ENV=production (openssl rand -base64 32)']);
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
   const str = (name: string, def: string) => {
@@ -127,9 +137,6 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const adminTokenRaw = env.ADMIN_TOKEN ?? '';
   if (adminTokenRaw !== '' && adminTokenRaw.length < 16) problems.push('ADMIN_TOKEN must be at least 16 characters');
-  // A generated token is printed once at start: fine on a laptop, but in production that line
-  // goes to a log store, and each instance would generate a different one.
-  if (adminTokenRaw === '' && env.NODE_ENV === 'production') problems.push('ADMIN_TOKEN must be set when NODE_ENV=production (openssl rand -base64 32)');
   const adminToken = adminTokenRaw || `adm_${randomBytes(24).toString('base64url')}`;
 
   let tls: Config['tls'] = null;

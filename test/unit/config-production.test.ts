@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/index.js';
+import { ConfigError, checkServiceConfig, loadConfig } from '../../src/config/index.js';
 
 const base = { DATA_DIR: '/tmp/combo-config-test', ADMIN_TOKEN: 'x'.repeat(16) };
 const load = (env: Record<string, string>) => loadConfig({ ...base, ...env });
@@ -15,11 +15,11 @@ const problem = (env: Record<string, string>): string => {
 };
 
 describe('production settings', () => {
-  it('ADMIN_TOKEN must be set in production (outside it, one is generated)', () => {
+  it('the service needs ADMIN_TOKEN in production (outside it, one is generated)', () => {
     const env = { DATA_DIR: '/tmp/combo-config-test' };
-    expect(() => loadConfig({ ...env, NODE_ENV: 'production' })).toThrow('ADMIN_TOKEN must be set when NODE_ENV=production');
-    expect(loadConfig(env).adminTokenGenerated).toBe(true);
-    expect(loadConfig({ ...env, NODE_ENV: 'production', ADMIN_TOKEN: 'x'.repeat(16) }).adminTokenGenerated).toBe(false);
+    expect(() => checkServiceConfig(loadConfig({ ...env, NODE_ENV: 'production' }))).toThrow('ADMIN_TOKEN must be set when NODE_ENV=production');
+    expect(() => checkServiceConfig(loadConfig(env))).not.toThrow();
+    expect(() => checkServiceConfig(loadConfig({ ...env, NODE_ENV: 'production', ADMIN_TOKEN: 'x'.repeat(16) }))).not.toThrow();
   });
 
   it('CLIENT_RATE_LIMIT_PER_SECOND: default 20, 1..1000000', () => {
