@@ -235,6 +235,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     maxEventLoopDelayMs: config.maxEventLoopDelayMs || Number.POSITIVE_INFINITY,
     onShed: () => metrics.shed(),
     logger,
+    bodyTimeoutMs: config.bodyTimeoutMs,
   });
   metrics.watchAdmission({ limit: () => shedding.currentLimit, inProgress: () => shedding.inProgress });
   const app = createFastify({

@@ -57,6 +57,8 @@ describe('loadConfig', () => {
     ['ADMISSION_LATENCY_TARGET_MS', '60000', 60_000],
     ['MAX_INFLIGHT_REQUESTS', '1', 1],
     ['MAX_INFLIGHT_REQUESTS', '1000000', 1_000_000],
+    ['BODY_TIMEOUT_MS', '0', 0],
+    ['BODY_TIMEOUT_MS', '300000', 300_000],
     ['SQLITE_CHECKPOINT_INTERVAL_MS', '0', 0],
     ['SQLITE_CHECKPOINT_INTERVAL_MS', '60000', 60_000],
   ])('accepts %s=%s', (name, value, expected) => {
@@ -69,6 +71,7 @@ describe('loadConfig', () => {
       ADMIN_TOKEN: c.adminToken,
       ADMISSION_LATENCY_TARGET_MS: c.admissionLatencyTargetMs,
       MAX_INFLIGHT_REQUESTS: c.maxInflightRequests,
+      BODY_TIMEOUT_MS: c.bodyTimeoutMs,
       SQLITE_CHECKPOINT_INTERVAL_MS: c.sqliteCheckpointIntervalMs,
     }[name];
     expect(field).toBe(expected);
@@ -98,6 +101,9 @@ describe('loadConfig', () => {
     ['ADMISSION_LATENCY_TARGET_MS', '50ms'],
     ['MAX_INFLIGHT_REQUESTS', '0'],
     ['MAX_INFLIGHT_REQUESTS', '1000001'],
+    ['BODY_TIMEOUT_MS', '-1'],
+    ['BODY_TIMEOUT_MS', '300001'],
+    ['BODY_TIMEOUT_MS', '10s'],
     ['SQLITE_CHECKPOINT_INTERVAL_MS', '-1'],
     ['SQLITE_CHECKPOINT_INTERVAL_MS', '60001'],
     ['SQLITE_CHECKPOINT_INTERVAL_MS', '1s'],

@@ -4,6 +4,8 @@
  * queueing them; health checks are exempt; capacity comes back when requests finish.
  * Requests are held in flight by a GM server that does not answer (a query-binding waits on it).
  */
+import http2 from 'node:http2';
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeGm, createPartner, partnerGet, queryUri, role } from './helpers/partners.js';
 import { createGame, signed, startService, type TestService } from './helpers/service.js';
@@ -102,5 +104,71 @@ describe('adaptive admission limit', () => {
     await until('the limit is back at 256', async () => ((await gauge('combo_http_admission_limit')) === 256 ? true : null));
     const game = await createGame(s);
     expect((await signed(s, game, 'POST', '/v1/server/enter-game', { combo_id: 'c1', session_id: 's-adaptive' })).status).toBe(200);
+  });
+});
+
+// A client that sends its bodies slowly must not hold the in-progress places: BODY_TIMEOUT_MS
+// after its headers, an admitted request whose body is incomplete is answered 408 and closed.
+describe('bodies that do not arrive (BODY_TIMEOUT_MS)', () => {
+  let s: TestService;
+  beforeAll(async () => {
+    s = await startService({ env: { MAX_INFLIGHT_REQUESTS: '2', BODY_TIMEOUT_MS: '300' } });
+  });
+  afterAll(async () => s?.stop());
+
+  const inProgress = async () => Number(/^combo_http_requests_in_progress (\d+)$/m.exec(await (await fetch(`${s.url}/metrics`)).text())?.[1]);
+
+  /** Sends headers announcing 100 bytes and 10 of them; resolves with everything the server sent until it closed. */
+  function slowHttp1(): Promise<string> {
+    const { port } = new URL(s.url);
+    return new Promise((resolve, reject) => {
+      const socket = net.connect(Number(port), '127.0.0.1');
+      let answer = '';
+      socket.on('data', (c) => (answer += c.toString('latin1')));
+      socket.on('close', () => resolve(answer));
+      socket.on('error', reject);
+      socket.write('POST /v1/server/enter-game HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"combo_id"');
+    });
+  }
+
+  it('HTTP/1.1: 408 ErrorResponse and the connection closed; the places come back', async () => {
+    const game = await createGame(s);
+    const slow = [slowHttp1(), slowHttp1()];
+    await until('two slow bodies admitted', async () => ((await inProgress()) === 2 ? true : null));
+    const shed = await signed(s, game, 'POST', '/v1/server/enter-game', { combo_id: 'c1', session_id: 's-1' });
+    expect(shed.status).toBe(503);
+    for (const answer of await Promise.all(slow)) {
+      expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+      expect(answer).toMatch(/\r\nconnection: close\r\n/i);
+      expect(answer).toMatch(/\r\nx-trace-id: /i);
+      expect(answer.slice(answer.indexOf('\r\n\r\n') + 4)).toBe('{"error":"invalid_request","message":"the request body did not arrive in time"}');
+    }
+    const ok = await signed(s, game, 'POST', '/v1/server/enter-game', { combo_id: 'c1', session_id: 's-2' });
+    expect(ok.status).toBe(200);
+  });
+
+  it('HTTP/2: 408 on each stream whose body stalls, and the places come back', async () => {
+    const game = await createGame(s);
+    const session = http2.connect(s.url);
+    try {
+      const stalled = [0, 1].map(
+        () =>
+          new Promise<{ status: number; body: string }>((resolve, reject) => {
+            const req = session.request({ ':method': 'POST', ':path': '/v1/server/enter-game', 'content-type': 'application/json' }, { endStream: false });
+            let status = 0;
+            let body = '';
+            req.on('response', (h) => (status = Number(h[':status'])));
+            req.on('data', (c: Buffer) => (body += c.toString()));
+            req.on('close', () => resolve({ status, body }));
+            req.on('error', reject);
+            req.write('{"combo_id"');
+          }),
+      );
+      for (const r of await Promise.all(stalled)) expect(r).toEqual({ status: 408, body: '{"error":"invalid_request","message":"the request body did not arrive in time"}' });
+      const ok = await signed(s, game, 'POST', '/v1/server/enter-game', { combo_id: 'c1', session_id: 's-3' });
+      expect(ok.status).toBe(200);
+    } finally {
+      session.close();
+    }
   });
 });

@@ -29,6 +29,8 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** Overload protection (src/http/load-shedding.ts). */
   maxInflightRequests: number;
+  /** An admitted request's body must arrive within this (ms) of its headers, else 408; 0: no limit. */
+  bodyTimeoutMs: number;
   /** Target for admitted requests while saturated (ms); 0: the in-progress limit stays fixed. */
   admissionLatencyTargetMs: number;
   /** 0 disables shedding on event-loop delay. */
@@ -197,6 +199,7 @@ export function loadConfig(env: Env = process.env): Config {
     allowPrivateUrls: flag('ALLOW_PRIVATE_NOTIFY_URLS'),
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
     maxInflightRequests: int('MAX_INFLIGHT_REQUESTS', 256, 1, 1_000_000),
+    bodyTimeoutMs: int('BODY_TIMEOUT_MS', 10_000, 0, 300_000),
     admissionLatencyTargetMs: int('ADMISSION_LATENCY_TARGET_MS', 0, 0, 60_000),
     maxEventLoopDelayMs: int('MAX_EVENT_LOOP_DELAY_MS', 500, 0, 60_000),
     nodeId,

@@ -19,6 +19,12 @@ export interface LoadSheddingOptions {
   onShed?: () => void;
   /** 503 floods are logged here once a second, not per request. */
   logger?: Logger;
+  /**
+   * An admitted request whose body has not fully arrived this many ms after its headers is
+   * answered 408 and its connection (HTTP/2: its stream) closed, which frees its place: a client
+   * sending bodies slowly must not hold the in-progress limit. 0: no deadline.
+   */
+  bodyTimeoutMs?: number;
 }
 
 /** How often the adaptive limit is adjusted (ms). */
@@ -132,6 +138,7 @@ export class LoadShedder {
     this.inflight++;
     if (this.adaptive) (res as Timed)[ADMITTED_AT] = performance.now();
     res.once('close', this.release);
+    if (this.o.bodyTimeoutMs && bodyPending(req)) watchBody(req, res, this.o.bodyTimeoutMs);
     return true;
   }
 
@@ -140,4 +147,34 @@ export class LoadShedder {
     this.delay.disable();
     this.windowDelay?.disable();
   }
+}
+
+const BODY_LATE = Buffer.from(JSON.stringify({ error: 'invalid_request', message: 'the request body did not arrive in time' }));
+
+/** Whether the request's body may still be on its way (HTTP/2 needs no length for one). */
+function bodyPending(req: http.IncomingMessage): boolean {
+  if (req.complete) return false;
+  const len = req.headers['content-length'];
+  if ((len !== undefined && len !== '0') || req.headers['transfer-encoding'] !== undefined) return true;
+  const stream = (req as unknown as { stream?: { endAfterHeaders?: boolean } }).stream;
+  return len === undefined && stream?.endAfterHeaders === false;
+}
+
+/**
+ * Answers 408 and closes the connection (HTTP/2: the stream) when the body is still incomplete
+ * after `ms`. Nothing else has answered then: the handler runs once the body is in.
+ */
+function watchBody(req: http.IncomingMessage, res: http.ServerResponse, ms: number): void {
+  const timer = setTimeout(() => {
+    if (req.complete || res.headersSent || res.writableEnded) return;
+    const stream = (req as unknown as { stream?: { close(code?: number): void } }).stream;
+    const headers: http.OutgoingHttpHeaders = { 'content-type': 'application/json; charset=utf-8', 'x-trace-id': newTraceId(), 'content-length': BODY_LATE.length };
+    if (!stream) headers.connection = 'close';
+    res.writeHead(408, headers);
+    res.end(BODY_LATE, () => (stream ? stream.close() : req.socket.destroy()));
+  }, ms);
+  timer.unref();
+  const clear = (): void => clearTimeout(timer);
+  req.once('end', clear);
+  res.once('close', clear);
 }
