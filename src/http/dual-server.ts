@@ -9,6 +9,7 @@ import net from 'node:net';
  * server. Both hand requests to the same Fastify handler.
  */
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+export const HTTP2_MAX_STREAMS = 128;
 
 /** A Node request handler (what Fastify hands its server, and what load shedding wraps). */
 export type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
@@ -21,12 +22,16 @@ export class DualProtocolServer extends net.Server {
   /** How long a new connection may stay silent before its protocol is known (then closed). */
   private readonly firstBytesTimeoutMs: number;
 
-  constructor(handler: Handler, options: { firstBytesTimeoutMs?: number } = {}) {
+  constructor(handler: Handler, options: { firstBytesTimeoutMs?: number; http2IdleTimeoutMs?: number } = {}) {
     // The accepting server applies socket options: without noDelay, Nagle + delayed ACK stall answers.
     super({ pauseOnConnect: false, noDelay: true, keepAlive: true });
     this.firstBytesTimeoutMs = options.firstBytesTimeoutMs ?? 20_000;
     this.http1 = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 30_000, headersTimeout: 20_000 }, handler);
-    this.http2 = http2.createServer({}, handler as unknown as (r: http2.Http2ServerRequest, s: http2.Http2ServerResponse) => void);
+    // Node's HTTP/2 server has no time-outs of its own and allows ~4 billion streams per
+    // session: an idle session (or one that only sent the preface) would stay open forever.
+    // Idle sessions end as idle HTTP/1.1 connections do; a session gets 128 streams at once.
+    this.http2 = http2.createServer({ settings: { maxConcurrentStreams: HTTP2_MAX_STREAMS } }, handler as unknown as (r: http2.Http2ServerRequest, s: http2.Http2ServerResponse) => void);
+    this.http2.setTimeout(options.http2IdleTimeoutMs ?? 65_000);
     this.http2.on('session', (s) => {
       this.sessions.add(s);
       s.on('close', () => this.sessions.delete(s));

@@ -1,6 +1,7 @@
+import http2 from 'node:http2';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DualProtocolServer } from '../../src/http/dual-server.js';
+import { DualProtocolServer, HTTP2_MAX_STREAMS } from '../../src/http/dual-server.js';
 
 /** The cleartext listener's own behaviour before a connection is handed to HTTP/1.1 or HTTP/2. */
 describe('DualProtocolServer', () => {
@@ -41,5 +42,52 @@ describe('DualProtocolServer', () => {
     await second;
     expect(out.match(/HTTP\/1\.1 200/g)).toHaveLength(2);
     socket.destroy();
+  });
+});
+
+describe('DualProtocolServer over HTTP/2', () => {
+  let server: DualProtocolServer | undefined;
+  afterEach(async () => {
+    server?.closeAllConnections();
+    await new Promise((r) => server?.close(r as () => void) ?? r(null));
+  });
+
+  async function listen(http2IdleTimeoutMs: number): Promise<number> {
+    server = new DualProtocolServer((_req, res) => res.end('ok'), { http2IdleTimeoutMs });
+    await new Promise<void>((r) => server?.listen(0, '127.0.0.1', r));
+    return (server.address() as net.AddressInfo).port;
+  }
+
+  it('offers at most 128 concurrent streams per session', async () => {
+    const port = await listen(60_000);
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    await new Promise((r) => session.once('remoteSettings', r));
+    expect(session.remoteSettings.maxConcurrentStreams).toBe(HTTP2_MAX_STREAMS);
+    expect(HTTP2_MAX_STREAMS).toBe(128);
+    session.close();
+  });
+
+  it('closes an idle session, as HTTP/1.1 closes an idle connection', async () => {
+    const port = await listen(50);
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    const answer = await new Promise<string>((resolve) => {
+      const req = session.request({ ':path': '/' });
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => resolve(body));
+    });
+    expect(answer).toBe('ok');
+    // Then nothing: the server ends the session.
+    await new Promise((r) => session.once('close', r));
+    expect(session.destroyed).toBe(true);
+  });
+
+  it('closes a connection that sent only the preface and then nothing', async () => {
+    const port = await listen(50);
+    const socket = net.connect(port, '127.0.0.1');
+    socket.write('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+    socket.resume();
+    await new Promise((r) => socket.once('close', r));
+    expect(socket.destroyed).toBe(true);
   });
 });
