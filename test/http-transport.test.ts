@@ -559,6 +559,16 @@ describe('TLS: ALPN offers h2 and http/1.1', () => {
     expect(st.url).toMatch(/^https:\/\//);
   });
 
+  it('offers at most 128 concurrent streams per HTTP/2 session, as in cleartext', async () => {
+    const session = http2.connect(st.url, { rejectUnauthorized: false });
+    try {
+      await new Promise((r) => session.once('remoteSettings', r));
+      expect(session.remoteSettings.maxConcurrentStreams).toBe(128);
+    } finally {
+      session.close();
+    }
+  });
+
   it('negotiates h2 when offered first, http/1.1 when only it is offered', async () => {
     expect(await alpn(['h2', 'http/1.1'])).toBe('h2');
     expect(await alpn(['http/1.1'])).toBe('http/1.1');

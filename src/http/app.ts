@@ -6,7 +6,7 @@ import { isStorageUnavailable } from '../db/index.js';
 import { ApiError, Errors, isApiError } from '../errors.js';
 import { describeValidationError, schemaCompiler } from './validation.js';
 import { integerWrittenWithFraction } from './integer-literals.js';
-import { DualProtocolServer, type Handler } from './dual-server.js';
+import { DualProtocolServer, HTTP2_MAX_STREAMS, type Handler } from './dual-server.js';
 import type { LoadShedder } from './load-shedding.js';
 import { newTraceId } from './trace.js';
 import { isPromise, type MaybePromise } from '../lib/maybe-promise.js';
@@ -96,7 +96,8 @@ export function createFastify(opts: AppOptions): FastifyInstance {
   };
   const app = (
     opts.tls
-      ? Fastify({ ...common, http2: true, https: { allowHTTP1: true, cert: opts.tls.cert, key: opts.tls.key } })
+      ? // Fastify ends idle HTTP/2 sessions itself (http2SessionTimeout, 72 s); the stream cap is ours.
+        Fastify({ ...common, http2: true, https: { allowHTTP1: true, cert: opts.tls.cert, key: opts.tls.key, settings: { maxConcurrentStreams: HTTP2_MAX_STREAMS } } })
       : Fastify({ ...common, serverFactory: ((handler: Handler) => new DualProtocolServer(opts.shedder ? opts.shedder.wrap(handler) : handler)) as unknown as FastifyServerFactory })
   ) as unknown as FastifyInstance;
   if (opts.tls && opts.shedder) {
