@@ -11,21 +11,21 @@ describe('DualProtocolServer', () => {
     await new Promise((r) => server?.close(r as () => void) ?? r(null));
   });
 
-  async function listen(firstBytesTimeoutMs: number): Promise<number> {
-    server = new DualProtocolServer((_req, res) => res.end('ok'), { firstBytesTimeoutMs });
+  async function listen(options: { firstBytesTimeoutMs?: number; http2IdleTimeoutMs?: number }): Promise<number> {
+    server = new DualProtocolServer((_req, res) => res.end('ok'), options);
     await new Promise<void>((r) => server?.listen(0, '127.0.0.1', r));
     return (server.address() as net.AddressInfo).port;
   }
 
   it('closes a connection that stays silent before its first bytes', async () => {
-    const port = await listen(50);
+    const port = await listen({ firstBytesTimeoutMs: 50 });
     const socket = net.connect(port, '127.0.0.1');
     await new Promise((r) => socket.once('close', r));
     expect(socket.destroyed).toBe(true);
   });
 
   it('does not close a routed keep-alive connection by that time-out', async () => {
-    const port = await listen(50);
+    const port = await listen({ firstBytesTimeoutMs: 50 });
     const socket = net.connect(port, '127.0.0.1');
     let out = '';
     socket.setEncoding('utf8');
@@ -43,23 +43,9 @@ describe('DualProtocolServer', () => {
     expect(out.match(/HTTP\/1\.1 200/g)).toHaveLength(2);
     socket.destroy();
   });
-});
 
-describe('DualProtocolServer over HTTP/2', () => {
-  let server: DualProtocolServer | undefined;
-  afterEach(async () => {
-    server?.closeAllConnections();
-    await new Promise((r) => server?.close(r as () => void) ?? r(null));
-  });
-
-  async function listen(http2IdleTimeoutMs: number): Promise<number> {
-    server = new DualProtocolServer((_req, res) => res.end('ok'), { http2IdleTimeoutMs });
-    await new Promise<void>((r) => server?.listen(0, '127.0.0.1', r));
-    return (server.address() as net.AddressInfo).port;
-  }
-
-  it('offers at most 128 concurrent streams per session', async () => {
-    const port = await listen(60_000);
+  it('offers at most 128 concurrent streams per HTTP/2 session', async () => {
+    const port = await listen({ http2IdleTimeoutMs: 60_000 });
     const session = http2.connect(`http://127.0.0.1:${port}`);
     await new Promise((r) => session.once('remoteSettings', r));
     expect(session.remoteSettings.maxConcurrentStreams).toBe(HTTP2_MAX_STREAMS);
@@ -67,8 +53,8 @@ describe('DualProtocolServer over HTTP/2', () => {
     session.close();
   });
 
-  it('closes an idle session, as HTTP/1.1 closes an idle connection', async () => {
-    const port = await listen(50);
+  it('closes an idle HTTP/2 session, as HTTP/1.1 closes an idle connection', async () => {
+    const port = await listen({ http2IdleTimeoutMs: 50 });
     const session = http2.connect(`http://127.0.0.1:${port}`);
     const answer = await new Promise<string>((resolve) => {
       const req = session.request({ ':path': '/' });
@@ -82,8 +68,8 @@ describe('DualProtocolServer over HTTP/2', () => {
     expect(session.destroyed).toBe(true);
   });
 
-  it('closes a connection that sent only the preface and then nothing', async () => {
-    const port = await listen(50);
+  it('closes a connection that sent only the HTTP/2 preface and then nothing', async () => {
+    const port = await listen({ http2IdleTimeoutMs: 50 });
     const socket = net.connect(port, '127.0.0.1');
     socket.write('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
     socket.resume();
