@@ -6,6 +6,7 @@ import { isStorageUnavailable } from '../db/index.js';
 import { ApiError, Errors, isApiError } from '../errors.js';
 import { describeValidationError, schemaCompiler } from './validation.js';
 import { integerWrittenWithFraction } from './integer-literals.js';
+import { announcesBody, bodyMayFollow } from './body-presence.js';
 import { DualProtocolServer, HTTP2_MAX_STREAMS, type Handler } from './dual-server.js';
 import type { LoadShedder } from './load-shedding.js';
 import { newTraceId } from './trace.js';
@@ -75,6 +76,7 @@ export interface AppOptions {
 }
 
 export const BODY_LIMIT = 64 * 1024;
+const bodyTooLarge = () => Errors.bodyTooLarge(`request body must be at most ${BODY_LIMIT} bytes`);
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 
@@ -147,9 +149,9 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     if (BODY_METHODS.has(req.method)) {
       if (routeOf(req).url && !isJsonContentType(req.headers['content-type'])) {
         // An action that takes no body (redeliver, new key, cancel) may be sent without one.
-        if (!(bodyOptional(req) && !announcesBody(req))) throw Errors.unsupportedMediaType('Content-Type must be application/json');
+        if (!(bodyOptional(req) && !announcesBody(req.headers))) throw Errors.unsupportedMediaType('Content-Type must be application/json');
       }
-    } else if (announcesBody(req)) screenUnwantedBody(req);
+    } else if (announcesBody(req.headers)) screenUnwantedBody(req);
   };
 
   // Keep the raw bytes: the signature covers them, and malformed JSON must be reported only
@@ -172,7 +174,7 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     switch (i) {
       case 0:
         // A GET's body is never read by Fastify; the signature covers it all the same.
-        if (req.rawBody === null && (req.method === 'GET' || req.method === 'HEAD') && carriesBody(req)) {
+        if (req.rawBody === null && (req.method === 'GET' || req.method === 'HEAD') && bodyMayFollow(req.raw)) {
           return readUnwantedBody(req).then(() => {
             // Over HTTP/2 a body may come without a length: its media type is known only now.
             if ((req.rawBody as Buffer).length > 0) screenUnwantedBody(req);
@@ -307,23 +309,7 @@ function bodyOptional(req: FastifyRequest): boolean {
   return !schema || !schema.required || schema.required.length === 0;
 }
 
-/** Whether the request says it carries a body (HTTP/1.1 framing headers). */
-function announcesBody(req: FastifyRequest): boolean {
-  const len = req.headers['content-length'];
-  return (len !== undefined && len !== '0') || req.headers['transfer-encoding'] !== undefined;
-}
-
-/**
- * For a GET: whether a body may come. HTTP/2 needs no length for one: it may come unless the
- * HEADERS frame ended the stream (a client may also end it with an empty DATA frame, so only
- * the bytes read tell).
- */
-function carriesBody(req: FastifyRequest): boolean {
-  if (announcesBody(req)) return true;
-  const stream = (req.raw as { stream?: { endAfterHeaders?: boolean } }).stream;
-  return req.headers['content-length'] === undefined && stream?.endAfterHeaders === false;
-}
-
+/** The body as text: it must be there, and be UTF-8. */
 function bodyText(raw: Buffer | undefined): string {
   if (!raw || raw.length === 0) throw Errors.invalidRequest('request body must be a JSON object');
   if (!isUtf8(raw)) throw Errors.invalidRequest('request body is not valid UTF-8');
@@ -338,7 +324,7 @@ function bodyText(raw: Buffer | undefined): string {
 function screenUnwantedBody(req: FastifyRequest): void {
   if (!isJsonContentType(req.headers['content-type'])) throw Errors.unsupportedMediaType('a request body needs Content-Type: application/json');
   const len = Number(req.headers['content-length']);
-  if (len > BODY_LIMIT) throw Errors.bodyTooLarge(`request body must be at most ${BODY_LIMIT} bytes`);
+  if (len > BODY_LIMIT) throw bodyTooLarge();
 }
 
 /** Reads a GET's body (Fastify leaves it unread) into rawBody, at most BODY_LIMIT bytes. */
@@ -351,7 +337,7 @@ function readUnwantedBody(req: FastifyRequest): Promise<void> {
       size += chunk.length;
       if (size > BODY_LIMIT) {
         raw.off('data', onData);
-        reject(Errors.bodyTooLarge(`request body must be at most ${BODY_LIMIT} bytes`));
+        reject(bodyTooLarge());
       } else chunks.push(chunk);
     };
     raw.on('data', onData);
@@ -455,7 +441,7 @@ function toApiError(error: FastifyError | ApiError): ApiError {
   if (e.validation) return Errors.invalidRequest(describeValidationError(e.validation as never, e.validationContext ?? 'body'));
   switch (e.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return Errors.bodyTooLarge(`request body must be at most ${BODY_LIMIT} bytes`);
+      return bodyTooLarge();
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Handler } from './dual-server.js';
 import { newTraceId } from './trace.js';
 import { AdaptiveLimit } from './adaptive-limit.js';
+import { bodyMayFollow } from './body-presence.js';
 
 export interface LoadSheddingOptions {
   /** Requests in progress beyond this are refused at once (503). */
@@ -138,7 +139,7 @@ export class LoadShedder {
     this.inflight++;
     if (this.adaptive) (res as Timed)[ADMITTED_AT] = performance.now();
     res.once('close', this.release);
-    if (this.o.bodyTimeoutMs && bodyPending(req)) watchBody(req, res, this.o.bodyTimeoutMs);
+    if (this.o.bodyTimeoutMs && !req.complete && bodyMayFollow(req)) watchBody(req, res, this.o.bodyTimeoutMs);
     return true;
   }
 
@@ -150,15 +151,6 @@ export class LoadShedder {
 }
 
 const BODY_LATE = Buffer.from(JSON.stringify({ error: 'invalid_request', message: 'the request body did not arrive in time' }));
-
-/** Whether the request's body may still be on its way (HTTP/2 needs no length for one). */
-function bodyPending(req: http.IncomingMessage): boolean {
-  if (req.complete) return false;
-  const len = req.headers['content-length'];
-  if ((len !== undefined && len !== '0') || req.headers['transfer-encoding'] !== undefined) return true;
-  const stream = (req as unknown as { stream?: { endAfterHeaders?: boolean } }).stream;
-  return len === undefined && stream?.endAfterHeaders === false;
-}
 
 /**
  * Answers 408 and closes the connection (HTTP/2: the stream) when the body is still incomplete
