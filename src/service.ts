@@ -122,8 +122,9 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   // SECRETS_KEY_PREVIOUS: during a key rotation, values sealed with the old key still open.
   const secrets = new SecretBox(opts.secretsKey, config.secretsKeyPrevious ? [config.secretsKeyPrevious] : []);
   // notify_url and gm_url are caller-given: internal addresses are refused in production.
+  const blockPrivate = config.production && !config.allowPrivateUrls;
   const outbound = new OutboundClient({
-    blockPrivate: config.production && !config.allowPrivateUrls,
+    blockPrivate,
     perHostConnections: config.notify.perHostConcurrency,
   });
 
@@ -143,11 +144,11 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   });
   // ---- end production ----
 
-  const games = new GameService({ store: new GameStore(database.db, database.transaction), clock, ids, secrets });
+  const games = new GameService({ store: new GameStore(database.db, database.transaction), clock, ids, secrets, refuseInternalUrls: blockPrivate });
   const snapshot = (gameId: string) => games.snapshot(gameId);
   const compliance = new ComplianceStore(database.db, database.dialect, database.transaction);
   const orderStore = new OrderStore(database.db, database.transaction, database.dialect);
-  const orders = new OrderService({ store: orderStore, clock, ids, guard: new ComplianceGuard(compliance) });
+  const orders = new OrderService({ store: orderStore, clock, ids, guard: new ComplianceGuard(compliance), refuseInternalUrls: blockPrivate });
   const sessions = new SessionService({
     store: new SessionStore(database.db, database.transaction, database.oneStatement),
     clock,

@@ -401,7 +401,10 @@ describe('GM URL rules', () => {
   it('in production, refuses a GM URL on an internal address (500, no call made)', async () => {
     const prod = await startService({ clock, env: { NODE_ENV: 'production', ALLOW_PRIVATE_NOTIFY_URLS: '0', GM_TIMEOUT_MS: '300' } });
     try {
-      const game = await createGame(prod, { gm_url: gm.url });
+      const game = await createGame(prod);
+      // The games API refuses this URL now (test/create-order.test.ts, "in production, a URL on
+      // a literal internal address"); one stored before production still must not be called.
+      await prod.service.database.db.updateTable('games').set({ gm_url: gm.url }).where('game_id', '=', game.gameId).execute();
       gmKeys.set(game.gameId, [game.secret]);
       const partner = await createPartner(prod, [game.gameId]);
       gm.roles.set('prod-combo', [role('r1')]);

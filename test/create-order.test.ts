@@ -164,6 +164,59 @@ describe('create-order', () => {
   });
 });
 
+describe('in production, a URL on a literal internal address', () => {
+  // Production never calls an internal address (ALLOW_PRIVATE_NOTIFY_URLS unset): a notify_url
+  // or gm_url whose host shows it is refused when given, not retried for days. Host names are
+  // judged at each delivery, after DNS (test/notifications.test.ts, "outbound safety").
+  let p: TestService;
+  let game: TestGame;
+  beforeAll(async () => {
+    p = await startService({ env: { NODE_ENV: 'production', ALLOW_PRIVATE_NOTIFY_URLS: '0' } });
+    game = await createGame(p);
+  });
+  afterAll(async () => p?.stop());
+
+  it.each(['http://127.0.0.1:8080/notify', 'http://10.0.0.5/notify', 'http://[::1]/notify', 'http://2130706433/notify', 'http://localhost:9000/cb'])(
+    'create-order answers 400 naming notify_url for %s, and stores nothing',
+    async (url) => {
+      const body = orderBody({ notify_url: url });
+      const r = await signed(p, game, 'POST', CREATE, body);
+      expect(r.status).toBe(400);
+      expect(r.body.error).toBe('invalid_request');
+      expect(r.body.message).toMatch(/^notify_url points to an internal address/);
+      const rows = await p.service.database.db.selectFrom('orders').select('order_id').where('reference_id', '=', body.reference_id as string).execute();
+      expect(rows).toEqual([]);
+    },
+  );
+
+  it('create-order takes a public literal and a host name', async () => {
+    for (const url of ['http://8.8.8.8/notify', 'https://game.example.com/notify']) {
+      expect((await signed(p, game, 'POST', CREATE, orderBody({ notify_url: url }))).status).toBe(200);
+    }
+  });
+
+  it('the games API answers 400 naming gm_url on create and patch, and changes nothing', async () => {
+    const created = await admin(p, 'POST', '/admin/v1/games', { game_id: `g_int_${Date.now()}`, name: 'x', gm_url: 'http://192.168.1.10/gm' });
+    expect(created.status).toBe(400);
+    expect(created.body.message).toMatch(/^gm_url points to an internal address \(192\.168\.1\.10\)/);
+    const patched = await admin(p, 'PATCH', `/admin/v1/games/${game.gameId}`, { gm_url: 'http://[fd00::1]:8080/gm' });
+    expect(patched.status).toBe(400);
+    expect(patched.body.message).toMatch(/^gm_url points to an internal address/);
+    expect((await admin(p, 'GET', `/admin/v1/games/${game.gameId}`)).body.gm_url).toBeNull();
+    expect((await admin(p, 'PATCH', `/admin/v1/games/${game.gameId}`, { gm_url: 'https://gm.example.com/gm' })).status).toBe(200);
+  });
+
+  it('with ALLOW_PRIVATE_NOTIFY_URLS=1, both are taken', async () => {
+    const q = await startService({ env: { NODE_ENV: 'production', ALLOW_PRIVATE_NOTIFY_URLS: '1' } });
+    try {
+      const g = await createGame(q, { gm_url: 'http://10.1.2.3/gm' });
+      expect((await signed(q, g, 'POST', CREATE, orderBody({ notify_url: 'http://127.0.0.1:8080/notify' }))).status).toBe(200);
+    } finally {
+      await q.stop();
+    }
+  });
+});
+
 describe('create-order when the order cannot be written', () => {
   // A fault in the database itself (a trigger refusing one order's row) stands in for a failed
   // write, e.g. a full disk. On SQLite the creating job runs without a savepoint in a batch

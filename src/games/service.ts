@@ -4,6 +4,7 @@ import type { MaybePromise } from '../lib/maybe-promise.js';
 import { recordAudit } from '../admin/audit.js';
 import type { Clock } from '../lib/clock.js';
 import { prefixedId, randomBase62, type IdGenerator } from '../lib/ids.js';
+import { refuseInternalUrl } from '../lib/outbound.js';
 import type { SecretBox } from '../lib/secret-box.js';
 import type { RateLimitedCaller } from '../ratelimit/limiter.js';
 import type { CreateGameBody, Game, PatchGameBody, Product, PutProductBody } from './schemas.js';
@@ -32,6 +33,8 @@ export interface GameServiceDeps {
   secrets: SecretBox;
   /** How long a snapshot may be served from memory (other instances see changes this late). */
   cacheTtlMs?: number;
+  /** Refuse a gm_url on a literal internal address (production without ALLOW_PRIVATE_NOTIFY_URLS). */
+  refuseInternalUrls?: boolean;
 }
 
 /** Operator management of games, keys and products, and the cached view for request paths. */
@@ -72,6 +75,7 @@ export class GameService {
 
   async create(body: CreateGameBody, actor: string): Promise<Game & { key_id: string; secret_key: string }> {
     const { store, clock, ids, secrets } = this.d;
+    if (this.d.refuseInternalUrls && body.gm_url) refuseInternalUrl('gm_url', body.gm_url);
     const now = clock.now();
     const secret = body.secret_key ?? generateSecretKey();
     const keyId = prefixedId('key', ids);
@@ -109,6 +113,7 @@ export class GameService {
 
   async patch(gameId: string, body: PatchGameBody, actor: string): Promise<Game> {
     const { store, clock, ids, secrets } = this.d;
+    if (this.d.refuseInternalUrls && body.gm_url) refuseInternalUrl('gm_url', body.gm_url);
     const now = clock.now();
     const patch: Partial<GameRow> = { updated_at: now };
     if (body.name !== undefined) patch.name = body.name;

@@ -2,6 +2,7 @@ import dns from 'node:dns';
 import net from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { Agent, request } from 'undici';
+import { Errors } from '../errors.js';
 
 /**
  * Outbound HTTP to URLs callers gave us (notify_url, gm_url): untrusted. No redirects are
@@ -63,6 +64,34 @@ export function isPrivateAddress(ip: string): boolean {
   }
 }
 
+/**
+ * The host of `url` when the URL alone shows it internal: a literal IP address that is not
+ * public unicast, or a `localhost` name (RFC 6761: always loopback). Null for any other name,
+ * which only DNS can judge (at connect time), and for a string that is not a URL. The WHATWG
+ * parser has already made `0x7f.1` or `2130706433` into `127.0.0.1`.
+ */
+export function internalHostOf(url: string | URL): string | null {
+  let hostname: string;
+  try {
+    hostname = (typeof url === 'string' ? new URL(url) : url).hostname;
+  } catch {
+    return null;
+  }
+  const host = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
+  if (net.isIP(host)) return isPrivateAddress(host) ? host : null;
+  const name = host.toLowerCase().replace(/\.$/, '');
+  return name === 'localhost' || name.endsWith('.localhost') ? host : null;
+}
+
+/**
+ * 400 invalid_request naming `field` when its URL's host is a literal internal address. For
+ * URLs a caller gives that production would refuse at every attempt anyway.
+ */
+export function refuseInternalUrl(field: string, url: string): void {
+  const host = internalHostOf(url);
+  if (host) throw Errors.invalidRequest(`${field} points to an internal address (${host}), which this service does not call in production`);
+}
+
 const embeddedIPv4 = (high: number, low: number): string => `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
 
 type LookupCallback = (err: Error | null, address: string | dns.LookupAddress[], family?: number) => void;
@@ -100,10 +129,8 @@ export class OutboundClient {
   checkUrl(url: string): void {
     const u = new URL(url);
     if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new OutboundBlockedError(`${u.protocol} URLs are not allowed`);
-    const host = u.hostname.replace(/^\[|\]$/g, '');
-    if (this.opts.blockPrivate && (net.isIP(host) ? isPrivateAddress(host) : host === 'localhost')) {
-      throw new OutboundBlockedError(`${host} is an internal address`);
-    }
+    const host = this.opts.blockPrivate ? internalHostOf(u) : null;
+    if (host) throw new OutboundBlockedError(`${host} is an internal address`);
   }
 
   /** POSTs a body; never follows redirects; reads at most `maxBytes` of the answer. */

@@ -4,6 +4,7 @@ import { Errors } from '../errors.js';
 import type { GameSnapshot } from '../games/service.js';
 import type { Clock } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
+import { refuseInternalUrl } from '../lib/outbound.js';
 import type { CreateOrderBody, CreateOrderResponse, OrderMeta } from './schemas.js';
 import { isUniqueViolation, type OrderRow, type OrderStore } from './store.js';
 import { formatOrderToken, newTokenSecret } from './token.js';
@@ -31,6 +32,12 @@ export interface OrderServiceDeps {
   clock: Clock;
   ids: IdGenerator;
   guard?: PurchaseGuard;
+  /**
+   * Refuse a notify_url whose host is a literal internal address (production without
+   * ALLOW_PRIVATE_NOTIFY_URLS): it could never be delivered, so say so now rather than retry
+   * it for days. Host names are judged at delivery, after DNS.
+   */
+  refuseInternalUrls?: boolean;
 }
 
 /** The validated, defaulted parameters of a create-order request, in a fixed key order. */
@@ -71,6 +78,7 @@ export class OrderService {
   async create(snap: GameSnapshot, body: CreateOrderBody): Promise<CreateOrderResponse> {
     const game = snap.game;
     const params = canonicalParams(body);
+    if (this.d.refuseInternalUrls) refuseInternalUrl('notify_url', params.notify_url);
     const product = snap.products.get(params.product_id);
     if (!product || product.active !== 1) {
       throw Errors.invalidRequest(`product_id ${params.product_id} is not an active product of game ${game.game_id}`);
@@ -174,3 +182,4 @@ function toResponse(row: OrderRow): CreateOrderResponse {
     expires_at: Math.floor(row.expires_at / 1000),
   };
 }
+

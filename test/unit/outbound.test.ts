@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isPrivateAddress } from '../../src/lib/outbound.js';
+import { internalHostOf, isPrivateAddress } from '../../src/lib/outbound.js';
 
 // In production, notify_url and gm_url may only reach public unicast addresses.
 describe('isPrivateAddress', () => {
@@ -21,6 +21,34 @@ describe('isPrivateAddress', () => {
     '%s is public',
     (ip) => {
       expect(isPrivateAddress(ip)).toBe(false);
+    },
+  );
+});
+
+// What create-order and the games API refuse up front in production: hosts the URL alone shows
+// internal. Names are left to the connect-time lookup.
+describe('internalHostOf', () => {
+  it.each([
+    ['http://127.0.0.1:8080/notify', '127.0.0.1'],
+    ['https://10.0.0.5/cb', '10.0.0.5'],
+    ['http://169.254.169.254/latest', '169.254.169.254'],
+    ['http://[::1]:80/x', '::1'],
+    ['http://[::ffff:127.0.0.1]/x', '::ffff:7f00:1'],
+    ['http://[64:ff9b::a00:1]/x', '64:ff9b::a00:1'],
+    // the WHATWG parser's IPv4 forms
+    ['http://2130706433/x', '127.0.0.1'],
+    ['http://0x7f.1/x', '127.0.0.1'],
+    ['http://localhost:3000/x', 'localhost'],
+    ['http://LOCALHOST./x', 'localhost.'],
+    ['http://game.localhost/x', 'game.localhost'],
+  ])('%s is internal (%s)', (url, host) => {
+    expect(internalHostOf(url)).toBe(host);
+  });
+
+  it.each(['https://game.example.com/notify', 'http://8.8.8.8/x', 'http://[2606:4700::1111]/x', 'http://localhost.example.com/x', 'not a url'])(
+    '%s is not judged internal',
+    (url) => {
+      expect(internalHostOf(url)).toBeNull();
     },
   );
 });
