@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { createLogger, redactSecrets } from '../../src/logger.js';
+
+/** The lines a logger writes, parsed. */
+function capture() {
+  const lines: Record<string, any>[] = [];
+  const logger = createLogger('info', { write: (s: string) => void lines.push(JSON.parse(s)) });
+  return { logger, lines };
+}
+
+describe('log redaction', () => {
+  it('censors secret keys at every depth, in any case, in arrays', () => {
+    const { logger, lines } = capture();
+    logger.info({
+      secret_key: 'sk_top',
+      game: { secret: 's1', keys: [{ key_id: 'k1', secret_key: 'sk_in_array' }] },
+      outbound: { request: { options: { headers: { Authorization: 'SEAYOO-HMAC-SHA256 Game=g,Signature=x', Cookie: 'c=1' } } } },
+      a: { b: { c: { d: { e: { order_token: 'ot_1_deep', password: 'pw' } } } } },
+      kept: { route: '/v1/server/create-order', status: 200 },
+    }, 'm');
+    const text = JSON.stringify(lines[0]);
+    for (const s of ['sk_top', 's1', 'sk_in_array', 'SEAYOO', 'c=1', 'ot_1_deep', 'pw"']) expect(text, s).not.toContain(s);
+    expect(lines[0]!.game.keys[0]).toEqual({ key_id: 'k1', secret_key: '[redacted]' });
+    expect(lines[0]!.outbound.request.options.headers).toEqual({ Authorization: '[redacted]', Cookie: '[redacted]' });
+    expect(lines[0]!.kept).toEqual({ route: '/v1/server/create-order', status: 200 });
+  });
+
+  it('censors inside errors and their causes, and keeps message, type and stack', () => {
+    const { logger, lines } = capture();
+    const cause = Object.assign(new Error('connect refused'), { headers: { authorization: 'Bearer admin-token-xyz' } });
+    const err = Object.assign(new TypeError('send failed', { cause }), { request: { token: 'tok-123' } });
+    logger.error({ err }, 'attempt failed');
+    const text = JSON.stringify(lines[0]);
+    expect(text).not.toContain('admin-token-xyz');
+    expect(text).not.toContain('tok-123');
+    expect(lines[0]!.err).toMatchObject({ type: 'TypeError', message: expect.stringContaining('send failed'), request: { token: '[redacted]' } });
+    expect(lines[0]!.err.stack).toContain('send failed');
+    // The logged error itself is left as it was: the service may still use it.
+    expect(err.request.token).toBe('tok-123');
+    expect((err.cause as typeof cause).headers.authorization).toBe('Bearer admin-token-xyz');
+  });
+
+  it('censors what a child logger logs', () => {
+    const { logger, lines } = capture();
+    logger.child({ job: 'notifications' }).warn({ caller: { id: 'g1', secret: 'child-secret' } }, 'x');
+    expect(JSON.stringify(lines[0])).not.toContain('child-secret');
+    expect(lines[0]).toMatchObject({ job: 'notifications', caller: { id: 'g1', secret: '[redacted]' } });
+  });
+
+  it('returns an object with nothing to censor as it is, and never mutates its input', () => {
+    const line = { method: 'POST', route: '/v1/server/create-order', status: 200, latencyMs: 1.2, traceId: 't' };
+    expect(redactSecrets(line)).toBe(line);
+    const nested = { a: { token: 't1' }, b: { c: 1 } };
+    const out = redactSecrets(nested);
+    expect(out).toEqual({ a: { token: '[redacted]' }, b: { c: 1 } });
+    expect(out.b).toBe(nested.b);
+    expect(nested.a.token).toBe('t1');
+  });
+
+  it('survives a cycle and leaves buffers alone', () => {
+    const cyclic: Record<string, unknown> = { name: 'loop' };
+    cyclic.self = cyclic;
+    expect(() => redactSecrets(cyclic)).not.toThrow();
+    const buf = Buffer.from('token');
+    expect(redactSecrets({ buf }).buf).toBe(buf);
+  });
+});
