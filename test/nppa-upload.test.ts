@@ -69,21 +69,27 @@ describe('national-system upload', () => {
     ['1006 over the rate limit', { errcode: 1006, errmsg: 'over rate limit' }],
     ['1007 request expired', { errcode: 1007, errmsg: 'request expired' }],
     ['an answer that is not JSON', 'no-json'],
+    ['an answer that never ends', 'endless'],
   ] as const) {
     it(`retries after ${name} and uploads each item once`, async () => {
       const game = await createNppaGame(t, standIn);
-      standIn.hold.set(game.appId, answer === 'no-json' ? { errcode: 1001, errmsg: 'held' } : answer);
+      standIn.hold.set(game.appId, typeof answer === 'string' ? { errcode: 1001, errmsg: 'held' } : answer);
       await enter(t, game, 'p1', 's1');
       await leave(t, game, 'p1', 's1');
       await waitFor(() => standIn.requests.filter((r) => r.appId === game.appId).length >= 1, 'a refused request');
-      if (answer === 'no-json') {
+      if (typeof answer === 'string') {
         standIn.hold.delete(game.appId);
-        standIn.queue.push('no-json');
+        standIn.queue.push(answer);
       } else {
         await waitFor(async () => (await events(game, 'pending')).data.every((e) => e.attempts >= 1 && e.errcode === answer.errcode), 'errcode recorded');
         standIn.hold.delete(game.appId);
       }
       await waitFor(uploaded(game, 2), 'uploaded after retry');
+      if (answer === 'endless') {
+        // Read up to 64 KiB and hung up: the rest of the answer was never buffered.
+        await waitFor(() => standIn.endlessWritten.length === 1, 'the endless answer ended');
+        expect(standIn.endlessWritten[0]).toBeLessThan(8 * 1024 * 1024);
+      }
       expect(acceptedOf(game).map((i) => i.bt).sort()).toEqual([0, 1]);
       expect(standIn.requests.filter((r) => r.appId === game.appId).length).toBeGreaterThanOrEqual(2);
     });

@@ -1,4 +1,5 @@
 import { Agent, request } from 'undici';
+import { readUpTo } from '../lib/outbound.js';
 import { sign, wireBody } from './nppa-crypto.js';
 
 /** A game's national-system credentials (nppa.md "Per game credentials"). */
@@ -42,6 +43,8 @@ export class NppaTransportError extends Error {
 }
 
 export const NPPA_TIMEOUT_MS = 5000;
+/** A real answer is a few KiB (one result per refused item, at most 128 items). */
+export const NPPA_MAX_ANSWER_BYTES = 64 * 1024;
 
 /**
  * HTTP client for the national system. Its base URL is operator configuration, not a
@@ -71,8 +74,11 @@ export class NppaClient {
         bodyTimeout: this.timeoutMs,
       });
       status = res.statusCode;
-      text = (await res.body.text()).slice(0, 64 * 1024);
+      const { body: answer, truncated } = await readUpTo(res.body, NPPA_MAX_ANSWER_BYTES);
+      if (truncated) throw new NppaTransportError(`HTTP ${status}: answer is over ${NPPA_MAX_ANSWER_BYTES} bytes`);
+      text = answer.toString('utf8');
     } catch (e) {
+      if (e instanceof NppaTransportError) throw e;
       throw new NppaTransportError(`request failed: ${(e as Error).message}`);
     }
     let answer: unknown;

@@ -113,6 +113,26 @@ function lookupPublic(hostname: string, options: dns.LookupOptions, cb: LookupCa
   });
 }
 
+/**
+ * The first `maxBytes` of an answer's body; the rest is never read (the stream is destroyed,
+ * which closes the connection), so a peer cannot make us buffer more than that.
+ */
+export async function readUpTo(body: AsyncIterable<unknown> & { destroy(): unknown }, maxBytes: number): Promise<{ body: Buffer; truncated: boolean }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const b = chunk as Buffer;
+    if (size + b.length > maxBytes) {
+      chunks.push(b.subarray(0, maxBytes - size));
+      body.destroy();
+      return { body: Buffer.concat(chunks), truncated: true };
+    }
+    chunks.push(b);
+    size += b.length;
+  }
+  return { body: Buffer.concat(chunks), truncated: false };
+}
+
 export class OutboundClient {
   readonly agent: Agent;
 
@@ -151,22 +171,8 @@ export class OutboundClient {
       headersTimeout: limits.timeoutMs,
       bodyTimeout: limits.timeoutMs,
     });
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let truncated = false;
-    for await (const chunk of res.body) {
-      const b = chunk as Buffer;
-      if (size + b.length > limits.maxBytes) {
-        chunks.push(b.subarray(0, limits.maxBytes - size));
-        size = limits.maxBytes;
-        truncated = true;
-        res.body.destroy();
-        break;
-      }
-      chunks.push(b);
-      size += b.length;
-    }
-    return { status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks), truncated };
+    const { body: answer, truncated } = await readUpTo(res.body, limits.maxBytes);
+    return { status: res.statusCode, headers: res.headers, body: answer, truncated };
   }
 
   close(): Promise<void> {

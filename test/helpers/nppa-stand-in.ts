@@ -41,8 +41,13 @@ export interface StandIn {
   accepted: (StandInItem & { appId: string; timestamps: number })[];
   /** Broken rules seen (time window, rate limit, format): must stay empty. */
   violations: string[];
-  /** The next requests (after verification) get these answers instead of success. */
-  queue: (Answer | 'no-json')[];
+  /**
+   * The next requests (after verification) get these answers instead of success. 'no-json' is
+   * a 502 HTML page; 'endless' a 200 JSON success whose body never ends (up to 64 MiB).
+   */
+  queue: (Answer | Fault)[];
+  /** Bytes of 'endless' answers written before the client closed the connection, per answer. */
+  endlessWritten: number[];
   /** While set, every request of that app id is answered with this. */
   hold: Map<string, Answer>;
   /** Per-item faults: return an error to refuse the item. */
@@ -52,6 +57,8 @@ export interface StandIn {
 }
 
 const MAX_PER_SECOND = 10;
+
+type Fault = 'no-json' | 'endless';
 
 export async function startNppaStandIn(opts: { clock?: Clock } = {}): Promise<StandIn> {
   const clock = opts.clock ?? { now: () => Date.now() };
@@ -64,12 +71,13 @@ export async function startNppaStandIn(opts: { clock?: Clock } = {}): Promise<St
     accepted: [],
     violations: [],
     queue: [],
+    endlessWritten: [],
     hold: new Map(),
     itemFault: null,
     addApp: (a) => apps.set(a.appId, { bizId: a.bizId, secretKey: a.secretKey }),
   };
 
-  const handle = (req: http.IncomingMessage, raw: string): Answer | 'no-json' => {
+  const handle = (req: http.IncomingMessage, raw: string): Answer | Fault => {
     const at = performance.now();
     const u = new URL(req.url ?? '/', 'http://x');
     if (req.method !== 'POST') return { errcode: 1003, errmsg: 'wrong method' };
@@ -112,7 +120,7 @@ export async function startNppaStandIn(opts: { clock?: Clock } = {}): Promise<St
     }
     const record: StandInRequest = { at, appId, path: u.pathname, timestamps: tsNum, items, answer: { errcode: 0, errmsg: 'OK' } };
     s.requests.push(record);
-    const answer = ((): Answer | 'no-json' => {
+    const answer = ((): Answer | Fault => {
       const held = s.hold.get(appId);
       if (held) return held;
       const queued = s.queue.shift();
@@ -142,7 +150,7 @@ export async function startNppaStandIn(opts: { clock?: Clock } = {}): Promise<St
       for (const it of items) if (!results.some((r) => r.no === it.no)) s.accepted.push({ ...it, appId, timestamps: tsNum });
       return { errcode: 0, errmsg: 'OK', data: results.length ? { results } : null };
     })();
-    if (answer !== 'no-json') record.answer = answer;
+    if (typeof answer !== 'string') record.answer = answer;
     return answer;
   };
 
@@ -155,6 +163,7 @@ export async function startNppaStandIn(opts: { clock?: Clock } = {}): Promise<St
         res.writeHead(502, { 'content-type': 'text/html' }).end('<html>bad gateway</html>');
         return;
       }
+      if (answer === 'endless') return void writeEndless(res).then((n) => s.endlessWritten.push(n));
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
     });
   });
@@ -167,6 +176,33 @@ export async function startNppaStandIn(opts: { clock?: Clock } = {}): Promise<St
       server.close(() => r());
     });
   return s;
+}
+
+/** A JSON success padded without end, written as fast as the client reads, until it hangs up. */
+async function writeEndless(res: http.ServerResponse): Promise<number> {
+  const chunk = Buffer.alloc(64 * 1024, 'x');
+  let written = 0;
+  let closed = false;
+  res.on('close', () => (closed = true));
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.write('{"errcode":0,"errmsg":"OK","pad":"');
+  while (!closed && written < 64 * 1024 * 1024) {
+    written += chunk.length;
+    if (!res.write(chunk)) await drainedOrClosed(res);
+  }
+  if (!closed) res.end('"}');
+  return written;
+}
+
+function drainedOrClosed(res: http.ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done).off('close', done);
+      resolve();
+    };
+    if (res.destroyed) return resolve();
+    res.on('drain', done).on('close', done);
+  });
 }
 
 /** Highest number of requests of one app id inside any 1-second window (counting, not timing). */
