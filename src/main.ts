@@ -23,7 +23,7 @@ async function main(): Promise<void> {
   const { key, source } = resolveSecretsKey(config.secretsKey, config.dataDir, config.production);
   const service = await createService({ config, logger, secretsKey: key });
   const address = await service.listen();
-  logger.info({ address, database: service.database.dialect, secretsKey: source }, 'service listening');
+  logger.info({ address, pid: process.pid, database: service.database.dialect, secretsKey: source }, 'service listening');
   if (config.adminTokenGenerated) {
     // Printed once, to the terminal only: the operator needs it for the admin API and console.
     process.stderr.write(

@@ -5,8 +5,7 @@
  * the suite's database ("sh sqlite" / "sh postgres" blocks in the run on that database). The
  * blocks check their own output (`# => ` lines); this file then checks the state they left.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,26 +14,9 @@ import { openDatabase } from '../src/db/index.js';
 import { SecretBox } from '../src/lib/secret-box.js';
 import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
 import { describeRun, GUIDES, runShellBlocks, shellBlocks, unmetExpectations, type GuideRun } from './helpers/guides.js';
-import { REPO_ROOT } from './helpers/spawn.js';
+import { ensureServiceBuilt, REPO_ROOT } from './helpers/spawn.js';
 
 const GUIDE = 'docs/guides/operators.md';
-
-/** The newest modification time of the files below `dir`. */
-function newest(dir: string): number {
-  let t = 0;
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, e.name);
-    t = Math.max(t, e.isDirectory() ? newest(p) : statSync(p).mtimeMs);
-  }
-  return t;
-}
-
-/** The guide runs the build, as operators do: compile the service when its sources are newer. */
-function ensureBuilt(): void {
-  const main = path.join(REPO_ROOT, 'dist/src/main.js');
-  if (existsSync(main) && statSync(main).mtimeMs >= newest(path.join(REPO_ROOT, 'src'))) return;
-  execFileSync(process.execPath, [path.join(REPO_ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: REPO_ROOT, stdio: 'pipe' });
-}
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -51,7 +33,7 @@ let db: TestDatabase;
 let dir: string;
 let databaseUrl: string;
 beforeAll(async () => {
-  ensureBuilt();
+  ensureServiceBuilt();
   dir = mkdtempSync(path.join(os.tmpdir(), 'combo-ops-guide-'));
   if (TEST_DB === 'postgres') {
     db = await createTestDatabase();

@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/db/index.js';
 import { authorizationHeader } from '../src/signing/signer.js';
 import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
-import { spawnEntry, spawnService, type Spawned } from './helpers/spawn.js';
+import { ensureServiceBuilt, spawnCommand, spawnEntry, spawnService, type Spawned } from './helpers/spawn.js';
 import { orderBody } from './helpers/service.js';
 
 /** The real entry points (src/main.ts, src/cli.ts) as child processes. */
@@ -188,6 +188,33 @@ describe('graceful shutdown', () => {
     await stdoutClosed;
     const lines = s.stdout().trim().split('\n');
     expect(JSON.parse(lines[lines.length - 1]!)).toMatchObject({ msg: 'stopped' });
+  });
+});
+
+describe('npm start (the README quick start)', () => {
+  // npm runs a script through `sh -c` and passes SIGTERM to that shell only: unless the shell
+  // has become the service (`exec`), the service is orphaned and keeps running.
+  it('SIGTERM to npm reaches the service: it drains, stops and exits, and npm exits 0', async () => {
+    ensureServiceBuilt();
+    // --ignore-scripts: run `start` on the build at hand, without `prestart`'s full build.
+    const s = spawnCommand('npm', ['start', '--ignore-scripts'], env({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' }));
+    running.push(s);
+    const listening = await s.logLine('service listening');
+    const pid = listening.pid as number;
+    try {
+      expect((await fetch(`${listening.address as string}/healthz`)).status).toBe(200);
+      s.child.kill('SIGTERM');
+      expect(await s.exited).toBe(0);
+      await s.logLine('draining');
+      await s.logLine('stopped');
+      expect(() => process.kill(pid, 0)).toThrow(expect.objectContaining({ code: 'ESRCH' }));
+    } finally {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone, as it should be
+      }
+    }
   });
 });
 

@@ -1,8 +1,49 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, rmdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** The newest modification time of the files below `dir`. */
+function newest(dir: string): number {
+  let t = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    t = Math.max(t, e.isDirectory() ? newest(p) : statSync(p).mtimeMs);
+  }
+  return t;
+}
+
+const isBuilt = (main: string) => existsSync(main) && statSync(main).mtimeMs >= newest(path.join(REPO_ROOT, 'src'));
+
+/**
+ * Compiles the service into dist/ (as `npm run build` does, without the console) when its
+ * sources are newer, for tests that run `node dist/src/main.js` as operators do. Test files run
+ * at once: a lock directory lets one compile while the others wait for it.
+ */
+export function ensureServiceBuilt(): void {
+  const main = path.join(REPO_ROOT, 'dist/src/main.js');
+  const lock = path.join(REPO_ROOT, 'dist.build-lock');
+  for (;;) {
+    if (isBuilt(main)) return;
+    try {
+      mkdirSync(lock);
+    } catch {
+      // Another test file is compiling: wait for it (a synchronous pause, as tsc is). A lock
+      // older than any compile is one a killed run left behind.
+      const held = statSync(lock, { throwIfNoEntry: false });
+      if (held && Date.now() - held.mtimeMs > 300_000) rmdirSync(lock);
+      else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
+      continue;
+    }
+    try {
+      if (!isBuilt(main)) execFileSync(process.execPath, [path.join(REPO_ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: REPO_ROOT, stdio: 'pipe' });
+    } finally {
+      rmdirSync(lock);
+    }
+  }
+}
 
 export interface Spawned {
   child: ChildProcess;
@@ -23,7 +64,12 @@ function baseEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
 
 /** Runs a TypeScript entry point of the repository (src/main.ts, src/cli.ts) as a real process. */
 export function spawnEntry(entry: string, env: Record<string, string | undefined>, args: string[] = []): Spawned {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], { cwd: REPO_ROOT, env: baseEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawnCommand(process.execPath, ['--import', 'tsx', entry, ...args], env);
+}
+
+/** Runs a command in the repository root (e.g. `npm start`) with only the given environment. */
+export function spawnCommand(command: string, args: string[], env: Record<string, string | undefined>): Spawned {
+  const child = spawn(command, args, { cwd: REPO_ROOT, env: baseEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   const waiters: (() => void)[] = [];
