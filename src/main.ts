@@ -20,9 +20,18 @@ async function main(): Promise<void> {
   // pino's usual asynchronous standard output, made here so shutdown can wait for it to drain.
   const logOutput = pino.destination(process.stdout.fd);
   const logger = createLogger(config.logLevel, logOutput);
+  for (const warning of config.warnings) logger.warn(warning);
   const { key, source } = resolveSecretsKey(config.secretsKey, config.dataDir, config.production);
   const service = await createService({ config, logger, secretsKey: key });
-  const address = await service.listen();
+  let address: string;
+  try {
+    address = await service.listen();
+  } catch (e) {
+    // A HOST that does not resolve, a port in use or not allowed: say which, without a stack.
+    await service.stop().catch(() => {});
+    process.stderr.write(`cannot listen on HOST=${config.host} PORT=${config.port}: ${(e as Error).message}\n`);
+    process.exit(1);
+  }
   logger.info({ address, pid: process.pid, database: service.database.dialect, secretsKey: source }, 'service listening');
   if (config.adminTokenGenerated) {
     // Printed once, to the terminal only: the operator needs it for the admin API and console.

@@ -275,6 +275,8 @@ describe('bad configuration', () => {
   // Each variable's rule is unit-tested in config.test.ts; here: the process exits 2 with them.
   const bad: [string, Record<string, string>, string[]][] = [
     ['PORT=abc', { PORT: 'abc' }, ['PORT']],
+    // proxy-addr would throw at start on a prefix longer than the address
+    ['TRUST_PROXY=10.0.0.0/99', { TRUST_PROXY: '10.0.0.0/99' }, ['TRUST_PROXY']],
     [
       'all of them at once',
       { PORT: 'abc', DATABASE_URL: 'mysql://x', LOG_LEVEL: 'loud', SQLITE_SYNCHRONOUS: 'x', TLS_CERT: '/nonexistent/cert.pem' },
@@ -299,6 +301,29 @@ describe('bad configuration', () => {
     expect(s.stderr()).not.toMatch(/adm_/);
     const migrate = spawnEntry('src/cli.ts', { ...env({ ADMIN_TOKEN: undefined }), NODE_ENV: 'production', SECRETS_KEY: key }, ['migrate']);
     expect(await migrate.exited).toBe(0);
+  });
+
+  it('NODE_ENV=production without ADMIN_TOKEN or SECRETS_KEY -> exit 2 naming both, no stack', async () => {
+    const s = spawnEntry('src/main.ts', { ...env({ ADMIN_TOKEN: undefined }), NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1' });
+    running.push(s);
+    expect(await s.exited).toBe(2);
+    expect(s.stderr()).toContain('ADMIN_TOKEN must be set when NODE_ENV=production');
+    expect(s.stderr()).toContain('SECRETS_KEY must be set when NODE_ENV=production');
+    expect(s.stderr()).not.toMatch(/\n\s+at /);
+  });
+
+  it('a HOST that does not resolve -> exit 1 with one line naming HOST, no stack', async () => {
+    const s = spawnEntry('src/main.ts', { ...env(), PORT: '0', HOST: 'no-such-host.invalid' });
+    running.push(s);
+    expect(await s.exited).toBe(1);
+    expect(s.stderr()).toMatch(/^cannot listen on HOST=no-such-host\.invalid PORT=0: .*ENOTFOUND/m);
+    expect(s.stderr()).not.toMatch(/\n\s+at /);
+  });
+
+  it('NODE_ENV=prod starts with a warning that the production rules are off', async () => {
+    const s = await start({ NODE_ENV: 'prod' });
+    const warning = await s.logLine('NODE_ENV is "prod", not "production": the production rules (ADMIN_TOKEN and SECRETS_KEY required, internal URLs refused) are off');
+    expect(warning.level).toBe(40);
   });
 });
 

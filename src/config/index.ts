@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { createSecureContext } from 'node:tls';
+import ipaddr from 'ipaddr.js';
 
 /**
  * Service configuration, read from the environment once, at start, by `loadConfig` (never at
@@ -19,7 +21,7 @@ export interface Config {
   tls: { cert: Buffer; key: Buffer } | null;
   publicBaseUrl: string;
   sqliteSynchronous: 'NORMAL' | 'FULL';
-  /** SQLite: how often a worker thread checkpoints the WAL (ms); 0 (default): SQLite's own, in the committing request. */
+  /** SQLite: how often a worker thread checkpoints the WAL (ms; default 20); 0: SQLite's own, in the committing request. */
   sqliteCheckpointIntervalMs: number;
   /** 32-byte key that encrypts secret keys at rest; null: derive from a key file under ./data. */
   secretsKey: Buffer | null;
@@ -70,6 +72,8 @@ export interface Config {
   metricsToken: string | null;
   /** Fastify trustProxy: false, true, a hop count, or proxy addresses/CIDRs. */
   trustProxy: boolean | number | string[];
+  /** Settings that are valid but probably not what the operator meant; logged at start. */
+  warnings: string[];
 }
 
 export class ConfigError extends Error {
@@ -88,7 +92,12 @@ type Env = Record<string, string | undefined>;
  * store, and each instance would generate a different one.
  */
 export function checkServiceConfig(config: Config): void {
-  if (config.production && config.adminTokenGenerated) throw new ConfigError(['ADMIN_TOKEN must be set when NODE_ENV=production (openssl rand -base64 32)']);
+  if (!config.production) return;
+  const problems: string[] = [];
+  if (config.adminTokenGenerated) problems.push('ADMIN_TOKEN must be set when NODE_ENV=production (openssl rand -base64 32)');
+  // resolveSecretsKey refuses this too (for the CLI); said here, all problems are named at once.
+  if (!config.secretsKey) problems.push('SECRETS_KEY must be set when NODE_ENV=production (openssl rand -base64 32)');
+  if (problems.length) throw new ConfigError(problems);
 }
 
 export function loadConfig(env: Env = process.env): Config {
@@ -179,6 +188,12 @@ export function loadConfig(env: Env = process.env): Config {
   const trustProxy = parseTrustProxy(str('TRUST_PROXY', '0'));
   if (trustProxy === null) problems.push('TRUST_PROXY must be 0, 1/true, a hop count "hops:<n>", or comma-separated proxy addresses/CIDRs');
 
+  const warnings: string[] = [];
+  const nodeEnv = str('NODE_ENV', 'development');
+  if (!['production', 'development', 'test'].includes(nodeEnv)) {
+    warnings.push(`NODE_ENV is "${nodeEnv}", not "production": the production rules (ADMIN_TOKEN and SECRETS_KEY required, internal URLs refused) are off`);
+  }
+
   const nodeIdRaw = env.NODE_ID;
   const nodeId = nodeIdRaw === undefined || nodeIdRaw === '' ? null : int('NODE_ID', 0, 0, 1023);
 
@@ -195,7 +210,7 @@ export function loadConfig(env: Env = process.env): Config {
     sqliteCheckpointIntervalMs: int('SQLITE_CHECKPOINT_INTERVAL_MS', 20, 0, 60_000),
     secretsKey,
     dataDir,
-    production: str('NODE_ENV', 'development') === 'production',
+    production: nodeEnv === 'production',
     allowPrivateUrls: flag('ALLOW_PRIVATE_NOTIFY_URLS'),
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
     maxInflightRequests: int('MAX_INFLIGHT_REQUESTS', 256, 1, 1_000_000),
@@ -228,6 +243,7 @@ export function loadConfig(env: Env = process.env): Config {
     clientRateLimitPerSecond: int('CLIENT_RATE_LIMIT_PER_SECOND', 20, 1, 1_000_000),
     metricsToken,
     trustProxy: trustProxy ?? false,
+    warnings,
   };
   if (problems.length) throw new ConfigError(problems);
   return config;
@@ -240,5 +256,8 @@ function parseTrustProxy(v: string): boolean | number | string[] | null {
   const hops = /^hops:(\d{1,2})$/.exec(v);
   if (hops) return Number(hops[1]);
   const list = v.split(',').map((x) => x.trim()).filter(Boolean);
-  return list.length && list.every((x) => /^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(x)) ? list : null;
+  // An address or a CIDR whose prefix fits it (proxy-addr throws at start on `10.0.0.0/99`).
+  // net.isIP for the address part: ipaddr.js also takes inet_aton's forms (`10.0.0/8`).
+  const valid = (x: string) => net.isIP(x.split('/')[0] as string) !== 0 && (!x.includes('/') || ipaddr.isValidCIDR(x));
+  return list.length && list.every(valid) ? list : null;
 }

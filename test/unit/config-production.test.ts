@@ -15,11 +15,35 @@ const problem = (env: Record<string, string>): string => {
 };
 
 describe('production settings', () => {
-  it('the service needs ADMIN_TOKEN in production (outside it, one is generated)', () => {
+  it('the service needs ADMIN_TOKEN and SECRETS_KEY in production, both named at once (outside it, one is generated)', () => {
     const env = { DATA_DIR: '/tmp/combo-config-test' };
-    expect(() => checkServiceConfig(loadConfig({ ...env, NODE_ENV: 'production' }))).toThrow('ADMIN_TOKEN must be set when NODE_ENV=production');
-    expect(() => checkServiceConfig(loadConfig(env))).not.toThrow();
-    expect(() => checkServiceConfig(loadConfig({ ...env, NODE_ENV: 'production', ADMIN_TOKEN: 'x'.repeat(16) }))).not.toThrow();
+    const key = randomBytes(32).toString('base64');
+    const serviceProblems = (over: Record<string, string>): string[] => {
+      try {
+        checkServiceConfig(loadConfig({ ...env, ...over }));
+        return [];
+      } catch (e) {
+        return (e as ConfigError).problems;
+      }
+    };
+    expect(serviceProblems({ NODE_ENV: 'production' })).toEqual([
+      'ADMIN_TOKEN must be set when NODE_ENV=production (openssl rand -base64 32)',
+      'SECRETS_KEY must be set when NODE_ENV=production (openssl rand -base64 32)',
+    ]);
+    expect(serviceProblems({ NODE_ENV: 'production', SECRETS_KEY: key })).toEqual([expect.stringMatching(/^ADMIN_TOKEN must be set/)]);
+    expect(serviceProblems({ NODE_ENV: 'production', ADMIN_TOKEN: 'x'.repeat(16) })).toEqual([expect.stringMatching(/^SECRETS_KEY must be set/)]);
+    expect(serviceProblems({})).toEqual([]);
+    expect(serviceProblems({ NODE_ENV: 'production', ADMIN_TOKEN: 'x'.repeat(16), SECRETS_KEY: key })).toEqual([]);
+  });
+
+  it('NODE_ENV other than production, development or test: a warning that the production rules are off', () => {
+    expect(load({}).warnings).toEqual([]);
+    for (const v of ['production', 'development', 'test']) expect(load({ NODE_ENV: v }).warnings).toEqual([]);
+    for (const v of ['prod', 'Production', 'staging']) {
+      const c = load({ NODE_ENV: v });
+      expect(c.production).toBe(false);
+      expect(c.warnings).toEqual([`NODE_ENV is "${v}", not "production": the production rules (ADMIN_TOKEN and SECRETS_KEY required, internal URLs refused) are off`]);
+    }
   });
 
   it('CLIENT_RATE_LIMIT_PER_SECOND: default 20, 1..1000000', () => {
@@ -60,7 +84,9 @@ describe('production settings', () => {
     expect(load({ TRUST_PROXY: 'true' }).trustProxy).toBe(true);
     expect(load({ TRUST_PROXY: 'hops:1' }).trustProxy).toBe(1);
     expect(load({ TRUST_PROXY: '10.0.0.0/8, 127.0.0.1,::1' }).trustProxy).toEqual(['10.0.0.0/8', '127.0.0.1', '::1']);
-    expect(problem({ TRUST_PROXY: 'proxy.internal' })).toContain('TRUST_PROXY must be');
-    expect(problem({ TRUST_PROXY: 'hops:x' })).toContain('TRUST_PROXY must be');
+    expect(load({ TRUST_PROXY: '10.0.0.0/32,fd00::/128,0.0.0.0/0' }).trustProxy).toEqual(['10.0.0.0/32', 'fd00::/128', '0.0.0.0/0']);
+    for (const bad of ['proxy.internal', 'hops:x', '10.0.0.0/33', '10.0.0.0/99', 'fd00::/129', '10.0.0/8', '1.2.3', '10.0.0.0/']) {
+      expect(problem({ TRUST_PROXY: bad }), bad).toContain('TRUST_PROXY must be');
+    }
   });
 });
