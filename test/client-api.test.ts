@@ -131,6 +131,18 @@ describe('POST /v1/client/pay', () => {
     }
   });
 
+  it('checks the order\'s state before the channel: a paid order answers 200 and a canceled one 409, whatever the channel', async () => {
+    const paid = await createOrder(t, game);
+    expect((await pay(t, paid.order_token)).body.status).toBe('paid');
+    const again = await pay(t, paid.order_token, 'alipay');
+    expect([again.status, again.body.status]).toEqual([200, 'paid']);
+    const canceled = await createOrder(t, game);
+    expect((await admin(t, 'POST', `/admin/v1/orders/${canceled.order_id}/cancel`)).status).toBe(200);
+    const refused = await pay(t, canceled.order_token, 'alipay');
+    expect([refused.status, refused.body.error]).toEqual([409, 'invalid_state']);
+    expect(await paymentsOf(t, canceled.order_id)).toHaveLength(0);
+  });
+
   it.each([
     ['missing channel', (tok: string) => ({ order_token: tok })],
     ['channel empty (min-1)', (tok: string) => ({ order_token: tok, channel: '' })],

@@ -3,6 +3,7 @@ import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { loadConfig } from '../config/index.js';
 import { CommandError, parse, positionals, required, type Command, type Io } from './io.js';
+import { existingSqliteFile } from './service-data.js';
 
 /**
  * An online backup of the embedded SQLite database through SQLite's backup API (better-sqlite3
@@ -18,8 +19,7 @@ async function run(args: string[], io: Io): Promise<number> {
   if (!config.databaseUrl.startsWith('sqlite:')) {
     throw new CommandError('DATABASE_URL is PostgreSQL: back it up with pg_dump (docs/guides/operators.md, "Back up and restore")');
   }
-  const source = config.databaseUrl.slice('sqlite:'.length);
-  if (source === ':memory:' || !existsSync(source)) throw new CommandError(`no database file at ${source} (DATABASE_URL)`);
+  const source = existingSqliteFile(config) as string;
   if (path.resolve(source) === to) throw new CommandError('--to is the database itself');
   if (existsSync(to) && values.force !== true) throw new CommandError(`${to} exists (--force replaces it)`);
   const partial = `${to}.partial`;

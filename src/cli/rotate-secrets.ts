@@ -1,19 +1,18 @@
 import { loadConfig } from '../config/index.js';
-import { openDatabase } from '../db/index.js';
 import { IdGenerator } from '../lib/ids.js';
 import { SecretBox } from '../lib/secret-box.js';
-import { resolveSecretsKey } from '../lib/secrets-key.js';
 import { rotateSecrets } from '../secrets/rotate.js';
 import { parse, positionals, type Command, type Io } from './io.js';
+import { openServiceDatabase, serviceSecretsKey } from './service-data.js';
 
 async function run(args: string[], io: Io): Promise<number> {
   const { values, positionals: rest } = parse(args, { 'dry-run': { type: 'boolean' } });
   positionals(rest, []);
   const dryRun = values['dry-run'] === true;
   const config = loadConfig(io.env);
-  const { key, source } = resolveSecretsKey(config.secretsKey, config.dataDir, config.production);
+  const { key, source } = serviceSecretsKey(config);
   const box = new SecretBox(key, config.secretsKeyPrevious ? [config.secretsKeyPrevious] : []);
-  const database = openDatabase(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
+  const database = openServiceDatabase(config);
   try {
     const report = await rotateSecrets(database.db, box, { ids: new IdGenerator(config.nodeId ?? undefined), now: Date.now(), dryRun });
     for (const c of report.columns) io.out(`${c.name}: ${c.resealed} re-sealed, ${c.current} already current\n`);
