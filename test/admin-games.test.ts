@@ -501,3 +501,41 @@ describe('health', () => {
     }
   });
 });
+
+describe('unknown fields in operator API bodies', () => {
+  // A misspelt field (iap_enable for iap_enabled) must not pass as a successful change: every
+  // operator body refuses fields it does not know, with 400 naming the field, and changes
+  // nothing. (create-order ignores unknown fields, as PROTOCOL 3 asks.)
+  let game: TestGame;
+  beforeAll(async () => {
+    game = await createGame(t);
+  });
+
+  const cases: [string, string, Record<string, unknown>, string][] = [
+    ['POST', '/admin/v1/games', { game_id: 'unknown-fields', name: 'x', iap_enable: false }, 'iap_enable'],
+    ['PATCH', '/admin/v1/games/{game}', { iap_enable: false }, 'iap_enable'],
+    ['PATCH', '/admin/v1/games/{game}', { nppa: { app_id: 'a', biz_id: 'b', secret_key: 'a'.repeat(32), secret: 'x' } }, 'nppa.secret'],
+    ['PUT', '/admin/v1/games/{game}/products/gem_60', { name: 'x', price: 1, currency: 'CNY', enabled: false }, 'enabled'],
+    ['POST', '/admin/v1/partners', { partner_id: 'unknown-fields', name: 'x', games: [], rate: 5 }, 'rate'],
+    ['PATCH', '/admin/v1/partners/no-such-partner', { disabled: true }, 'disabled'],
+    ['PUT', '/admin/v1/games/{game}/players/c1', { banned: true, reason: 'x' }, 'reason'],
+    ['POST', '/admin/v1/orders/123/refund', { reason: 'x', notify: false }, 'notify'],
+    ['POST', '/admin/v1/orders/123/cancel', { why: 'x' }, 'why'],
+    ['POST', '/admin/v1/notifications/n1/redeliver', { force: true }, 'force'],
+    ['POST', '/admin/v1/games/{game}/notifications/redeliver', { since: 0, status: 'failed' }, 'status'],
+  ];
+
+  it.each(cases)('%s %s: 400 naming the field', async (method, path, body, field) => {
+    const r = await admin(t, method, path.replace('{game}', game.gameId), body);
+    expect([r.status, r.body.error]).toEqual([400, 'invalid_request']);
+    expect(r.body.message).toContain(`${field} is not a known field`);
+  });
+
+  it('changes nothing', async () => {
+    const before = (await admin(t, 'GET', `/admin/v1/games/${game.gameId}`)).body;
+    expect((await admin(t, 'PATCH', `/admin/v1/games/${game.gameId}`, { iap_enable: false, name: 'renamed' })).status).toBe(400);
+    expect((await admin(t, 'GET', `/admin/v1/games/${game.gameId}`)).body).toEqual(before);
+    const audit = await admin(t, 'GET', `/admin/v1/audit?target=${game.gameId}&action=game.update`);
+    expect(audit.body.data).toEqual([]);
+  });
+});

@@ -15,7 +15,7 @@ export const PutPlayerBody = Type.Object({
   ),
   birth_date: Type.Optional(Type.Union([Type.String({ format: 'date', description: 'YYYY-MM-DD' }), Type.Null()])),
   banned: Type.Optional(Type.Boolean()),
-});
+}, { additionalProperties: false });
 export type PutPlayerBody = Static<typeof PutPlayerBody>;
 
 export const Player = Type.Object({

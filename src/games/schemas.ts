@@ -8,7 +8,7 @@ export const NppaSettings = Type.Object({
   app_id: Type.String({ minLength: 1, maxLength: 64 }),
   biz_id: Type.String({ minLength: 1, maxLength: 64 }),
   secret_key: Type.String({ pattern: '^[0-9a-fA-F]{32}$' }),
-});
+}, { additionalProperties: false });
 
 export const CreateGameBody = Type.Object({
   game_id: GameId,
@@ -19,7 +19,7 @@ export const CreateGameBody = Type.Object({
   gm_url: Type.Optional(Type.Union([HttpUrl, Type.Null()])),
   rate_limit_per_second: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
   secret_key: Type.Optional(SecretKey),
-});
+}, { additionalProperties: false });
 export type CreateGameBody = Static<typeof CreateGameBody>;
 
 export const PatchGameBody = Type.Object({
@@ -30,7 +30,7 @@ export const PatchGameBody = Type.Object({
   gm_url: Type.Optional(Type.Union([HttpUrl, Type.Null()])),
   rate_limit_per_second: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
   nppa: Type.Optional(Type.Union([NppaSettings, Type.Null()])),
-});
+}, { additionalProperties: false });
 export type PatchGameBody = Static<typeof PatchGameBody>;
 
 export const Game = Type.Object({
@@ -58,7 +58,7 @@ export const PutProductBody = Type.Object({
   price: Type.Integer({ minimum: 1, maximum: 1_000_000_000_000 }),
   currency: Type.String({ pattern: '^[A-Z]{3}$' }),
   active: Type.Optional(Type.Boolean()),
-});
+}, { additionalProperties: false });
 export type PutProductBody = Static<typeof PutProductBody>;
 
 export const Product = Type.Object({

@@ -35,7 +35,7 @@ export function registerNotificationRoutes(app: FastifyInstance, notifications: 
     schema: {
       tags: ['admin'],
       params: NotificationParams,
-      body: Type.Object({}),
+      body: Type.Object({}, { additionalProperties: false }),
       response: responses({ 200: NotificationDetail }, ADMIN_ERRORS),
     },
     handler: async (req) => notifications.redeliver((req.params as Static<typeof NotificationParams>).notification_id, actorOf(req)),

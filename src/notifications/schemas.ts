@@ -62,7 +62,7 @@ export const GameParams = Type.Object({ game_id: GameId });
 
 export const RedeliverSinceBody = Type.Object({
   since: Type.Integer({ minimum: 0, maximum: 253_402_300_799_999, description: 'Unix ms: notifications created at or after' }),
-});
+}, { additionalProperties: false });
 export type RedeliverSinceBody = Static<typeof RedeliverSinceBody>;
 
 export const RedeliverCount = Type.Object({ count: Type.Integer() });

@@ -28,7 +28,7 @@ export type OrderParams = Static<typeof OrderParams>;
 /** Body of refund and cancel (POST bodies are JSON objects; send {} for none). */
 export const OrderActionBody = Type.Object({
   reason: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'Why; kept in the audit log and the order timeline' })),
-});
+}, { additionalProperties: false });
 export type OrderActionBody = Static<typeof OrderActionBody>;
 
 /** An order as operators see it: everything but its token secret and request hash. */

@@ -14,7 +14,7 @@ export const CreatePartnerBody = Type.Object({
   games: GameList,
   rate_limit_per_second: Type.Optional(RateLimit),
   secret_key: Type.Optional(SecretKey),
-});
+}, { additionalProperties: false });
 export type CreatePartnerBody = Static<typeof CreatePartnerBody>;
 
 export const PatchPartnerBody = Type.Object({
@@ -22,7 +22,7 @@ export const PatchPartnerBody = Type.Object({
   enabled: Type.Optional(Type.Boolean()),
   games: Type.Optional(GameList),
   rate_limit_per_second: Type.Optional(RateLimit),
-});
+}, { additionalProperties: false });
 export type PatchPartnerBody = Static<typeof PatchPartnerBody>;
 
 export const Partner = Type.Object({
