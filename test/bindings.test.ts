@@ -306,6 +306,22 @@ describe('role cache', () => {
     expect([r.status, r.body.error]).toEqual([404, 'role_not_found']);
   });
 
+  it('never serves a role stale once an answer about another role of the player left it out', async () => {
+    // u1 -> r1 and pu-2 -> r2, one player. The game drops r2 from its list; a query for r1
+    // fetches that list. When the game is then down, r2 is 404, not the copy cached before.
+    const { game, partner, uri, combo } = await bound();
+    await bind(game, { partner_id: partner.partnerId, partner_user_id: 'pu-2', combo_id: combo, role_id: 'r2' });
+    gm.roles.set(combo, [role('r1'), role('r2')]);
+    const r2 = queryUri(game.gameId, 'pu-2');
+    expect((await partnerGet(t, partner, r2)).status).toBe(200);
+    clock.advance(301_000);
+    gm.roles.set(combo, [role('r1')]);
+    expect((await partnerGet(t, partner, uri)).status).toBe(200);
+    gm.mode = { kind: 'status', status: 503, body: JSON.stringify({ error: 'maintenance_error', message: 'down' }) };
+    const gone = await partnerGet(t, partner, r2);
+    expect([gone.status, gone.body.error]).toEqual([404, 'role_not_found']);
+  });
+
   it('serves stale on a GM time-out', async () => {
     const { partner, uri } = await bound();
     expect((await partnerGet(t, partner, uri)).status).toBe(200);

@@ -18,22 +18,30 @@ export interface CachedRole {
 }
 
 /**
- * One string per (game, combo_id, role_id), unambiguous whatever the ids hold: the first two
- * carry their lengths. Half the cost of JSON.stringify of the three (a micro-benchmark), and one
- * flat string, which the Map hashes without flattening it first.
+ * One string per (game, combo_id), unambiguous whatever the ids hold: the game id carries its
+ * length. One flat string, which the Map hashes without flattening it first.
  */
-function roleKey(gameId: string, comboId: string, roleId: string): string {
-  return [gameId.length, gameId, comboId.length, comboId, roleId].join(':');
+function playerKey(gameId: string, comboId: string): string {
+  return [gameId.length, gameId, comboId].join(':');
+}
+
+/** A player's roles as the game last listed them. */
+interface Listing {
+  roles: Map<string, Role>;
+  at: number;
 }
 
 /**
- * Role data from the game's GM endpoint, cached per (game, combo_id, role_id) (PROTOCOL 7).
- * Concurrent queries for the same player share one GM call (single flight). Only found roles
- * are cached: a role the game does not list is asked again next time, so a role created after
- * the last call is never hidden.
+ * Role data from the game's GM endpoint (PROTOCOL 7), cached per player (game, combo_id) as
+ * the game's last answer, whole: an answer replaces the player's list, so a role the game no
+ * longer lists is gone at once, and never served stale later (while the game cannot be reached,
+ * its last answer up to `staleTtlMs` old stands: a role it listed is served, one it did not is
+ * role_not_found). Concurrent queries for the same
+ * player share one GM call (single flight). A role missing from a fresh list is asked for again
+ * rather than refused from the cache, so a role created after the last call is never hidden.
  */
 export class RoleCache {
-  private readonly entries = new Map<string, { role: Role; at: number }>();
+  private readonly entries = new Map<string, Listing>();
   private readonly flights = new Map<string, { result: Promise<Role[]>; waiters: number }>();
   private readonly maxEntries: number;
 
@@ -47,21 +55,22 @@ export class RoleCache {
    * copy young enough to serve stale is cached.
    */
   async get(gameId: string, comboId: string, roleId: string, fetch: () => Promise<Role[]>): Promise<CachedRole> {
-    const key = roleKey(gameId, comboId, roleId);
+    const key = playerKey(gameId, comboId);
     const hit = this.entries.get(key);
-    if (hit && this.o.clock.now() - hit.at < this.o.ttlMs) return { role: hit.role, stale: false };
+    const cached = hit?.roles.get(roleId);
+    if (hit && cached && this.o.clock.now() - hit.at < this.o.ttlMs) return { role: cached, stale: false };
     let roles: Role[];
     try {
-      roles = await this.fetchShared(gameId, comboId, fetch);
+      roles = await this.fetchShared(key, fetch);
     } catch (e) {
-      if (hit && this.o.clock.now() - hit.at <= this.o.staleTtlMs) return { role: hit.role, stale: true };
-      throw e;
+      // The game cannot be reached: its last answer, if young enough, stands in for it, both
+      // for a role it listed and for one it did not.
+      if (!hit || this.o.clock.now() - hit.at > this.o.staleTtlMs) throw e;
+      if (!cached) throw Errors.roleNotFound(`role ${roleId} no longer exists in the game`);
+      return { role: cached, stale: true };
     }
     const role = roles.find((r) => r.role_id === roleId);
-    if (!role) {
-      this.entries.delete(key);
-      throw Errors.roleNotFound(`role ${roleId} no longer exists in the game`);
-    }
+    if (!role) throw Errors.roleNotFound(`role ${roleId} no longer exists in the game`);
     return { role, stale: false };
   }
 
@@ -72,12 +81,11 @@ export class RoleCache {
     return n;
   }
 
-  private async fetchShared(gameId: string, comboId: string, fetch: () => Promise<Role[]>): Promise<Role[]> {
-    const key = roleKey(gameId, comboId, '');
+  private async fetchShared(key: string, fetch: () => Promise<Role[]>): Promise<Role[]> {
     let flight = this.flights.get(key);
     if (!flight) {
       const result = fetch().then((roles) => {
-        this.store(gameId, comboId, roles);
+        this.store(key, roles);
         return roles;
       });
       const created = { result, waiters: 0 };
@@ -97,14 +105,10 @@ export class RoleCache {
     }
   }
 
-  private store(gameId: string, comboId: string, roles: Role[]): void {
-    const at = this.o.clock.now();
-    for (const role of roles) {
-      const key = roleKey(gameId, comboId, role.role_id);
-      // Re-insert so Map order is oldest-first: eviction drops the least recently fetched.
-      this.entries.delete(key);
-      this.entries.set(key, { role, at });
-    }
+  private store(key: string, roles: Role[]): void {
+    // Re-insert so Map order is oldest-first: eviction drops the least recently fetched player.
+    this.entries.delete(key);
+    this.entries.set(key, { roles: new Map(roles.map((r) => [r.role_id, r])), at: this.o.clock.now() });
     while (this.entries.size > this.maxEntries) {
       const oldest = this.entries.keys().next().value;
       if (oldest === undefined) break;
