@@ -31,11 +31,12 @@ export function ageOn(birthDate: string, t: number): number {
 
 /**
  * Seconds of each Beijing day covered by the intervals [from, to) that fall in
- * [windowStart, windowEnd): a session crossing midnight is split between the two days.
+ * [windowStart, windowEnd): a session crossing midnight is split between the two days, and
+ * time covered by several intervals (a player on two devices at once) counts once.
  */
 export function secondsPerBeijingDay(intervals: { from: number; to: number }[], windowStart: number, windowEnd: number): Map<string, number> {
   const out = new Map<string, number>();
-  for (const iv of intervals) {
+  for (const iv of union(intervals)) {
     let a = Math.max(iv.from, windowStart);
     const b = Math.min(iv.to, windowEnd);
     while (a < b) {
@@ -47,5 +48,17 @@ export function secondsPerBeijingDay(intervals: { from: number; to: number }[], 
     }
   }
   for (const [k, ms] of out) out.set(k, Math.floor(ms / 1000));
+  return out;
+}
+
+/** The same time as `intervals`, as disjoint intervals in time order. */
+function union(intervals: { from: number; to: number }[]): { from: number; to: number }[] {
+  const sorted = intervals.filter((iv) => iv.to > iv.from).sort((a, b) => a.from - b.from);
+  const out: { from: number; to: number }[] = [];
+  for (const iv of sorted) {
+    const last = out[out.length - 1];
+    if (last && iv.from <= last.to) last.to = Math.max(last.to, iv.to);
+    else out.push({ ...iv });
+  }
   return out;
 }

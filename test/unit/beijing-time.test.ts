@@ -29,4 +29,19 @@ describe('Beijing calendar', () => {
     const w = secondsPerBeijingDay([{ from: bj('2026-11-20T23:00:00'), to: bj('2026-11-21T01:00:00') }], bj('2026-11-21T00:00:00'), bj('2026-11-21T00:30:00'));
     expect([...w]).toEqual([['2026-11-21', 1800]]);
   });
+
+  it('counts time covered by overlapping sessions once (a player on two devices)', () => {
+    const m = secondsPerBeijingDay(
+      [
+        { from: bj('2026-11-21T10:00:00'), to: bj('2026-11-21T11:00:00') },
+        { from: bj('2026-11-21T10:30:00'), to: bj('2026-11-21T10:45:00') }, // inside the first
+        { from: bj('2026-11-21T10:50:00'), to: bj('2026-11-21T11:10:00') }, // overlapping its end
+        { from: bj('2026-11-21T11:10:00'), to: bj('2026-11-21T11:20:00') }, // touching
+        { from: bj('2026-11-21T09:00:00'), to: bj('2026-11-21T09:30:00') }, // apart, given out of order
+      ],
+      0,
+      Infinity,
+    );
+    expect([...m]).toEqual([['2026-11-21', 3600 + 1200 + 1800]]);
+  });
 });
