@@ -89,6 +89,14 @@ describe('GET /openapi.json', () => {
     }
   });
 
+  it('every operation lists 500 and 503, which any route can answer', () => {
+    for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+      for (const [method, op] of Object.entries(ops)) {
+        expect(Object.keys(op.responses), `${method} ${path}`).toEqual(expect.arrayContaining(['500', '503']));
+      }
+    }
+  });
+
   it('carries the validation rules of the TypeBox schemas and the per-caller 401 code', () => {
     const create = doc.paths['/admin/v1/games'].post;
     const body = create.requestBody.content['application/json'].schema;

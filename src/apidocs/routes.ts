@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import { responses } from '../http/errors-schema.js';
 import { renderDocsPage } from './render.js';
 
 /** GET /openapi.json (the document) and GET /docs (a readable, self-contained page of it). */
@@ -13,7 +14,7 @@ export function registerApiDocsRoutes(app: FastifyInstance): void {
     schema: {
       tags: ['ops'],
       summary: 'This OpenAPI 3.1 document',
-      response: { 200: Type.Object({}, { additionalProperties: true, description: 'OpenAPI 3.1 document' }) },
+      response: responses({ 200: Type.Object({}, { additionalProperties: true, description: 'OpenAPI 3.1 document' }) }, []),
     },
     // A pre-serialised string is sent as is (the response schema only documents it).
     handler: async (_req, reply) => reply.type('application/json; charset=utf-8').send(documentJson()),
@@ -23,8 +24,7 @@ export function registerApiDocsRoutes(app: FastifyInstance): void {
     schema: {
       tags: ['ops'],
       summary: 'API reference page (HTML)',
-      produces: ['text/html'],
-      response: { 200: Type.String({ description: 'HTML page' }) },
+      response: { ...responses({}, []), 200: { description: 'HTML page', content: { 'text/html': { schema: Type.String() } } } },
     },
     handler: async (_req, reply) => {
       html ??= renderDocsPage(JSON.parse(documentJson()));

@@ -47,6 +47,7 @@ export function registerCheckoutRoutes(app: FastifyInstance, checkout: CheckoutS
       summary: 'Hosted checkout page (text/html)',
       params: CheckoutParams,
       response: {
+        ...responses({}, []),
         200: { description: 'The checkout page', content: { 'text/html': { schema: Type.String() } } },
         401: {
           description: 'Unknown, forged or tampered order token: an HTML error page when the request accepts `text/html` (a browser), else the ErrorResponse `invalid_token`',

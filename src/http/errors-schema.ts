@@ -11,9 +11,15 @@ export const ErrorResponse = Type.Object(
 
 export const EmptyObject = Type.Object({}, { additionalProperties: false });
 
+/**
+ * Any route can answer these: 500 on a bug, 503 while the service drains, sheds load or cannot
+ * reach its database (README, "HTTP").
+ */
+const ALWAYS = [500, 503];
+
 /** Response map for a route: the 200 shape plus the error statuses it documents. */
 export function responses(ok: Record<number, unknown>, errorStatuses: number[]): Record<number, unknown> {
   const out: Record<number, unknown> = { ...ok };
-  for (const s of errorStatuses) out[s] = ErrorResponse;
+  for (const s of [...errorStatuses, ...ALWAYS]) out[s] = ErrorResponse;
   return out;
 }
