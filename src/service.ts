@@ -43,13 +43,15 @@ import { PaymentService } from './payments/service.js';
 import { PaymentStore } from './payments/store.js';
 import { SandboxProvider } from './payments/sandbox.js';
 import { CheckoutService } from './checkout/service.js';
-import { registerCheckoutRoutes } from './checkout/routes.js';
+import { registerCheckoutRoutes, type TokenLimit } from './checkout/routes.js';
 import { SessionService } from './sessions/service.js';
 // production: rate limits, metrics, request logs
-import { rateLimitHook, requestPolicy } from './http/rate-limit.js';
+import { limit, rateLimitHook, requestPolicy, tokenPolicy } from './http/rate-limit.js';
 import { ServiceMetrics } from './observability/metrics.js';
 import { installRequestObservability, registerMetricsRoute } from './observability/http.js';
 import { createRateLimiter } from './ratelimit/index.js';
+import type { RateLimitPolicy } from './ratelimit/limiter.js';
+import { parseOrderToken } from './orders/token.js';
 import { SessionStore } from './sessions/store.js';
 import { registerSessionRoutes } from './sessions/routes.js';
 import { SessionSweeper } from './sessions/sweeper.js';
@@ -137,11 +139,12 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     clock,
     logger,
   });
-  const rateLimit = rateLimitHook({
-    limiter,
-    policyFor: requestPolicy(config.clientRateLimitPerSecond),
-    onLimited: (p) => metrics.rateLimited(p.key.split(':', 1)[0] as string),
-  });
+  const onLimited = (p: RateLimitPolicy) => metrics.rateLimited(p.key.split(':', 1)[0] as string);
+  const rateLimit = rateLimitHook({ limiter, policyFor: requestPolicy(config.clientRateLimitPerSecond), onLimited });
+  const limitToken: TokenLimit = (reply, token) => {
+    const policy = tokenPolicy(parseOrderToken(token)?.orderId ?? null, config.clientRateLimitPerSecond);
+    return policy ? limit({ limiter, onLimited }, policy, reply) : undefined;
+  };
   // ---- end production ----
 
   const games = new GameService({ store: new GameStore(database.db, database.transaction), clock, ids, secrets, refuseInternalUrls: blockPrivate });
@@ -280,7 +283,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   registerGameRoutes(app, games);
   registerOrderRoutes(app, orders);
   registerOrderAdminRoutes(app, orderAdmin);
-  registerCheckoutRoutes(app, checkout);
+  registerCheckoutRoutes(app, checkout, limitToken);
   registerSessionRoutes(app, sessions);
   registerPartnerRoutes(app, partners);
   registerBindingRoutes(app, bindings);

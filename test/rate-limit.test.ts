@@ -4,7 +4,8 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/lib/clock.js';
 import { createPartner, partnerGet, queryUri } from './helpers/partners.js';
-import { admin, createGame, signed, startService, type Answer, type TestGame, type TestService } from './helpers/service.js';
+import { client } from './helpers/orders.js';
+import { admin, createGame, orderBody, signed, startService, type Answer, type TestGame, type TestService } from './helpers/service.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const enter = (t: TestService, g: TestGame) =>
@@ -144,6 +145,50 @@ describe('client purchase API, per IP', () => {
     } finally {
       await t.stop();
     }
+  });
+});
+
+describe('client purchase API, per order token', () => {
+  // PROTOCOL 10: per token as well as per IP. One bucket per order, whatever the token's secret
+  // part: guesses at one order's token from many addresses share it.
+  const clock = new ManualClock();
+  let t: TestService;
+  let game: TestGame;
+  beforeAll(async () => {
+    t = await startService({ clock, env: { CLIENT_RATE_LIMIT_PER_SECOND: '2', TRUST_PROXY: '127.0.0.1' } });
+    game = await createGame(t);
+  });
+  afterAll(async () => t?.stop());
+
+  const newOrder = async () => (await signed(t, game, 'POST', '/v1/server/create-order', orderBody())).body.order_token as string;
+  let ip = 0;
+  /** Each call from its own client address: the per-IP bucket never runs out. */
+  const from = () => ({ 'x-forwarded-for': `203.0.113.${++ip}` });
+  const view = (token: string) => client(t, '/v1/client/order', { order_token: token }, from());
+
+  it.each([
+    ['POST /v1/client/order', (token: string) => view(token)],
+    ['POST /v1/client/pay', (token: string) => client(t, '/v1/client/pay', { order_token: token, channel: 'sandbox' }, from())],
+    ['GET /checkout/<order_token>', (token: string) => fetch(`${t.url}/checkout/${token}`, { headers: from() }).then((r) => ({ status: r.status, headers: r.headers }))],
+  ])('%s: 429 past the token\'s rate from any address; other orders unaffected', async (_name, call) => {
+    const token = await newOrder();
+    const answers = [await call(token), await call(token), await call(token)];
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 429]);
+    expect(answers[2]!.headers.get('ratelimit-policy')).toBe('"token";q=2;w=1');
+    expect(answers[2]!.headers.get('retry-after')).toBe('1');
+    expect((await view(await newOrder())).status).toBe(200);
+    clock.advance(1000);
+    expect((await view(token)).status).toBe(200);
+  });
+
+  it('forged tokens of one order draw from that order\'s bucket', async () => {
+    const token = await newOrder();
+    const forged = token.replace(/_[0-9A-Za-z]{32}$/, `_${'x'.repeat(32)}`);
+    expect((await view(forged)).status).toBe(401);
+    expect((await view(forged)).status).toBe(401);
+    expect((await view(forged)).status).toBe(429);
+    expect((await view(token)).status).toBe(429);
+    clock.advance(1000);
   });
 });
 

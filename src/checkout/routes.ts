@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { isApiError } from '../errors.js';
 import { ErrorResponse, responses } from '../http/errors-schema.js';
@@ -9,8 +9,14 @@ import type { CheckoutService } from './service.js';
 
 const CLIENT_ERRORS = [400, 401, 405, 413, 415, 429, 500, 503];
 
+/**
+ * Takes one request from the token's own bucket (PROTOCOL 10: per token as well as per IP);
+ * throws 429 when it is empty.
+ */
+export type TokenLimit = (reply: FastifyReply, orderToken: string) => void | Promise<void>;
+
 /** Client purchase API and the hosted checkout page (PROTOCOL 10). No signature: the token is the credential. */
-export function registerCheckoutRoutes(app: FastifyInstance, checkout: CheckoutService): void {
+export function registerCheckoutRoutes(app: FastifyInstance, checkout: CheckoutService, limitToken: TokenLimit): void {
   const client = { auth: 'client' as const };
 
   app.post('/v1/client/order', {
@@ -21,7 +27,11 @@ export function registerCheckoutRoutes(app: FastifyInstance, checkout: CheckoutS
       body: ClientOrderBody,
       response: responses({ 200: ClientOrder }, CLIENT_ERRORS),
     },
-    handler: async (req) => checkout.view((req.body as ClientOrderBody).order_token),
+    handler: async (req, reply) => {
+      const token = (req.body as ClientOrderBody).order_token;
+      await limitToken(reply, token);
+      return checkout.view(token);
+    },
   });
 
   app.post('/v1/client/pay', {
@@ -32,8 +42,9 @@ export function registerCheckoutRoutes(app: FastifyInstance, checkout: CheckoutS
       body: ClientPayBody,
       response: responses({ 200: ClientPayResponse }, [...CLIENT_ERRORS, 403, 409]),
     },
-    handler: async (req) => {
+    handler: async (req, reply) => {
       const body = req.body as ClientPayBody;
+      await limitToken(reply, body.order_token);
       return checkout.pay(body.order_token, body.channel);
     },
   });
@@ -47,7 +58,7 @@ export function registerCheckoutRoutes(app: FastifyInstance, checkout: CheckoutS
       summary: 'Hosted checkout page (text/html)',
       params: CheckoutParams,
       response: {
-        ...responses({}, []),
+        ...responses({}, [429]),
         200: { description: 'The checkout page', content: { 'text/html': { schema: Type.String() } } },
         401: {
           description: 'Unknown, forged or tampered order token: an HTML error page when the request accepts `text/html` (a browser), else the ErrorResponse `invalid_token`',
@@ -57,6 +68,7 @@ export function registerCheckoutRoutes(app: FastifyInstance, checkout: CheckoutS
     },
     handler: async (req, reply) => {
       const token = (req.params as CheckoutParams).order_token;
+      await limitToken(reply, token);
       const nonce = randomBytes(16).toString('base64');
       reply.headers(pageHeaders(nonce));
       try {

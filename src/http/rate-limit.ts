@@ -21,27 +21,37 @@ export function rateLimitHook(o: RateLimitHookOptions) {
   return (req: FastifyRequest, reply: FastifyReply, kind: AuthKind): void | Promise<void> => {
     const policy = o.policyFor(req, kind);
     if (!policy) return;
-    const result = o.limiter.take(policy);
-    return isPromise(result) ? result.then((r) => apply(policy, reply, r)) : apply(policy, reply, result);
+    return limit(o, policy, reply);
   };
+}
 
-  function apply(policy: RateLimitPolicy, reply: FastifyReply, result: TakeResult): void {
-    // Failing open, the service knows nothing true to advertise: no headers rather than made-up ones.
-    if (result.degraded) return;
-    if (result.allowed) {
-      // The common case sets the two headers directly: no intermediate object per request.
-      reply.header('ratelimit-policy', policyHeader(policy));
-      reply.header('ratelimit', remainingHeader(policy, result));
-      return;
-    }
-    const headers = rateLimitHeaders(policy, result);
-    o.onLimited?.(policy);
-    const retryAfter = Math.max(1, Math.ceil(result.retryAfterMs / 1000));
-    throw Errors.rateLimited(`over the rate limit of ${policy.perSecond} requests per second; retry after ${retryAfter} s`, {
-      ...headers,
-      'retry-after': String(retryAfter),
-    });
+/**
+ * Takes one request from `policy`'s bucket: sets the RateLimit headers, or throws 429
+ * `rate_limited` with `Retry-After` when the bucket is empty.
+ */
+export function limit(o: Limits, policy: RateLimitPolicy, reply: FastifyReply): void | Promise<void> {
+  const result = o.limiter.take(policy);
+  return isPromise(result) ? result.then((r) => apply(o, policy, reply, r)) : apply(o, policy, reply, result);
+}
+
+type Limits = Pick<RateLimitHookOptions, 'limiter' | 'onLimited'>;
+
+function apply(o: Limits, policy: RateLimitPolicy, reply: FastifyReply, result: TakeResult): void {
+  // Failing open, the service knows nothing true to advertise: no headers rather than made-up ones.
+  if (result.degraded) return;
+  if (result.allowed) {
+    // The common case sets the two headers directly: no intermediate object per request.
+    reply.header('ratelimit-policy', policyHeader(policy));
+    reply.header('ratelimit', remainingHeader(policy, result));
+    return;
   }
+  const headers = rateLimitHeaders(policy, result);
+  o.onLimited?.(policy);
+  const retryAfter = Math.max(1, Math.ceil(result.retryAfterMs / 1000));
+  throw Errors.rateLimited(`over the rate limit of ${policy.perSecond} requests per second; retry after ${retryAfter} s`, {
+    ...headers,
+    'retry-after': String(retryAfter),
+  });
 }
 
 /**
@@ -81,7 +91,8 @@ function policyName(policy: RateLimitPolicy): string {
 /**
  * Which bucket a request draws from: signed callers (games, partners) carry their own policy
  * (RateLimitedCaller, e.g. GameSnapshot.rateLimit); the client purchase API is limited per IP
- * (PROTOCOL 10; req.ip honours TRUST_PROXY). Admin and unauthenticated routes are not limited.
+ * (PROTOCOL 10; req.ip honours TRUST_PROXY), and per order token in its routes (tokenPolicy).
+ * Admin and unauthenticated routes are not limited.
  */
 export function requestPolicy(clientPerSecond: number) {
   return (req: FastifyRequest, kind: AuthKind): RateLimitPolicy | null => {
@@ -89,4 +100,13 @@ export function requestPolicy(clientPerSecond: number) {
     if (kind === 'game' || kind === 'partner') return policyOfCaller(req.caller);
     return null;
   };
+}
+
+/**
+ * The client purchase API's second bucket (PROTOCOL 10: per token and per IP): one per order,
+ * named by the order id of the token, so guesses at one order's token from many addresses share
+ * it. A token that names no order has none (it is refused as invalid_token next).
+ */
+export function tokenPolicy(orderId: string | null, perSecond: number): RateLimitPolicy | null {
+  return orderId === null ? null : { key: `token:${orderId}`, perSecond };
 }
