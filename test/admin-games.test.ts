@@ -502,6 +502,40 @@ describe('health', () => {
   });
 });
 
+describe('GET /admin/v1/games', () => {
+  it('lists every game in id order with its key ids and no secret, paged without gaps or repeats', async () => {
+    const mine = [await createGame(t), await createGame(t), await createGame(t)];
+    const rotated = await admin(t, 'POST', `/admin/v1/games/${mine[1]!.gameId}/keys`, {});
+    expect(rotated.status).toBe(201);
+    const seen: Record<string, any>[] = [];
+    let cursor: string | null = null;
+    do {
+      const r = await admin(t, 'GET', `/admin/v1/games?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(r.status).toBe(200);
+      expect(r.body.data.length).toBeLessThanOrEqual(2);
+      seen.push(...r.body.data);
+      cursor = r.body.next_cursor;
+    } while (cursor);
+    const ids = seen.map((g) => g.game_id as string);
+    expect([...ids].sort()).toEqual(ids);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const g of mine) expect(ids).toContain(g.gameId);
+    const second = seen.find((g) => g.game_id === mine[1]!.gameId)!;
+    expect(second).toEqual((await admin(t, 'GET', `/admin/v1/games/${mine[1]!.gameId}`)).body);
+    expect(second.key_ids).toEqual([rotated.body.key_id, mine[1]!.keyId]);
+    expect(JSON.stringify(seen)).not.toMatch(/sk_|secret/);
+  });
+
+  it('checks limit and cursor, and needs the admin token', async () => {
+    expect((await admin(t, 'GET', '/admin/v1/games')).body.data.length).toBeLessThanOrEqual(50);
+    for (const q of ['limit=0', 'limit=201', 'limit=x', 'cursor=%25%25%25']) {
+      const r = await admin(t, 'GET', `/admin/v1/games?${q}`);
+      expect([q, r.status, r.body.error]).toEqual([q, 400, 'invalid_request']);
+    }
+    expect((await fetch(`${t.url}/admin/v1/games`)).status).toBe(401);
+  });
+});
+
 describe('unknown fields in operator API bodies', () => {
   // A misspelt field (iap_enable for iap_enabled) must not pass as a successful change: every
   // operator body refuses fields it does not know, with 400 naming the field, and changes

@@ -61,6 +61,22 @@ describe('games', () => {
     expect(got.stdout).toMatch(/^gm_url\s+-$/m);
   });
 
+  it('games list shows a page of games as a table, and the API answer with --json', async () => {
+    const g = await createGame(t);
+    await createGame(t);
+    const all = await runCli(['games', 'list', '--limit', '200', '--json'], env);
+    expect(all.code, all.stderr).toBe(0);
+    const page = JSON.parse(all.stdout);
+    expect(page.data.map((x: { game_id: string }) => x.game_id)).toContain(g.gameId);
+    expect(page).toHaveProperty('next_cursor');
+    const one = await runCli(['games', 'list', '--limit', '1'], env);
+    expect(one.code).toBe(0);
+    expect(one.stdout).toMatch(/^GAME_ID\s+NAME\s+IAP_ENABLED\s+SANDBOX_PAYMENTS\s+ORDER_TTL_SECONDS\s+KEY_IDS\s+CREATED_AT$/m);
+    const next = /^next_cursor\s+(\S+)$/m.exec(one.stdout)?.[1];
+    const second = await runCli(['games', 'list', '--limit', '1', '--cursor', next as string, '--json'], env);
+    expect(JSON.parse(second.stdout).data[0].game_id > JSON.parse((await runCli(['games', 'list', '--limit', '1', '--json'], env)).stdout).data[0].game_id).toBe(true);
+  });
+
   it('a bad flag value is a usage error (exit 2) and nothing is sent', async () => {
     const g = await createGame(t);
     const r = await runCli(['games', 'update', g.gameId, '--iap', 'maybe'], env);

@@ -45,6 +45,17 @@ async function get(args: string[], io: Io): Promise<number> {
   return 0;
 }
 
+const LIST_COLUMNS = ['game_id', 'name', 'iap_enabled', 'sandbox_payments', 'order_ttl_seconds', 'key_ids', 'created_at'];
+
+async function list(args: string[], io: Io): Promise<number> {
+  const { values, positionals: pos } = parse(args, { ...ADMIN_OPTIONS, limit: { type: 'string' }, cursor: { type: 'string' } });
+  positionals(pos, []);
+  const query = new URLSearchParams(defined({ limit: int(values, 'limit')?.toString(), cursor: str(values, 'cursor') }) as Record<string, string>);
+  const path = `/admin/v1/games${query.size ? `?${query}` : ''}`;
+  print(io, values.json === true, await AdminClient.fromOptions(values, io).call('GET', path), LIST_COLUMNS);
+  return 0;
+}
+
 async function update(args: string[], io: Io): Promise<number> {
   const { values, positionals: pos } = parse(args, { ...ADMIN_OPTIONS, ...SETTINGS, nppa: { type: 'string' } });
   const [gameId] = positionals(pos, ['game_id']);
@@ -60,6 +71,7 @@ export const gamesCommand: Command = {
   help: `usage:
   combo-platform games create <game_id> --name NAME [settings] [--secret SK]
   combo-platform games get <game_id>
+  combo-platform games list [--limit N] [--cursor C]   games in id order, one page (next_cursor)
   combo-platform games update <game_id> [settings] [--nppa JSON|none]
 
 settings:
@@ -74,5 +86,5 @@ settings:
   --nppa JSON|none   (update) national-system settings {"app_id","biz_id","secret_key"}
 
 ${ADMIN_OPTIONS_HELP}`,
-  run: group({ create, get, update }),
+  run: group({ create, get, list, update }),
 };

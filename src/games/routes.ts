@@ -6,8 +6,10 @@ import type { GameService } from './service.js';
 import {
   CreateGameBody,
   Game,
+  GamePage,
   GameParams,
   GameWithSecret,
+  ListGamesQuery,
   KeyParams,
   NewKey,
   PatchGameBody,
@@ -27,6 +29,12 @@ export function registerGameRoutes(app: FastifyInstance, games: GameService): vo
     config: admin,
     schema: { tags: ['admin'], summary: 'Create a game (answers its first secret key, shown only here)', body: CreateGameBody, response: responses({ 201: GameWithSecret }, ADMIN_ERRORS) },
     handler: async (req, reply) => reply.code(201).send(await games.create(req.body as CreateGameBody, actorOf(req))),
+  });
+
+  app.get('/admin/v1/games', {
+    config: admin,
+    schema: { tags: ['admin'], summary: 'Games in id order, cursor paging', querystring: ListGamesQuery, response: responses({ 200: GamePage }, ADMIN_ERRORS) },
+    handler: async (req) => games.list(req.query as ListGamesQuery),
   });
 
   app.get('/admin/v1/games/:game_id', {

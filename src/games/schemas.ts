@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { PageCursor, PageLimit } from '../http/paging.js';
 
 export const GameId = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*$' });
 export const SecretKey = Type.String({ minLength: 20, maxLength: 256, pattern: '^sk_[\\x21-\\x7e]+$' });
@@ -47,6 +48,11 @@ export const Game = Type.Object({
   updated_at: Type.Integer({ description: 'Unix ms' }),
 });
 export type Game = Static<typeof Game>;
+
+export const GamePage = Type.Object({ data: Type.Array(Game), next_cursor: Type.Union([Type.String(), Type.Null()]) });
+
+export const ListGamesQuery = Type.Object({ limit: PageLimit, cursor: PageCursor });
+export type ListGamesQuery = Static<typeof ListGamesQuery>;
 
 export const GameWithSecret = Type.Intersect([Game, Type.Object({ key_id: Type.String(), secret_key: Type.String() })]);
 

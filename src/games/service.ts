@@ -1,4 +1,5 @@
 import { Errors } from '../errors.js';
+import { decodeCursor, encodeCursor } from '../lib/page-cursor.js';
 import { SnapshotCache } from '../lib/snapshot-cache.js';
 import type { MaybePromise } from '../lib/maybe-promise.js';
 import { recordAudit } from '../admin/audit.js';
@@ -7,7 +8,7 @@ import { prefixedId, randomBase62, type IdGenerator } from '../lib/ids.js';
 import { refuseInternalUrl } from '../lib/outbound.js';
 import type { SecretBox } from '../lib/secret-box.js';
 import type { RateLimitedCaller } from '../ratelimit/limiter.js';
-import type { CreateGameBody, Game, PatchGameBody, Product, PutProductBody } from './schemas.js';
+import type { CreateGameBody, Game, ListGamesQuery, PatchGameBody, Product, PutProductBody } from './schemas.js';
 import type { GameRow, GameStore, ProductRow } from './store.js';
 
 /** At most this many signing keys are active per game (old + new during rotation). */
@@ -101,6 +102,18 @@ export class GameService {
     }).catch(rethrowConflict(`game ${body.game_id} already exists`));
     this.invalidate(row.game_id);
     return { ...toGame(row, [keyId]), key_id: keyId, secret_key: secret };
+  }
+
+  /** One page of games in id order; `next_cursor` is null on the last page. */
+  async list(query: ListGamesQuery): Promise<{ data: Game[]; next_cursor: string | null }> {
+    const { store } = this.d;
+    const limit = query.limit ?? 50;
+    const after = query.cursor === undefined ? null : decodeCursor<string>(query.cursor, (v) => typeof v === 'string');
+    const rows = await store.listGames(store.db, after, limit + 1);
+    const page = rows.slice(0, limit);
+    const keys = await store.keyIdsOf(store.db, page.map((r) => r.game_id));
+    const last = page[page.length - 1];
+    return { data: page.map((r) => toGame(r, keys.get(r.game_id) ?? [])), next_cursor: rows.length > limit && last ? encodeCursor(last.game_id) : null };
   }
 
   async get(gameId: string): Promise<Game> {

@@ -39,6 +39,28 @@ export class GameStore {
     await q.updateTable('games').set(patch).where('game_id', '=', gameId).execute();
   }
 
+  /** Games in id order, after `afterId` (keyset paging). */
+  listGames(q: Q, afterId: string | null, limit: number): Promise<GameRow[]> {
+    let query = q.selectFrom('games').selectAll().orderBy('game_id').limit(limit);
+    if (afterId !== null) query = query.where('game_id', '>', afterId);
+    return query.execute();
+  }
+
+  /** The key ids of each game, newest first (as listKeys). */
+  async keyIdsOf(q: Q, gameIds: string[]): Promise<Map<string, string[]>> {
+    const out = new Map<string, string[]>(gameIds.map((id) => [id, []]));
+    if (!gameIds.length) return out;
+    const rows = await q
+      .selectFrom('game_keys')
+      .select(['game_id', 'key_id'])
+      .where('game_id', 'in', gameIds)
+      .orderBy('created_at', 'desc')
+      .orderBy('key_id', 'desc')
+      .execute();
+    for (const r of rows) out.get(r.game_id)?.push(r.key_id);
+    return out;
+  }
+
   listKeys(q: Q, gameId: string): Promise<{ key_id: string; secret_enc: string; created_at: number }[]> {
     return q
       .selectFrom('game_keys')
