@@ -36,9 +36,9 @@ interface Listing {
  * the game's last answer, whole: an answer replaces the player's list, so a role the game no
  * longer lists is gone at once, and never served stale later (while the game cannot be reached,
  * its last answer up to `staleTtlMs` old stands: a role it listed is served, one it did not is
- * role_not_found). Concurrent queries for the same
- * player share one GM call (single flight). A role missing from a fresh list is asked for again
- * rather than refused from the cache, so a role created after the last call is never hidden.
+ * role_not_found). Concurrent queries for the same player share one GM call (single flight).
+ * A role missing from a fresh list is asked for again rather than refused from the cache, so a
+ * role created after the last call is never hidden.
  */
 export class RoleCache {
   private readonly entries = new Map<string, Listing>();
