@@ -134,13 +134,26 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
     await shot('game');
     // Remembered as a recently used game.
     await go('/games');
-    await page.getByRole('link', { name: game.gameId }).waitFor();
+    await page.getByTestId('recent-games').getByRole('link', { name: game.gameId }).waitFor();
     // The audit log names the operator given at sign-in (X-Operator).
     await go(`/audit?action=game.update&target=${game.gameId}`);
     const entry = page.getByTestId('audit-table').locator('tbody tr').first();
     await entry.getByText('admin:ops-alice').waitFor();
     expect(await entry.textContent()).toContain('"iap_enabled":false');
     await shot('audit');
+  });
+
+  it('lists every game and opens one from the list', async () => {
+    // An id that sorts before every other test's games: it is on the first page.
+    const gameId = `0-list-${Date.now().toString(36)}`;
+    expect((await admin(t, 'POST', '/admin/v1/games', { game_id: gameId, name: 'Listed game' })).status).toBe(201);
+    await go('/games');
+    const table = page.getByTestId('games-table');
+    const row = table.locator('tbody tr', { hasText: gameId });
+    await row.waitFor();
+    expect(await row.textContent()).toContain('Listed game');
+    await row.getByRole('link', { name: gameId }).click();
+    await page.getByRole('heading', { name: /^Listed game/ }).waitFor();
   });
 
   it('saves order TTL and gm_url, and shows the API error for a bad value', async () => {

@@ -1,12 +1,14 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { api, recentGames, type Game, type GamePatch, type NewSecret, type Product } from './api';
+import { PagedTable, usePaged } from './lists';
 import { Link, navigate } from './router';
 import { Card, ConfirmButton, ErrorBox, Field, Json, SecretOnce, Switch, money, time, useAction, useLoad, Unloaded } from './ui';
 
-/** There is no list-games endpoint: the operator opens a game by id; recent ids are remembered. */
+/** Every game, page by page in id order; with many games, open one by id (recent ids are remembered). */
 export function Games() {
   const [id, setId] = useState('');
   const [recent, setRecent] = useState(recentGames.list());
+  const all = usePaged((cursor) => api.games(cursor), []);
   const open = (e: FormEvent) => {
     e.preventDefault();
     if (id.trim()) navigate(`/games/${encodeURIComponent(id.trim())}`);
@@ -24,7 +26,7 @@ export function Games() {
         {recent.length > 0 && (
           <>
             <h3>Recently used</h3>
-            <ul className="plain">
+            <ul className="plain" data-testid="recent-games">
               {recent.map((g) => (
                 <li key={g}>
                   <Link to={`/games/${encodeURIComponent(g)}`}>{g}</Link>{' '}
@@ -43,12 +45,31 @@ export function Games() {
           </>
         )}
       </Card>
-      <CreateGame />
+      <PagedTable
+        title="All games"
+        list={all}
+        testId="games-table"
+        headers={['Game id', 'Name', 'IAP', 'Sandbox', 'Keys', 'Created']}
+        empty="No games yet."
+        row={(g) => (
+          <tr key={g.game_id}>
+            <td className="mono">
+              <Link to={`/games/${encodeURIComponent(g.game_id)}`}>{g.game_id}</Link>
+            </td>
+            <td>{g.name}</td>
+            <td>{g.iap_enabled ? 'on' : 'off'}</td>
+            <td>{g.sandbox_payments ? 'on' : 'off'}</td>
+            <td>{g.key_ids.length}</td>
+            <td className="nowrap">{time(g.created_at)}</td>
+          </tr>
+        )}
+      />
+      <CreateGame onCreated={all.reload} />
     </>
   );
 }
 
-function CreateGame() {
+function CreateGame({ onCreated }: { onCreated: () => void }) {
   const [gameId, setGameId] = useState('');
   const [name, setName] = useState('');
   const [created, setCreated] = useState<NewSecret & { game_id: string }>();
@@ -59,6 +80,7 @@ function CreateGame() {
     if (g) {
       recentGames.use(g.game_id);
       setCreated({ game_id: g.game_id, key_id: g.key_id, secret_key: g.secret_key });
+      onCreated();
       setGameId('');
       setName('');
     }

@@ -269,6 +269,10 @@ export const api = {
   putProduct: (id: string, productId: string, body: ProductInput) =>
     call<Product>('PUT', `/admin/v1/games/${enc(id)}/products/${enc(productId)}`, body),
 
+  async games(cursor?: string): Promise<Page<Game>> {
+    return asPage<Game>(await call('GET', `/admin/v1/games${query({ limit: 50, cursor })}`));
+  },
+
   async partners(cursor?: string): Promise<Page<Partner>> {
     return asPage<Partner>(await call('GET', `/admin/v1/partners${query({ limit: 50, cursor })}`));
   },
