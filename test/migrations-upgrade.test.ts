@@ -17,6 +17,7 @@ const SHIPPED: string[][] = [
   ['0001_initial', '0002_compliance_nppa', '0002_notifications_window', '0002_orders_listing'],
   ['0001_initial', '0002_compliance_nppa', '0002_notifications_window', '0002_orders_listing', '0003_orders_drop_redundant_index'],
   ['0001_initial', '0002_compliance_nppa', '0002_notifications_window', '0002_orders_listing', '0003_orders_drop_redundant_index', '0004_admin_listing_indexes'],
+  ['0001_initial', '0002_compliance_nppa', '0002_notifications_window', '0002_orders_listing', '0003_orders_drop_redundant_index', '0004_admin_listing_indexes', '0005_sessions_open_closed_indexes'],
 ];
 
 describe('upgrading a database left at an earlier set of migrations', () => {

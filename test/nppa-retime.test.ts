@@ -34,11 +34,19 @@ describe('national-system upload: old items and several processes', () => {
     await leave(t, game, 'p1', 'old-1');
     await waitFor(async () => {
       const ev = (await admin(t, 'GET', `/admin/v1/games/${game.gameId}/nppa/events`)).body.data as any[];
-      return ev.length === 3 && ev.every((e) => e.errcode === 1001);
+      // A refusal pauses the whole game until the (standing) clock moves: events recorded after
+      // it wait for it, so not every event need have been refused yet.
+      return ev.length === 3 && ev.some((e) => e.errcode === 1001);
     }, 'the refusal recorded');
     clock.advance(10 * 60_000); // the national system was down for ten minutes
     standIn.hold.delete(game.appId);
-    await waitFor(async () => (await admin(t, 'GET', `/admin/v1/games/${game.gameId}/nppa/events`)).body.counts.uploaded === 3, 'uploaded');
+    // A request in flight at the jump may still be refused, pausing the game from the new time:
+    // move the clock on until the backlog is through.
+    await waitFor(async () => {
+      if ((await admin(t, 'GET', `/admin/v1/games/${game.gameId}/nppa/events`)).body.counts.uploaded === 3) return true;
+      clock.advance(1000);
+      return false;
+    }, 'uploaded');
     const got = standIn.accepted.filter((a) => a.appId === game.appId);
     const of = (s: string, bt: number) => got.find((i) => i.si === nppaSessionId(game.gameId, s) && i.bt === bt)!;
     const [a, b, c] = [of('old-1', 1), of('old-2', 1), of('old-1', 0)];
@@ -52,6 +60,63 @@ describe('national-system upload: old items and several processes', () => {
     expect(login1.ot).toBe(t0); // original time kept
     expect(login1.sent_ot).toBe(a.ot);
     expect(standIn.violations).toEqual([]);
+  });
+
+  it('sends a game\'s backlog oldest first with one shift, so a logout never reaches the national system before its login', async () => {
+    const game = await createNppaGame(t, standIn);
+    const events = async () => (await admin(t, 'GET', `/admin/v1/games/${game.gameId}/nppa/events`)).body as { counts: Record<string, number>; data: any[] };
+    const refused = () => standIn.requests.some((r) => r.appId === game.appId && r.answer.errcode === 1001);
+    standIn.hold.set(game.appId, { errcode: 1001, errmsg: 'down' });
+    await enter(t, game, 'p0', 'order-0');
+    await waitFor(refused, 'a refusal');
+    clock.advance(100_000);
+    await enter(t, game, 'p1', 'order-1');
+    clock.advance(80_000);
+    await leave(t, game, 'p1', 'order-1');
+    // T + 360 s: the whole backlog is older than 3 minutes and spans more than one batch's 170 s.
+    clock.advance(180_000);
+    standIn.hold.delete(game.appId);
+    // With one delay for the backlog, an item goes when its shifted time has come (and a request
+    // in flight at the jump may still be refused, pausing the game): move the clock on.
+    await waitFor(async () => {
+      if ((await events()).counts.uploaded === 3) return true;
+      clock.advance(1000);
+      return false;
+    }, 'the backlog uploaded');
+    const got = standIn.accepted.filter((a) => a.appId === game.appId);
+    const key = (s: string, bt: number) => `${nppaSessionId(game.gameId, s)}/${bt}`;
+    // Sent in recorded order...
+    expect(got.map((i) => `${i.si}/${i.bt}`)).toEqual([key('order-0', 1), key('order-1', 1), key('order-1', 0)]);
+    // ...with one shift: the recorded intervals, and so the order, kept.
+    const [a, b, c] = got as [(typeof got)[0], (typeof got)[0], (typeof got)[0]];
+    expect(b.ot - a.ot).toBe(100);
+    expect(c.ot - b.ot).toBe(80);
+    expect(standIn.violations).toEqual([]);
+  });
+
+  it('a 1006 (over the rate limit) pause holds every process sharing the database', async () => {
+    const second = await startService({ clock, db: t.db, env: { ...ENV, NPPA_BASE_URL: standIn.url } });
+    try {
+      const game = await createNppaGame(t, standIn);
+      const events = async () => (await admin(t, 'GET', `/admin/v1/games/${game.gameId}/nppa/events`)).body as { counts: Record<string, number>; data: any[] };
+      const requests = () => standIn.requests.filter((r) => r.appId === game.appId).length;
+      standIn.hold.set(game.appId, { errcode: 1006, errmsg: 'over rate limit' });
+      await enter(t, game, 'p1', 'paused-1');
+      await waitFor(async () => (await events()).data[0]?.errcode === 1006, 'the 1006 recorded');
+      standIn.hold.delete(game.appId);
+      const before = requests();
+      // The clock stands still, so the pause (NPPA_RATE_LIMIT_PAUSE_MS) lasts until it moves.
+      await enter(second, game, 'p2', 'paused-2');
+      await enter(t, game, 'p3', 'paused-3');
+      // Nothing to wait for when nothing must happen: give both processes some 25 polls each.
+      await new Promise((r) => setTimeout(r, 500));
+      expect(requests()).toBe(before);
+      clock.advance(300);
+      await waitFor(async () => (await events()).counts.uploaded === 3, 'uploaded after the pause');
+      expect(standIn.violations).toEqual([]);
+    } finally {
+      await second.stop();
+    }
   });
 
   it('never sends an event twice with two service processes on one database, and keeps 10 requests/s per game', async () => {

@@ -113,6 +113,48 @@ describe('national-system upload', () => {
     expect(login.sent_ot).toBeLessThan(Math.floor(login.ot / 1000));
   });
 
+  it('counts re-times apart from system-error retries: re-times an item refused 1001 five times, gives up after 5 re-times', async () => {
+    const game = await createNppaGame(t, standIn);
+    const si = nppaSessionId(game.gameId, 's-sys-3005');
+    standIn.hold.set(game.appId, { errcode: 1001, errmsg: 'down' });
+    await enter(t, game, 'p1', 's-sys-3005');
+    await waitFor(async () => (await events(game, 'pending')).data[0]?.attempts >= 5, 'five system errors');
+    const refusedOts: number[] = [];
+    standIn.itemFault = (item, appId) => {
+      if (appId !== game.appId || item.si !== si) return null;
+      refusedOts.push(item.ot);
+      return { errcode: 3005, errmsg: 'bad time' };
+    };
+    standIn.hold.delete(game.appId);
+    await waitFor(async () => (await events(game)).counts.failed === 1, 'given up');
+    // The first 3005 and one for each of the 5 re-timed sends, each 5 s further back.
+    expect(refusedOts).toHaveLength(6);
+    expect(refusedOts.map((ot) => (refusedOts[0] as number) - ot)).toEqual([0, 5, 10, 15, 20, 25]);
+    expect((await events(game, 'failed')).data[0]).toMatchObject({ status: 'failed', errcode: 3005 });
+  });
+
+  for (const [name, answer] of [
+    ['3001 (partial failure) with no results', { errcode: 3001, errmsg: 'partial failure', data: null }],
+    ['3001 (partial failure) with results that name no item', { errcode: 3001, errmsg: 'partial failure', data: { results: [{ no: '1', errcode: '3005' }, { no: 99, errcode: 3005 }] } }],
+    ['an undocumented behaviour code (3099)', { errcode: 3099, errmsg: 'new rule' }],
+    ['an undocumented code (4001)', { errcode: 4001, errmsg: 'something else' }],
+  ] as const) {
+    it(`retries the batch after ${name}, marking nothing uploaded or failed`, async () => {
+      const game = await createNppaGame(t, standIn);
+      standIn.hold.set(game.appId, answer);
+      await enter(t, game, 'p1', 's1');
+      await leave(t, game, 'p1', 's1');
+      await waitFor(async () => {
+        const ev = await events(game);
+        return ev.counts.pending !== 2 || ev.data.every((e) => e.attempts >= 1 && e.errcode === answer.errcode);
+      }, 'the answer recorded');
+      expect((await events(game)).counts).toMatchObject({ pending: 2, uploaded: 0, failed: 0 });
+      standIn.hold.delete(game.appId);
+      await waitFor(uploaded(game, 2), 'uploaded after retry');
+      expect(acceptedOf(game).map((i) => i.bt).sort()).toEqual([0, 1]);
+    });
+  }
+
   it('marks items with other per-item errors failed and shows them to the operator', async () => {
     const game = await createNppaGame(t, standIn);
     const bad = nppaSessionId(game.gameId, 's-bad');

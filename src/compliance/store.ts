@@ -1,11 +1,12 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
-import type { DB, NppaEventsTable, PlayersTable } from '../db/schema.js';
+import type { DB, NppaEventsTable, NppaLeasesTable, PlayersTable } from '../db/schema.js';
 import type { Dialect, TransactionRunner } from '../db/index.js';
 import { prepare } from '../db/prepared.js';
 
 export type PlayerRow = Selectable<PlayersTable>;
 export type NppaEventRow = Selectable<NppaEventsTable>;
 export type NppaEventStatus = NppaEventRow['status'];
+export type NppaLeaseRow = Selectable<NppaLeasesTable>;
 type Q = Kysely<DB> | Transaction<DB>;
 
 /** Queries for players, minors' spending totals and the national-system upload queue. */
@@ -94,29 +95,35 @@ export class ComplianceStore {
 
   // ---- upload queue -----------------------------------------------------------------------
 
-  /** Games that have events due for upload. */
+  /**
+   * Games with unclaimed pending events that are not paused (nppa_leases.paused_until): the
+   * back-off is the game's, not each event's, so a game's backlog goes out as one queue.
+   */
   async dueGames(now: number, limit: number): Promise<string[]> {
     const rows = await this.db
-      .selectFrom('nppa_events')
-      .select('game_id')
+      .selectFrom('nppa_events as e')
+      .select('e.game_id')
       .distinct()
-      .where('status', '=', 'pending')
-      .where('next_attempt_at', '<=', now)
-      .where('locked_until', '<=', now)
+      .where('e.status', '=', 'pending')
+      .where('e.locked_until', '<=', now)
+      .where(({ not, exists, selectFrom }) =>
+        not(exists(selectFrom('nppa_leases as l').select('l.game_id').whereRef('l.game_id', '=', 'e.game_id').where('l.paused_until', '>', now))),
+      )
       .limit(limit)
       .execute();
     return rows.map((r) => r.game_id);
   }
 
-  /** Due, unclaimed events of a game, oldest behaviour first. */
-  dueEvents(gameId: string, now: number, limit: number): Promise<NppaEventRow[]> {
+  /**
+   * The oldest pending events of a game, in recorded order, whatever their claim: the uploader
+   * sends from the head of this queue only, so nothing overtakes an earlier pending event.
+   */
+  backlog(gameId: string, limit: number): Promise<NppaEventRow[]> {
     return this.db
       .selectFrom('nppa_events')
       .selectAll()
-      .where('status', '=', 'pending')
       .where('game_id', '=', gameId)
-      .where('next_attempt_at', '<=', now)
-      .where('locked_until', '<=', now)
+      .where('status', '=', 'pending')
       .orderBy('ot_ms')
       .orderBy('event_id')
       .limit(limit)
@@ -135,6 +142,12 @@ export class ComplianceStore {
       .returning('event_id')
       .execute();
     return new Set(rows.map((r) => r.event_id));
+  }
+
+  /** Gives back claims this owner will not send. */
+  async unclaim(ids: string[], owner: string): Promise<void> {
+    if (ids.length === 0) return;
+    await this.db.updateTable('nppa_events').set({ locked_until: 0, locked_by: null }).where('event_id', 'in', ids).where('locked_by', '=', owner).execute();
   }
 
   /** Accepted by the national system: uploaded, with the `ot` actually sent. Guarded by the claim. */
@@ -175,7 +188,7 @@ export class ComplianceStore {
         attempts: sql<number>`attempts + 1`,
         locked_until: 0,
         locked_by: null,
-        ...(f.retime ? { retime: 1 } : {}),
+        ...(f.retime ? { retime: sql<number>`retime + 1` } : {}),
       })
       .where('event_id', 'in', ids)
       .where('locked_by', '=', owner)
@@ -206,20 +219,40 @@ export class ComplianceStore {
       .execute();
   }
 
-  /** One uploader per game at a time (the rate limit is per game): a renewable lease. */
-  async acquireLease(gameId: string, owner: string, now: number, until: number): Promise<boolean> {
+  /**
+   * One uploader per game at a time (the rate limit is per game): a renewable lease, never
+   * given while the game is paused. Returns the game's upload state, or null.
+   */
+  async acquireLease(gameId: string, owner: string, now: number, until: number): Promise<NppaLeaseRow | null> {
     await this.db
       .insertInto('nppa_leases')
-      .values({ game_id: gameId, owner: '', expires_at: 0 })
+      .values({ game_id: gameId, owner: '', expires_at: 0, paused_until: 0, shift_ms: 0, last_ot: 0 })
       .onConflict((oc) => oc.column('game_id').doNothing())
       .execute();
-    const r = await this.db
+    const row = await this.db
       .updateTable('nppa_leases')
       .set({ owner, expires_at: until })
       .where('game_id', '=', gameId)
+      .where('paused_until', '<=', now)
       .where((eb) => eb.or([eb('owner', '=', owner), eb('expires_at', '<=', now)]))
+      .returningAll()
       .executeTakeFirst();
-    return Number(r.numUpdatedRows) > 0;
+    return row ?? null;
+  }
+
+  /** The game sends nothing before `until` (every process: acquireLease and dueGames check it). */
+  async pauseGame(q: Q, gameId: string, owner: string, until: number): Promise<void> {
+    await q.updateTable('nppa_leases').set({ paused_until: until }).where('game_id', '=', gameId).where('owner', '=', owner).execute();
+  }
+
+  /** After a batch was answered: the backlog's shift and the latest `ot` accepted for the game. */
+  async saveProgress(q: Q, gameId: string, owner: string, p: { shiftMs: number; lastOt: number }): Promise<void> {
+    await q
+      .updateTable('nppa_leases')
+      .set({ shift_ms: p.shiftMs, last_ot: p.lastOt })
+      .where('game_id', '=', gameId)
+      .where('owner', '=', owner)
+      .execute();
   }
 
   async releaseLease(gameId: string, owner: string): Promise<void> {

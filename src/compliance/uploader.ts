@@ -5,12 +5,13 @@ import type { GameSnapshot } from '../games/service.js';
 import type { Clock } from '../lib/clock.js';
 import { nppaDeviceId, nppaSessionId } from './identity.js';
 import { itemResults, NppaTransportError, type BehaviourItem, type NppaAnswer, type NppaClient, type NppaCredentials } from './nppa-client.js';
-import type { ComplianceStore, NppaEventRow } from './store.js';
+import type { ComplianceStore, NppaEventRow, NppaLeaseRow } from './store.js';
 
 /** nppa.md: 1..128 items per request. */
 export const MAX_BATCH = 128;
 /** nppa.md: the earliest `ot` must be less than 180 s before `timestamps`; keep a margin. */
 const MAX_AGE_MS = 170_000;
+const WINDOW_MS = 180_000;
 /**
  * nppa.md: 10 requests per second per game. A game's requests go one at a time, and a request
  * starts at least a second (plus a margin) after the one ten before it *completed*: the
@@ -18,8 +19,19 @@ const MAX_AGE_MS = 170_000;
  */
 const MAX_REQUESTS = 10;
 const RATE_WINDOW_MS = 1020;
-/** Items answered 3005 (bad time) this many times are given up and shown to the operator. */
+/**
+ * Items answered 3005 (bad time) are re-timed and sent again this many times (counted apart
+ * from system-error retries); a 3005 for the last re-timed send gives the item up.
+ */
 const MAX_RETIMES = 5;
+/** Each re-time sends the item this much further back. */
+const RETIME_STEP_S = 5;
+/**
+ * nppa.md's behaviour codes that refuse a whole batch: applied to every item. 3001 (partial
+ * failure) names its items in data.results. Any other code (system codes, codes nppa.md does
+ * not list) says nothing about the items: the batch is sent again after a back-off.
+ */
+const BATCH_CODES = new Set([3002, 3003, 3004, 3005, 3006, 3007, 3008, 3009, 3010]);
 const LOCK_MS = 60_000;
 const LEASE_MS = 30_000;
 
@@ -42,12 +54,18 @@ export interface UploaderOptions {
   metrics?: Pick<DomainMetrics, 'nppaUpload'>;
 }
 
-/** The batch to send: its events in `no` order and the shift applied to their times. */
+/** The batch to send: its events in `no` order, the backlog's shift and each item's own. */
 interface Batch {
   events: NppaEventRow[];
+  /** The shift of the game's backlog (whole seconds, >= 0), kept until the backlog drains. */
   shiftMs: number;
+  /** Per event: the shift its `ot` was sent with (the backlog's, or less when re-timed). */
+  shifts: number[];
   items: BehaviourItem[];
 }
+
+/** The game's upload state shared by every process (nppa_leases). */
+type GameState = Pick<NppaLeaseRow, 'shift_ms' | 'last_ot'>;
 
 /**
  * Background job that uploads behaviour events (nppa_events) to the national system
@@ -55,6 +73,16 @@ interface Batch {
  * batches of at most 128 items spanning less than 180 s. An event is marked uploaded, in one
  * transaction, only after the national system accepted it; claims (locked_until/locked_by)
  * keep several processes from sending the same event.
+ *
+ * Order. A game's pending events are one queue in recorded order (ot_ms, event_id): a batch
+ * is always taken from its head, whatever back-off an event had, and a failed request pauses
+ * the whole game (nppa_leases.paused_until), not its events, so a later event never overtakes
+ * an earlier pending one. A backlog too old for the national system's window is sent with one
+ * delay (nppa_leases.shift_ms) for all of it, kept until the game has nothing pending: each
+ * item goes once its shifted time has come, so the shifted times keep the recorded order and
+ * intervals (a session's logout never lands before its login). Per-batch shifts did not: the
+ * next batch's items were shifted less than the ones before them. The delay only grows (a
+ * new outage in the middle of a backlog) and goes back to none when the backlog has drained.
  */
 export class NppaUploader {
   readonly owner = `upl_${randomBytes(6).toString('hex')}`;
@@ -62,7 +90,6 @@ export class NppaUploader {
   private ticking: Promise<void> | null = null;
   private readonly active = new Map<string, Promise<void>>();
   private readonly sendTimes = new Map<string, number[]>();
-  private readonly pausedUntil = new Map<string, number>();
   private stopping = false;
 
   constructor(private readonly o: UploaderOptions) {}
@@ -93,7 +120,8 @@ export class NppaUploader {
       const games = await this.o.store.dueGames(now, 200);
       for (const gameId of games) {
         if (this.stopping || this.active.size >= (this.o.concurrency ?? 16)) break;
-        if (this.active.has(gameId) || (this.pausedUntil.get(gameId) ?? 0) > now) continue;
+        // Paused games (1006, back-off) are not listed: the pause is in the database.
+        if (this.active.has(gameId)) continue;
         const run = this.runGame(gameId).finally(() => this.active.delete(gameId));
         this.active.set(gameId, run);
       }
@@ -108,13 +136,14 @@ export class NppaUploader {
     try {
       while (!this.stopping) {
         const now = clock.now();
-        if (!(await store.acquireLease(gameId, this.owner, now, now + LEASE_MS))) return;
+        const lease = await store.acquireLease(gameId, this.owner, now, now + LEASE_MS);
+        if (!lease) return;
         const snap = await this.o.games(gameId);
         const creds = credentialsOf(snap);
         if (!creds) return await store.skipPending(gameId, now);
-        const events = await this.claimBatch(gameId, now);
+        const events = await this.claimBatch(gameId, lease, now);
         if (events.length === 0) return;
-        if (!(await this.send(gameId, creds, events))) return;
+        if (!(await this.send(gameId, creds, lease, events))) return;
       }
     } catch (err) {
       this.o.logger.error({ err, gameId }, 'national-system upload failed');
@@ -123,19 +152,37 @@ export class NppaUploader {
     }
   }
 
-  /** Up to 128 due events whose times span less than the 180 s window, claimed by this process. */
-  private async claimBatch(gameId: string, now: number): Promise<NppaEventRow[]> {
-    const due = await this.o.store.dueEvents(gameId, now, MAX_BATCH);
-    if (due.length === 0) return [];
-    const first = due[0] as NppaEventRow;
-    const fits = due.filter((e) => e.ot_ms - first.ot_ms <= MAX_AGE_MS);
-    const got = await this.o.store.claim(
-      fits.map((e) => e.event_id),
+  /**
+   * The next batch from the head of the game's queue, claimed by this process. Nothing when the
+   * queue is empty (the backlog's shift ends), or when its head may not go yet: the game then
+   * pauses until it may.
+   */
+  private async claimBatch(gameId: string, lease: NppaLeaseRow, now: number): Promise<NppaEventRow[]> {
+    const { store } = this.o;
+    const backlog = await store.backlog(gameId, MAX_BATCH);
+    if (backlog.length === 0) {
+      if (lease.shift_ms !== 0) await store.saveProgress(store.db, gameId, this.owner, { shiftMs: 0, lastOt: lease.last_ot });
+      return [];
+    }
+    const { events, wakeAt } = sendable(backlog, lease.shift_ms, now);
+    if (events.length === 0) {
+      await store.pauseGame(store.db, gameId, this.owner, wakeAt);
+      return [];
+    }
+    const got = await store.claim(
+      events.map((e) => e.event_id),
       this.owner,
       now,
       now + LOCK_MS,
     );
-    return fits.filter((e) => got.has(e.event_id));
+    // Only an unbroken run from the head: an event claimed elsewhere holds back the ones after it.
+    const run = events.findIndex((e) => !got.has(e.event_id));
+    if (run === -1) return events;
+    await store.unclaim(
+      events.slice(run).map((e) => e.event_id),
+      this.owner,
+    );
+    return events.slice(0, run);
   }
 
   /** Waits until one more request keeps this game within 10 requests per second. */
@@ -155,12 +202,12 @@ export class NppaUploader {
   }
 
   /** Sends one batch and records the outcome; true when the game may continue right away. */
-  private async send(gameId: string, creds: NppaCredentials, events: NppaEventRow[]): Promise<boolean> {
-    const { store, clock } = this.o;
+  private async send(gameId: string, creds: NppaCredentials, state: GameState, events: NppaEventRow[]): Promise<boolean> {
+    const { store } = this.o;
     await this.rateLimit(gameId);
-    const ts = clock.now();
+    const ts = this.o.clock.now();
     const pis = await store.playerPis(store.db, gameId, [...new Set(events.map((e) => e.combo_id))]);
-    const batch = buildBatch(gameId, events, pis, ts);
+    const batch = buildBatch(gameId, events, pis, ts, state);
     let answer: NppaAnswer;
     try {
       answer = await this.o.client.sendBehaviour(`${this.o.baseUrl}/behavior/collection/loginout`, creds, batch.items, ts);
@@ -173,55 +220,75 @@ export class NppaUploader {
       this.requestDone(gameId);
     }
     this.o.metrics?.nppaUpload(answer.errcode === 0 ? 'success' : 'failure', events.length);
-    if (answer.errcode === 0 || answer.errcode === 3001) {
-      await this.settle(events, batch, itemResults(answer));
+    // Per-item results name items of this batch; anything else in them cannot be applied.
+    const results = itemResults(answer).filter((r) => r.no >= 1 && r.no <= batch.items.length);
+    if (answer.errcode === 0 || (answer.errcode === 3001 && results.length > 0)) {
+      await this.settle(gameId, state, batch, results);
       return true;
     }
-    if (answer.errcode > 3000) {
+    if (BATCH_CODES.has(answer.errcode)) {
       // A batch-level behaviour code applies to every item of the batch.
       const all = batch.items.map((i) => ({ no: i.no, errcode: answer.errcode, errmsg: answer.errmsg }));
-      await this.settle(events, batch, all);
+      await this.settle(gameId, state, batch, all);
       return true;
     }
-    if (answer.errcode === 1006) this.pausedUntil.set(gameId, clock.now() + this.o.rateLimitPauseMs);
+    // System codes, a 3001 that names no item of the batch, codes nppa.md does not list: the
+    // answer says nothing reliable about the items, so none is taken as accepted or refused.
     await this.retryLater(gameId, events, answer.errcode, `${answer.errcode} ${answer.errmsg}`);
     return false;
   }
 
-  /** System error (or no answer): the whole batch goes back to the queue with back-off. */
+  /**
+   * System error (or no answer): the batch goes back to the head of the queue and the game
+   * pauses for the back-off (1006: the national system's block), in the database, so no
+   * process sends anything of the game before then. The events' next_attempt_at shows it.
+   */
   private async retryLater(gameId: string, events: NppaEventRow[], errcode: number | null, error: string): Promise<void> {
+    const { store } = this.o;
     const now = this.o.clock.now();
     const attempts = Math.max(...events.map((e) => e.attempts));
     const backoff = errcode === 1006 ? this.o.rateLimitPauseMs : Math.min(this.o.retryBaseMs * 2 ** Math.min(attempts, 16), 60_000);
     this.o.logger.warn({ gameId, errcode, error, items: events.length }, 'national-system upload will be retried');
-    await this.o.store.reschedule(
-      this.o.store.db,
-      events.map((e) => e.event_id),
-      this.owner,
-      { nextAttemptAt: now + backoff, errcode, error },
-    );
+    await store.transaction(async (trx) => {
+      await store.pauseGame(trx, gameId, this.owner, now + backoff);
+      await store.reschedule(
+        trx,
+        events.map((e) => e.event_id),
+        this.owner,
+        { nextAttemptAt: now + backoff, errcode, error },
+      );
+    });
   }
 
-  /** Accepted items -> uploaded; 3005 -> re-timed retry; other item errors -> failed. One transaction. */
-  private async settle(events: NppaEventRow[], batch: Batch, failures: { no: number; errcode: number; errmsg: string }[]): Promise<void> {
+  /**
+   * Accepted items -> uploaded; 3005 -> re-timed retry (at most MAX_RETIMES re-times, counted
+   * apart from system-error retries); other item errors -> failed. With the backlog's shift and
+   * the latest accepted `ot`, in one transaction.
+   */
+  private async settle(gameId: string, state: GameState, batch: Batch, failures: { no: number; errcode: number; errmsg: string }[]): Promise<void> {
     const { store, clock } = this.o;
     const now = clock.now();
     const byNo = new Map(failures.map((f) => [f.no, f]));
-    const accepted: string[] = [];
+    const accepted = new Map<number, string[]>(); // by the shift the item was sent with
     const retime: string[] = [];
     const failed = new Map<string, { errcode: number; error: string }>();
-    events.forEach((e, i) => {
+    let lastOt = state.last_ot;
+    batch.events.forEach((e, i) => {
       const f = byNo.get(i + 1);
-      if (!f) accepted.push(e.event_id);
-      else if (f.errcode === 3005 && e.attempts + 1 < MAX_RETIMES) retime.push(e.event_id);
+      if (!f) {
+        const shift = batch.shifts[i] as number;
+        accepted.set(shift, [...(accepted.get(shift) ?? []), e.event_id]);
+        lastOt = Math.max(lastOt, (batch.items[i] as BehaviourItem).ot);
+      } else if (f.errcode === 3005 && e.retime < MAX_RETIMES) retime.push(e.event_id);
       else failed.set(e.event_id, { errcode: f.errcode, error: `${f.errcode} ${f.errmsg}` });
     });
     await store.transaction(async (trx) => {
-      await store.markUploaded(trx, accepted, this.owner, batch.shiftMs, now);
+      for (const [shift, ids] of accepted) await store.markUploaded(trx, ids, this.owner, shift, now);
       await store.reschedule(trx, retime, this.owner, { nextAttemptAt: now, errcode: 3005, error: '3005 bad time: re-timed and sent again', retime: true });
       for (const [id, f] of failed) await store.markFailed(trx, [id], this.owner, f.errcode, f.error);
+      await store.saveProgress(trx, gameId, this.owner, { shiftMs: batch.shiftMs, lastOt });
     });
-    if (failed.size) this.o.logger.warn({ gameId: events[0]?.game_id, failed: failed.size }, 'national system refused behaviour items');
+    if (failed.size) this.o.logger.warn({ gameId, failed: failed.size }, 'national system refused behaviour items');
   }
 }
 
@@ -232,26 +299,62 @@ function credentialsOf(snap: GameSnapshot | null): NppaCredentials | null {
 }
 
 /**
- * The items of a batch. Times stay as recorded when they fit the national system's window
- * (earliest less than 180 s before `timestamps`, latest not after it). Otherwise the whole batch
- * is shifted by one delay (order and intervals kept): old items by the least delay that brings
- * the earliest inside the window (so they stay as early, and as ordered against the next
- * batches, as possible); items from the future back to `timestamps`. Items answered 3005 are
- * moved 5 s further into the past. The delay is whole seconds, rounded towards the past.
+ * The shift of a game's backlog at `ts`: the one kept for it, grown when its earliest item
+ * would fall out of the window (earliest less than 180 s before `timestamps`; 170 s kept as a
+ * margin), by the least delay that brings it inside (so items stay as early as possible).
+ * Whole seconds, rounded towards the past, so intervals in `ot` seconds stay as recorded.
  */
-export function buildBatch(gameId: string, events: NppaEventRow[], pis: Map<string, string>, ts: number): Batch {
-  const earliest = Math.min(...events.map((e) => e.ot_ms));
-  const latest = Math.max(...events.map((e) => e.ot_ms));
-  let shiftMs = 0;
-  if (latest > ts) shiftMs = ts - latest;
-  else if (earliest < ts - MAX_AGE_MS) shiftMs = ts - MAX_AGE_MS - earliest;
-  if (events.some((e) => e.retime === 1)) shiftMs -= 5000;
-  // Whole seconds, so intervals in `ot` seconds stay exactly as recorded.
-  shiftMs = Math.floor(shiftMs / 1000) * 1000;
+export function backlogShift(earliestMs: number, keptMs: number, ts: number): number {
+  return Math.max(keptMs, Math.floor((ts - MAX_AGE_MS - earliestMs) / 1000) * 1000, 0);
+}
+
+/**
+ * The events that may go now, from the head of the game's queue (recorded order): an unbroken
+ * run spanning at most 170 s whose shifted times have come (never after `timestamps`), none
+ * claimed by another process. When none may, `wakeAt` is when the head may.
+ */
+export function sendable(backlog: NppaEventRow[], keptShiftMs: number, now: number): { events: NppaEventRow[]; wakeAt: number } {
+  const head = backlog[0] as NppaEventRow;
+  const shift = backlogShift(head.ot_ms, keptShiftMs, now);
+  const events: NppaEventRow[] = [];
+  for (const e of backlog) {
+    if (e.locked_until > now || e.ot_ms - head.ot_ms > MAX_AGE_MS || e.ot_ms + shift > now) break;
+    events.push(e);
+  }
+  return { events, wakeAt: head.locked_until > now ? head.locked_until : head.ot_ms + shift };
+}
+
+/**
+ * The items of a batch taken from the head of the game's queue: `ot` = recorded time + the
+ * backlog's shift (none while the game keeps up). An item answered 3005 goes 5 s further back
+ * per re-time, but stays inside the window, and a logout never goes before the latest `ot`
+ * already accepted for the game (so never before its own login). No item goes after
+ * `timestamps`: sendable() holds back items whose time has not come, so this only guards
+ * against another process's clock running ahead.
+ */
+export function buildBatch(
+  gameId: string,
+  events: NppaEventRow[],
+  pis: Map<string, string>,
+  ts: number,
+  state: GameState = { shift_ms: 0, last_ot: 0 },
+): Batch {
+  const shiftMs = backlogShift((events[0] as NppaEventRow).ot_ms, state.shift_ms, ts);
+  const minOt = Math.floor((ts - WINDOW_MS) / 1000) + 1;
+  const maxOt = Math.floor(ts / 1000);
+  const shifts: number[] = [];
   const items = events.map((e, i): BehaviourItem => {
+    const recorded = Math.floor(e.ot_ms / 1000);
+    let ot = recorded + shiftMs / 1000;
+    if (e.retime > 0) {
+      ot = Math.max(ot - RETIME_STEP_S * e.retime, minOt);
+      if (e.bt === 0) ot = Math.max(ot, state.last_ot);
+    }
+    ot = Math.min(ot, maxOt);
+    shifts.push((ot - recorded) * 1000);
     const pi = pis.get(e.combo_id);
-    const base = { no: i + 1, si: nppaSessionId(gameId, e.session_id), bt: e.bt === 1 ? 1 : 0, ot: Math.floor((e.ot_ms + shiftMs) / 1000) } as const;
+    const base = { no: i + 1, si: nppaSessionId(gameId, e.session_id), bt: e.bt === 1 ? 1 : 0, ot } as const;
     return pi ? { ...base, ct: 0, pi } : { ...base, ct: 2, di: nppaDeviceId(e.combo_id) };
   });
-  return { events, shiftMs, items };
+  return { events, shiftMs, shifts, items };
 }

@@ -161,14 +161,21 @@ export interface NppaEventsTable {
   sent_ot: number | null;
   /** The national system's error code of the last failed attempt. */
   errcode: number | null;
-  /** 1 after a 3005 (bad time) answer: the next send re-times the event. */
+  /** Times the event was answered 3005 (bad time) and re-timed: each send moves it 5 s further back. */
   retime: number;
 }
 
+/** Per game: which process uploads (a lease) and the upload state all processes share. */
 export interface NppaLeasesTable {
   game_id: string;
   owner: string;
   expires_at: number;
+  /** The game sends nothing before this (Unix ms): a 1006 block, a back-off, a backlog's pace. */
+  paused_until: number;
+  /** Delay added to the recorded times of the game's backlog (whole seconds, ms), 0 when none. */
+  shift_ms: number;
+  /** The latest `ot` (Unix s) accepted for the game. */
+  last_ot: number;
 }
 
 export interface PlayersTable {

@@ -39,7 +39,7 @@ export interface StandIn {
   requests: StandInRequest[];
   /** Items accepted (errcode 0, not listed as failed), with their app id. */
   accepted: (StandInItem & { appId: string; timestamps: number })[];
-  /** Broken rules seen (time window, rate limit, format): must stay empty. */
+  /** Broken rules seen (time window, rate limit, format, a logout timed before its login): must stay empty. */
   violations: string[];
   /**
    * The next requests (after verification) get these answers instead of success. 'no-json' is
@@ -75,6 +75,19 @@ export async function startNppaStandIn(opts: { clock?: Clock } = {}): Promise<St
     hold: new Map(),
     itemFault: null,
     addApp: (a) => apps.set(a.appId, { bizId: a.bizId, secretKey: a.secretKey }),
+  };
+
+  // A session's accepted login and logout times, whatever order they came in: a logout timed
+  // before its login would make the national system's play time of the session wrong.
+  const sessions = new Map<string, { login?: number; logout?: number }>();
+  const checkSessionOrder = (key: string, it: StandInItem) => {
+    const seen = sessions.get(key) ?? {};
+    sessions.set(key, seen);
+    if (it.bt === 1) seen.login = it.ot;
+    else seen.logout = it.ot;
+    if (seen.login !== undefined && seen.logout !== undefined && seen.logout < seen.login) {
+      s.violations.push(`session order: ${key} logout ot ${seen.logout} before login ot ${seen.login}`);
+    }
   };
 
   const handle = (req: http.IncomingMessage, raw: string): Answer | Fault => {
@@ -147,7 +160,11 @@ export async function startNppaStandIn(opts: { clock?: Clock } = {}): Promise<St
         s.violations.push(`time window: ots ${Math.min(...ots)}..${Math.max(...ots)} timestamps ${tsNum}`);
         for (const it of items) if (!results.some((r) => r.no === it.no)) results.push({ no: it.no, errcode: 3005, errmsg: 'bad time' });
       }
-      for (const it of items) if (!results.some((r) => r.no === it.no)) s.accepted.push({ ...it, appId, timestamps: tsNum });
+      for (const it of items) {
+        if (results.some((r) => r.no === it.no)) continue;
+        s.accepted.push({ ...it, appId, timestamps: tsNum });
+        checkSessionOrder(`${appId}/${it.si}`, it);
+      }
       return { errcode: 0, errmsg: 'OK', data: results.length ? { results } : null };
     })();
     if (typeof answer !== 'string') record.answer = answer;

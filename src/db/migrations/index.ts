@@ -6,6 +6,7 @@ import * as m0002o from './0002_orders_listing.js';
 import * as m0003 from './0003_orders_drop_redundant_index.js';
 import * as m0004 from './0004_admin_listing_indexes.js';
 import * as m0005 from './0005_sessions_open_closed_indexes.js';
+import * as m0006 from './0006_nppa_backlog_order.js';
 
 /**
  * Versioned migrations, applied in name order, forward only. Add a new file
@@ -19,4 +20,5 @@ export const migrations: Record<string, Migration> = {
   '0003_orders_drop_redundant_index': m0003,
   '0004_admin_listing_indexes': m0004,
   '0005_sessions_open_closed_indexes': m0005,
+  '0006_nppa_backlog_order': m0006,
 };
