@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
-import { createOrder, pay, type CreatedOrder } from './helpers/orders.js';
+import { createOrder, pay, until, type CreatedOrder } from './helpers/orders.js';
+import { Receiver, status } from './helpers/receiver.js';
 
 let t: TestService;
 beforeAll(async () => {
@@ -218,6 +219,32 @@ describe('GET /admin/v1/orders/:order_id', () => {
     );
     // The refund waits for the ship_order, which keeps failing: never attempted.
     expect(d.notifications[1]).toMatchObject({ status: 'pending', attempts: [] });
+  });
+
+  it('gives next_attempt_at only while a notification is pending, as the notifications API does', async () => {
+    const game = await createGame(t);
+    const receiver = await new Receiver({ keys: new Map([[game.gameId, [game.secret]]]), now: () => Date.now() }).start();
+    try {
+      // The ship_order is acknowledged; the refund is refused (500) and stays pending.
+      receiver.script('/notify', (r) => (r.body.notification_type === 'refund' ? status(500) : status(200)));
+      const o = await createOrder(t, game, { notify_url: `${receiver.url}/notify` });
+      await pay(t, o.order_token);
+      const detail = async () => (await admin(t, 'GET', `/admin/v1/orders/${o.order_id}`)).body;
+      await until(async () => (await detail()).status === 'delivered', 10_000, 'the ship_order to be acknowledged');
+      expect((await admin(t, 'POST', `/admin/v1/orders/${o.order_id}/refund`, {})).status).toBe(200);
+      await until(async () => receiver.on('/notify').some((r) => r.body.notification_type === 'refund'), 10_000, 'a refund attempt');
+
+      const d = await detail();
+      const [ship, refund] = d.notifications;
+      expect(ship).toMatchObject({ type: 'ship_order', status: 'succeeded', next_attempt_at: null });
+      expect(refund).toMatchObject({ type: 'refund', status: 'pending', next_attempt_at: expect.any(Number) });
+      for (const n of d.notifications) {
+        const api = (await admin(t, 'GET', `/admin/v1/notifications/${n.notification_id}`)).body;
+        expect([n.notification_id, n.next_attempt_at === null]).toEqual([n.notification_id, api.next_attempt_at === null]);
+      }
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('shows the creation once: from the order row, or as stored for an order that has its creation event', async () => {

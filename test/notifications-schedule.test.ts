@@ -109,6 +109,25 @@ describe('retry schedule (ManualClock)', () => {
     expect(receiver.on(path).map((r) => r.body.notification_type)).toEqual([...Array(shipAttempts).fill('ship_order'), 'refund']);
   });
 
+  it('a refund blocked behind a failing ship_order gets its whole window from when that one settled', async () => {
+    const g = await game();
+    const path = newPath();
+    receiver.script(path, () => status(500));
+    const { notificationId, refundId } = await paidOrder(t, g, receiver.url + path, { refund: true });
+    await driveToEnd(notificationId);
+    const ship = await notificationRow(t, notificationId);
+    expect(ship.status).toBe('failed');
+    // Set in the transaction that settled the ship_order: nearly a whole window after creation.
+    const refund = await notificationRow(t, refundId!);
+    expect(refund.window_started_at).toBe(ship.updated_at);
+    expect(refund.window_started_at! - refund.created_at).toBeGreaterThan(WINDOW / 2);
+    // So the refund is retried on the full schedule (6 or 7 attempts in one hour), not failed
+    // after its first attempt because its window ran from its creation.
+    const refundAttempts = await driveToEnd(refundId!);
+    expect(refundAttempts).toBeGreaterThanOrEqual(6);
+    expect(await notificationRow(t, refundId!)).toMatchObject({ status: 'failed', attempts: refundAttempts });
+  });
+
   it('a notification locked by a crashed dispatcher is delivered when the lease runs out', async () => {
     const g = await game();
     const path = newPath();

@@ -3,8 +3,10 @@ import os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Receiver, ok, status, until } from './helpers/receiver.js';
 import { attemptRows, notificationRow, paidOrder } from './helpers/paid-orders.js';
+import pino from 'pino';
 import { IdGenerator } from '../src/lib/ids.js';
-import { isPrivateAddress } from '../src/lib/outbound.js';
+import { OutboundClient, isPrivateAddress } from '../src/lib/outbound.js';
+import { NotificationDispatcher } from '../src/notifications/dispatcher.js';
 import { NotificationService } from '../src/notifications/service.js';
 import { NotificationStore } from '../src/notifications/store.js';
 import { admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
@@ -173,6 +175,52 @@ describe('delivery', () => {
     expect(attempts.map((a) => a.response_snippet)).toEqual(['e'.repeat(1024), 'x'.repeat(1024)]);
   });
 
+  it('cuts the recorded 1 KiB back to a character boundary, never inside a UTF-8 character', async () => {
+    const g = await game();
+    const path = newPath();
+    // 1025 and 1025 bytes: the 1 KiB cut falls inside the last character; 1024 bytes: it does not.
+    receiver.sequence(path, status(500, 'x'.repeat(1023) + 'é'), status(500, 'x'.repeat(1022) + '€'), ok('x'.repeat(1022) + 'é'));
+    const { notificationId } = await paidOrder(t, g, receiver.url + path);
+    expect((await settled(notificationId)).status).toBe('succeeded');
+    const attempts = await attemptRows(t, notificationId);
+    expect(attempts.map((a) => a.response_snippet)).toEqual(['x'.repeat(1023), 'x'.repeat(1022), 'x'.repeat(1022) + 'é']);
+  });
+
+  // PostgreSQL refuses U+0000 in text: the attempt could not be recorded, so the notification
+  // was sent again each time its lease ran out, forever, and the order never became delivered.
+  it('records an answer body holding a NUL byte (as U+FFFD); the notification succeeds', async () => {
+    const g = await game();
+    const path = newPath();
+    receiver.script(path, () => ok('ok\u0000done'));
+    const { order, notificationId } = await paidOrder(t, g, receiver.url + path);
+    const row = await settled(notificationId);
+    expect(row).toMatchObject({ status: 'succeeded', attempts: 1 });
+    expect(receiver.on(path)).toHaveLength(1);
+    const attempts = await attemptRows(t, notificationId);
+    expect(attempts.map((a) => [a.status_code, a.error, a.response_snippet])).toEqual([[200, null, 'ok\ufffddone']]);
+    const o = await t.service.database.db.selectFrom('orders').select('status').where('order_id', '=', order.order_id).executeTakeFirstOrThrow();
+    expect(o.status).toBe('delivered');
+  });
+
+  // PROTOCOL 5: success is a 2xx *within* the time-out. An answer whose body is still coming
+  // when it runs out is a failed attempt (retried; the game dedupes on notification_id), but
+  // the operator sees the status the game gave.
+  it('keeps the status of an answer whose body stalls past the time-out; the attempt failed and is retried', async () => {
+    const g = await game();
+    const path = newPath();
+    receiver.sequence(path, { kind: 'stall', status: 200, body: '{"ok":' }, ok());
+    const { order, notificationId } = await paidOrder(t, g, receiver.url + path);
+    const row = await settled(notificationId);
+    expect(row).toMatchObject({ status: 'succeeded', attempts: 2 });
+    const attempts = await attemptRows(t, notificationId);
+    expect(attempts.map((a) => [a.status_code, a.error, a.response_snippet])).toEqual([
+      [200, 'HTTP 200, then reading the answer body: timed out after 1500 ms', null],
+      [200, null, '{"ok":true}'],
+    ]);
+    const o = await t.service.database.db.selectFrom('orders').select('status').where('order_id', '=', order.order_id).executeTakeFirstOrThrow();
+    expect(o.status).toBe('delivered');
+  });
+
   it('delivers a refund only after the ship_order succeeded', async () => {
     const g = await game();
     const path = newPath();
@@ -329,41 +377,96 @@ describe('operator API', () => {
     expect((await admin(t, 'POST', '/admin/v1/notifications/ntf_nope/redeliver', {})).status).toBe(404);
   });
 
-  it('redelivers all failed and gone notifications of a game since a time', async () => {
+  it('refuses to redeliver the ship_order of a refunded order (409), and still redelivers its refund', async () => {
     const g = await game();
-    const other = await game();
     const path = newPath();
+    const { notificationId, refundId } = await paidOrder(t, g, receiver.url + path, { refund: true });
+    expect((await settled(refundId!)).status).toBe('succeeded');
+    expect((await notificationRow(t, notificationId)).status).toBe('succeeded');
+
+    // Sent after the refund, it would make the game grant goods the player was refunded for.
+    const r = await admin(t, 'POST', `/admin/v1/notifications/${notificationId}/redeliver`, {});
+    expect(r.status).toBe(409);
+    expect(r.body.error).toBe('invalid_state');
+    expect(r.body.message).toContain('refunded');
+    expect(await notificationRow(t, notificationId)).toMatchObject({ status: 'succeeded', attempts: 1 });
+    const audit = await t.service.database.db.selectFrom('audit_log').selectAll().where('target', '=', notificationId).execute();
+    expect(audit).toEqual([]);
+
+    expect((await admin(t, 'POST', `/admin/v1/notifications/${refundId}/redeliver`, {})).status).toBe(200);
+    await until('the refund sent again', () => receiver.on(path).length === 3);
+    expect((await settled(refundId!)).status).toBe('succeeded');
+    expect(receiver.on(path).map((x) => x.body.notification_type)).toEqual(['ship_order', 'refund', 'refund']);
+  });
+});
+
+describe('redelivering all failed notifications of a game (1 s retry window)', () => {
+  let s: TestService;
+  beforeAll(async () => {
+    s = await startService({ env: { NOTIFY_MAX_AGE_SECONDS: '1', NOTIFY_RETRY_BASE_MS: String(RETRY_BASE_MS), NOTIFY_POLL_INTERVAL_MS: '50' } });
+  });
+  afterAll(async () => s?.stop());
+
+  const finished = (id: string) =>
+    until(`notification ${id} to settle`, async () => {
+      const r = await notificationRow(s, id);
+      return r.status !== 'pending' ? r : null;
+    });
+
+  it('takes failed ones created since the time; leaves gone ones and the ship_order of a refunded order', async () => {
+    const g = await createGame(s);
+    const other = await createGame(s);
+    keys.set(g.gameId, [g.secret]);
+    keys.set(other.gameId, [other.secret]);
+    const path = newPath();
+    const gonePath = newPath();
     let open = false;
-    receiver.script(path, () => (open ? ok() : status(410)));
-    const old = await paidOrder(t, g, receiver.url + path, { now: Date.now() - 60_000 });
+    receiver.script(path, (r) => (open || r.body.notification_type === 'refund' ? ok() : status(500)));
+    receiver.script(gonePath, () => (open ? ok() : status(410)));
+    const old = await paidOrder(s, g, receiver.url + path, { now: Date.now() - 60_000 });
     const since = Date.now() - 1000;
-    const a = await paidOrder(t, g, receiver.url + path);
-    const b = await paidOrder(t, g, receiver.url + path);
-    const o = await paidOrder(t, other, receiver.url + path);
-    for (const n of [old, a, b, o]) expect((await settled(n.notificationId)).status).toBe('gone');
+    const a = await paidOrder(s, g, receiver.url + path);
+    const b = await paidOrder(s, g, receiver.url + path);
+    const gone = await paidOrder(s, g, receiver.url + gonePath);
+    const refunded = await paidOrder(s, g, receiver.url + path, { refund: true });
+    const o = await paidOrder(s, other, receiver.url + path);
+    for (const n of [old, a, b, refunded, o]) expect((await finished(n.notificationId)).status).toBe('failed');
+    expect((await finished(gone.notificationId)).status).toBe('gone');
+    expect((await finished(refunded.refundId!)).status).toBe('succeeded');
+    const shipOrdersOf = (orderId: string) => receiver.on(path).filter((r) => r.body.data.order_id === orderId && r.body.notification_type === 'ship_order').length;
+    const refundedSent = shipOrdersOf(refunded.order.order_id);
 
     open = true;
-    const r = await admin(t, 'POST', `/admin/v1/games/${g.gameId}/notifications/redeliver`, { since });
+    const r = await admin(s, 'POST', `/admin/v1/games/${g.gameId}/notifications/redeliver`, { since });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ count: 2 });
-    expect((await settled(a.notificationId)).status).toBe('succeeded');
-    expect((await settled(b.notificationId)).status).toBe('succeeded');
-    expect((await notificationRow(t, old.notificationId)).status).toBe('gone');
-    expect((await notificationRow(t, o.notificationId)).status).toBe('gone');
-    const audit = await t.service.database.db.selectFrom('audit_log').selectAll().where('target', '=', g.gameId).where('action', '=', 'notification.redeliver_all').execute();
+    expect((await finished(a.notificationId)).status).toBe('succeeded');
+    expect((await finished(b.notificationId)).status).toBe('succeeded');
+    expect((await notificationRow(s, old.notificationId)).status).toBe('failed');
+    expect((await notificationRow(s, o.notificationId)).status).toBe('failed');
+    // A 410 asked for no more retries: only an operator's one-by-one redelivery sends it again.
+    expect((await notificationRow(s, gone.notificationId)).status).toBe('gone');
+    expect(receiver.on(gonePath)).toHaveLength(1);
+    expect((await notificationRow(s, refunded.notificationId)).status).toBe('failed');
+    expect(shipOrdersOf(refunded.order.order_id)).toBe(refundedSent);
+    const audit = await s.service.database.db.selectFrom('audit_log').selectAll().where('target', '=', g.gameId).where('action', '=', 'notification.redeliver_all').execute();
     expect(JSON.parse(audit[0]!.detail!)).toEqual({ since, count: 2 });
 
-    const body = (s: unknown) => admin(t, 'POST', `/admin/v1/games/${g.gameId}/notifications/redeliver`, s);
+    const body = (x: unknown) => admin(s, 'POST', `/admin/v1/games/${g.gameId}/notifications/redeliver`, x);
     expect((await body({ since: -1 })).status).toBe(400);
     expect((await body({ since: 0 })).body).toEqual({ count: 1 }); // the old one
-    expect((await settled(old.notificationId)).status).toBe('succeeded');
+    expect((await finished(old.notificationId)).status).toBe('succeeded');
     expect((await body({ since: 0 })).body).toEqual({ count: 0 });
     expect((await body({ since: 253_402_300_799_999 })).body).toEqual({ count: 0 });
     expect((await body({ since: 253_402_300_800_000 })).status).toBe(400);
     expect((await body({ since: 1.5 })).status).toBe(400);
     expect((await body({ since: '5' })).status).toBe(400);
     expect((await body({})).status).toBe(400);
-    expect((await admin(t, 'POST', '/admin/v1/games/nope/notifications/redeliver', { since: 0 })).status).toBe(404);
+    expect((await admin(s, 'POST', '/admin/v1/games/nope/notifications/redeliver', { since: 0 })).status).toBe(404);
+
+    // One by one, the gone one may still be sent again.
+    expect((await admin(s, 'POST', `/admin/v1/notifications/${gone.notificationId}/redeliver`, {})).status).toBe(200);
+    expect((await finished(gone.notificationId)).status).toBe('succeeded');
   });
 });
 
@@ -452,6 +555,50 @@ describe('recording an attempt (the store on a real database)', () => {
     latency_ms: 3,
     error: null,
     response_snippet: null,
+  });
+
+  it('when the database refuses an attempt record, records it without the answer body instead of sending again', async () => {
+    const g = await game();
+    const path = newPath();
+    // Due in a week, so the service's own dispatcher leaves it be; the one made here runs on a
+    // clock set then, with a receiver that checks signatures against that clock.
+    const later = Date.now() + 7 * 86_400_000;
+    const there = await new Receiver({ keys, now: () => later }).start();
+    const { order, notificationId } = await paidOrder(t, g, there.url + path, { now: later });
+    const db = t.service.database;
+    /** Refuses any attempt that carries an answer body, as PostgreSQL refused one holding U+0000. */
+    class RefusingStore extends NotificationStore {
+      override recordAttempt(...args: Parameters<NotificationStore['recordAttempt']>): Promise<boolean> {
+        if (args[1].response_snippet !== null) return Promise.reject(new Error('invalid byte sequence for encoding "UTF8": 0x00'));
+        return super.recordAttempt(...args);
+      }
+    }
+    const outbound = new OutboundClient({ blockPrivate: false });
+    const dispatcher = new NotificationDispatcher({
+      store: new RefusingStore(db.db, db.dialect, db.transaction),
+      keys: { snapshot: async () => ({ secrets: [g.secret] }) },
+      outbound,
+      clock: { now: () => later },
+      ids: new IdGenerator(),
+      logger: pino({ level: 'silent' }),
+      settings: { timeoutMs: 1500, maxAgeMs: 7 * 86_400_000, concurrency: 4, perHostConcurrency: 4, pollIntervalMs: 20, retryBaseMs: 40 },
+    });
+    dispatcher.start();
+    try {
+      const row = await settled(notificationId);
+      expect(row).toMatchObject({ status: 'succeeded', attempts: 1, last_error: null });
+    } finally {
+      await dispatcher.stop();
+      await outbound.close();
+      await there.close();
+    }
+    expect(there.on(path)).toHaveLength(1);
+    const attempts = await attemptRows(t, notificationId);
+    expect(attempts).toHaveLength(1);
+    expect(attempts[0]).toMatchObject({ status_code: 200, response_snippet: null });
+    expect(attempts[0]!.error).toMatch(/answer body not stored/);
+    const o = await db.db.selectFrom('orders').select('status').where('order_id', '=', order.order_id).executeTakeFirstOrThrow();
+    expect(o.status).toBe('delivered');
   });
 
   it('under a lost lease records the attempt and changes nothing else; under its lease delivers the order with its event', async () => {

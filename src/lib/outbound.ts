@@ -160,19 +160,27 @@ export class OutboundClient {
     headers: Record<string, string>,
     limits: { timeoutMs: number; maxBytes: number },
   ): Promise<OutboundResponse> {
+    const res = await this.open(url, body, headers, limits.timeoutMs);
+    const { body: answer, truncated } = await readUpTo(res.body, limits.maxBytes);
+    return { status: res.statusCode, headers: res.headers, body: answer, truncated };
+  }
+
+  /**
+   * post() up to the answer's status and headers, its body left to the caller (read it with
+   * readUpTo): for callers that must keep the status when the body then stalls. The same URL
+   * check, agent and time-outs (total, headers, body); never follows redirects.
+   */
+  open(url: string, body: string, headers: Record<string, string>, timeoutMs: number) {
     this.checkUrl(url);
-    const signal = AbortSignal.timeout(limits.timeoutMs);
-    const res = await request(url, {
+    return request(url, {
       method: 'POST',
       body,
       headers,
       dispatcher: this.agent,
-      signal,
-      headersTimeout: limits.timeoutMs,
-      bodyTimeout: limits.timeoutMs,
+      signal: AbortSignal.timeout(timeoutMs),
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
     });
-    const { body: answer, truncated } = await readUpTo(res.body, limits.maxBytes);
-    return { status: res.statusCode, headers: res.headers, body: answer, truncated };
   }
 
   close(): Promise<void> {

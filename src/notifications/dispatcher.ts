@@ -166,7 +166,11 @@ export class NotificationDispatcher {
       this.next(host);
     };
     const p: Promise<void> = this.attempt(c.n, c.token, release)
-      .catch((e) => this.d.logger.error({ err: e, notification_id: c.n.notification_id }, 'notification attempt could not be recorded'))
+      .catch((e) =>
+        // Even the reduced record failed (see record): the database is failing. The lease
+        // running out makes the notification due again, as after a crash.
+        this.d.logger.error({ err: e, notification_id: c.n.notification_id }, 'notification attempt could not be recorded; retried when its lease runs out'),
+      )
       .finally(() => {
         this.inflight.delete(p);
         release();
@@ -206,13 +210,14 @@ export class NotificationDispatcher {
     }
     const result: SendResult = secret
       ? await sendNotification(outbound, { gameId: n.game_id, notifyUrl: n.notify_url, body: n.body }, secret, clock.now(), settings.timeoutMs)
-      : { statusCode: null, error: keyProblem, snippet: null, latencyMs: 0 };
+      : { statusCode: null, complete: false, error: keyProblem, snippet: null, latencyMs: 0 };
     answered();
     const now = clock.now();
     const outcome = this.outcomeOf(n, result, now);
     this.d.metrics?.notificationAttempt(outcome.status === 'succeeded' ? 'success' : 'failure', result.latencyMs);
-    const applied = await store.recordAttempt(
-      { notificationId: n.notification_id, token, now },
+    const applied = await this.record(
+      // A ship_order that settles lets its order's refund go: that one's retry window opens then.
+      { notificationId: n.notification_id, token, now, shipOrderOf: n.type === 'ship_order' ? n.order_id : undefined },
       {
         attempt_id: prefixedId('nta', ids),
         notification_id: n.notification_id,
@@ -231,10 +236,33 @@ export class NotificationDispatcher {
     else if (outcome.status === 'failed') logger.warn({ notification_id: n.notification_id, game_id: n.game_id }, 'notification failed: retry window exhausted');
   }
 
+  /**
+   * Records the attempt, or, should the database refuse that record, the attempt reduced to
+   * ASCII text without the answer body (PostgreSQL once refused answers holding U+0000). Left
+   * unrecorded, the row would stay leased until the lease ran out and then be sent again, and
+   * again, forever, a 2xx never delivering the order. Deferring it with backoff instead would
+   * still resend a notification the game may have taken and lose its answer; the reduced
+   * record keeps the outcome (a 2xx delivers the order) and says what was not stored. Same
+   * attempt_id: should the first record have committed after all, the second is refused.
+   */
+  private async record(...args: Parameters<NotificationStore['recordAttempt']>): Promise<boolean> {
+    const [by, attempt, outcome, delivery] = args;
+    try {
+      return await this.d.store.recordAttempt(...args);
+    } catch (e) {
+      this.d.logger.error({ err: e, notification_id: by.notificationId }, 'notification attempt could not be recorded; recording it without the answer body');
+      const note = 'answer body not stored: the database refused the attempt record';
+      const reduced = { ...attempt, error: attempt.error === null ? note : `${asciiOnly(attempt.error)} (${note})`, response_snippet: null };
+      const last_error = outcome.last_error === null ? null : asciiOnly(outcome.last_error);
+      return this.d.store.recordAttempt(by, reduced, { ...outcome, last_error }, delivery);
+    }
+  }
+
   /** 2xx: succeeded; 410: gone (no more retries); else retry per the schedule, or failed. */
   private outcomeOf(n: NotificationRow, r: SendResult, now: number): AttemptOutcome {
     const attempts = n.attempts + 1;
-    const code = r.statusCode;
+    // An answer that did not come whole in time decides nothing: a failed attempt.
+    const code = r.complete ? r.statusCode : null;
     if (code !== null && code >= 200 && code < 300) {
       return { status: 'succeeded', attempts, next_attempt_at: n.next_attempt_at, last_error: null, delivered_at: now };
     }
@@ -246,6 +274,11 @@ export class NotificationDispatcher {
   }
 
   private readonly random = (): number => (this.d.random ?? Math.random)();
+}
+
+/** Printable ASCII only: text no database refuses, whatever its encoding. */
+function asciiOnly(s: string): string {
+  return s.replace(/[^\x20-\x7e]/g, '?');
 }
 
 function hostOf(url: string): string {

@@ -17,8 +17,12 @@ export interface NotificationServiceDeps {
 
 /** What an operator may redeliver one by one: anything no longer pending. */
 const FINISHED: NotificationStatus[] = ['succeeded', 'failed', 'gone'];
-/** What "redeliver all of a game since" picks up: the ones that never got through. */
-const UNDELIVERED: NotificationStatus[] = ['failed', 'gone'];
+/**
+ * What "redeliver all of a game since" picks up: the ones whose retry window ran out. Not
+ * `gone` ones: their receiver answered 410, asking for no more retries (PROTOCOL 5); sending
+ * one again is an operator's decision, one by one.
+ */
+const RETRIES_EXHAUSTED: NotificationStatus[] = ['failed'];
 
 const ID_RE = /^ntf_[0-9a-z]{13}[0-9A-Za-z]{4}$/;
 
@@ -56,14 +60,21 @@ export class NotificationService {
     }));
   }
 
-  /** Pending and due now, with a fresh retry window. 409 while it is still pending. */
+  /**
+   * Pending and due now, with a fresh retry window. 409 while it is still pending, and for the
+   * ship_order of a refunded order (the game would grant goods the player was refunded for).
+   */
   async redeliver(notificationId: string, actor: string): Promise<NotificationDetail> {
     const { store, clock, ids } = this.d;
     const now = clock.now();
     await store.transaction(async (trx) => {
       const row = await store.find(trx, notificationId);
       if (!row) throw Errors.notFound(`notification ${notificationId} not found`);
+      // The update is guarded itself (status, refunded order); the reads only word the 409.
       const changed = await store.redeliver(trx, { notificationId, statuses: FINISHED }, now);
+      if (changed === 0 && row.type === 'ship_order' && (await store.orderStatus(trx, row.order_id)) === 'refunded') {
+        throw Errors.invalidState(`notification ${notificationId} is the ship_order of order ${row.order_id}, which is refunded: sent again, the game would grant goods for a refunded order`);
+      }
       if (changed === 0) throw Errors.invalidState(`notification ${notificationId} is pending: it is already being delivered`);
       await recordAudit(trx, ids, now, { actor, action: 'notification.redeliver', target: notificationId, detail: { previous_status: row.status } });
     });
@@ -71,14 +82,17 @@ export class NotificationService {
     return this.get(notificationId);
   }
 
-  /** Redelivers every failed or gone notification of a game created at or after `since`. */
+  /**
+   * Redelivers every failed notification of a game created at or after `since`, but not the
+   * ship_order of a refunded order (see redeliver).
+   */
   async redeliverSince(gameId: string, since: number, actor: string): Promise<{ count: number }> {
     const { store, clock, ids } = this.d;
     const now = clock.now();
     // Any number of notifications: on SQLite its journals must not be held in memory.
     const count = await store.transaction(async (trx) => {
       if (!(await store.gameExists(trx, gameId))) throw Errors.notFound(`game ${gameId} not found`);
-      const n = await store.redeliver(trx, { gameId, createdSince: since, statuses: UNDELIVERED }, now);
+      const n = await store.redeliver(trx, { gameId, createdSince: since, statuses: RETRIES_EXHAUSTED }, now);
       await recordAudit(trx, ids, now, { actor, action: 'notification.redeliver_all', target: gameId, detail: { since, count: n } });
       return n;
     }, { large: true });

@@ -1,7 +1,7 @@
 import { type Kysely, type QueryCreator, type Selectable, type Transaction } from 'kysely';
 import type { TransactionOptions, TransactionRunner } from '../db/group-commit.js';
 import type { Dialect } from '../db/index.js';
-import type { DB, NotificationAttemptsTable, NotificationsTable, NotificationStatus } from '../db/schema.js';
+import type { DB, NotificationAttemptsTable, NotificationsTable, NotificationStatus, OrderStatus } from '../db/schema.js';
 
 export type NotificationRow = Selectable<NotificationsTable>;
 export type AttemptRow = Selectable<NotificationAttemptsTable>;
@@ -14,6 +14,15 @@ export interface AttemptOutcome {
   next_attempt_at: number;
   last_error: string | null;
   delivered_at: number | null;
+}
+
+/** Whose attempt is recorded: the notification, the lease it was claimed under, and when. */
+export interface AttemptBy {
+  notificationId: string;
+  token: string;
+  now: number;
+  /** For a ship_order, its order: a refund of that order waits for the ship_order to settle. */
+  shipOrderOf?: string;
 }
 
 /** Order `paid` -> `delivered` once its ship_order was acknowledged (PROTOCOL 6). */
@@ -118,37 +127,55 @@ export class NotificationStore {
    * update is guarded by the lease: a dispatcher whose lease was taken over (it stalled past
    * locked_until) still records its attempt but changes nothing else. Returns whether the
    * state was applied.
+   *
+   * When a ship_order settles (succeeded, failed or gone), its order's pending refund, which
+   * could not be attempted before (PROTOCOL 5), gets its retry window from now, in the same
+   * transaction: the time it spent waiting does not count against its window.
    */
-  recordAttempt(
-    n: { notificationId: string; token: string; now: number },
-    attempt: AttemptRow,
-    outcome: AttemptOutcome,
-    delivery: OrderDelivery | null,
-  ): Promise<boolean> {
-    if (this.dialect === 'postgres') return this.recordAttemptAtOnce(n, attempt, outcome, delivery);
+  recordAttempt(n: AttemptBy, attempt: AttemptRow, outcome: AttemptOutcome, delivery: OrderDelivery | null): Promise<boolean> {
+    const unblocked = n.shipOrderOf !== undefined && outcome.status !== 'pending' ? n.shipOrderOf : null;
+    if (this.dialect === 'postgres') return this.recordAttemptAtOnce(n, attempt, outcome, delivery, unblocked);
     return this.transaction(async (trx) => {
       await trx.insertInto('notification_attempts').values(attempt).execute();
       const r = await settle(trx, n, outcome).executeTakeFirst();
       if (Number(r.numUpdatedRows) !== 1) return false;
       if (delivery) await markDelivered(trx, delivery, n.now);
+      if (unblocked !== null) await openRefundWindow(trx, unblocked, n.now).execute();
       return true;
     });
   }
 
   /**
    * recordAttempt on PostgreSQL: the same writes as one statement (data-modifying WITH), so
-   * without BEGIN and COMMIT: one round trip instead of six. The order is delivered only when
-   * the guarded update applied (`exists (select from u)`).
+   * without BEGIN and COMMIT: one round trip instead of six. The order is delivered, and its
+   * refund's window opened, only when the guarded update applied (`exists (select from u)`).
    */
   private async recordAttemptAtOnce(
-    n: { notificationId: string; token: string; now: number },
+    n: AttemptBy,
     attempt: AttemptRow,
     outcome: AttemptOutcome,
     delivery: OrderDelivery | null,
+    unblocked: string | null,
   ): Promise<boolean> {
-    const base = this.db
+    const settled = this.db
       .with('u', (w) => settle(w, n, outcome).returning('notification_id'))
       .with('a', (w) => w.insertInto('notification_attempts').values(attempt).returning('attempt_id'));
+    // The refund's CTE only when a ship_order settles (most records are not that). No later
+    // part of the statement reads it, so its table type is not carried on.
+    const base =
+      unblocked === null
+        ? settled
+        : (settled.with('r', (w) =>
+            // openRefundWindow, guarded by the lease like 'd' below.
+            w
+              .updateTable('notifications')
+              .set({ window_started_at: n.now, updated_at: n.now })
+              .where('order_id', '=', unblocked)
+              .where('type', '=', 'refund')
+              .where('status', '=', 'pending')
+              .where((eb) => eb.exists(eb.selectFrom('u').select('u.notification_id')))
+              .returning('notification_id'),
+          ) as unknown as typeof settled);
     if (!delivery) return (await base.selectFrom('u').select('notification_id').execute()).length === 1;
     const rows = await base
       .with('d', (w) =>
@@ -213,13 +240,19 @@ export class NotificationStore {
     return q.selectFrom('notifications').selectAll().where('order_id', '=', orderId).orderBy('created_at').orderBy('notification_id').execute();
   }
 
+  async orderStatus(q: Q, orderId: string): Promise<OrderStatus | undefined> {
+    return (await q.selectFrom('orders').select('status').where('order_id', '=', orderId).executeTakeFirst())?.status;
+  }
+
   async gameExists(q: Q, gameId: string): Promise<boolean> {
     return (await q.selectFrom('games').select('game_id').where('game_id', '=', gameId).executeTakeFirst()) !== undefined;
   }
 
   /**
    * Makes notifications pending and due now with a fresh retry window, guarded by their
-   * current status (a pending one is left alone). Returns how many changed.
+   * current status (a pending one is left alone) and by their order: a ship_order of a
+   * refunded order is left alone, since the game would grant goods the player was refunded
+   * for (its refund may already be delivered). Returns how many changed.
    */
   async redeliver(
     q: Q,
@@ -238,7 +271,21 @@ export class NotificationStore {
         delivered_at: null,
         updated_at: now,
       })
-      .where('status', 'in', where.statuses);
+      .where('status', 'in', where.statuses)
+      .where((eb) =>
+        eb.or([
+          eb('type', '=', 'refund'),
+          eb.not(
+            eb.exists(
+              eb
+                .selectFrom('orders')
+                .select('orders.order_id')
+                .whereRef('orders.order_id', '=', 'notifications.order_id')
+                .where('orders.status', '=', 'refunded'),
+            ),
+          ),
+        ]),
+      );
     if (where.notificationId !== undefined) u = u.where('notification_id', '=', where.notificationId);
     if (where.gameId !== undefined) u = u.where('game_id', '=', where.gameId);
     if (where.createdSince !== undefined) u = u.where('created_at', '>=', where.createdSince);
@@ -248,12 +295,22 @@ export class NotificationStore {
 }
 
 /** The notification's new state, guarded by the lease: changes nothing when the lease was lost. */
-function settle(q: QueryCreator<DB>, n: { notificationId: string; token: string; now: number }, outcome: AttemptOutcome) {
+function settle(q: QueryCreator<DB>, n: AttemptBy, outcome: AttemptOutcome) {
   return q
     .updateTable('notifications')
     .set({ ...outcome, locked_until: 0, locked_by: null, updated_at: n.now })
     .where('notification_id', '=', n.notificationId)
     .where('locked_by', '=', n.token)
+    .where('status', '=', 'pending');
+}
+
+/** The retry window of an order's pending refund starts `now` (its ship_order just settled). */
+function openRefundWindow(q: QueryCreator<DB>, orderId: string, now: number) {
+  return q
+    .updateTable('notifications')
+    .set({ window_started_at: now, updated_at: now })
+    .where('order_id', '=', orderId)
+    .where('type', '=', 'refund')
     .where('status', '=', 'pending');
 }
 

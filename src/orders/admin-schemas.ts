@@ -99,7 +99,7 @@ export const OrderNotification = Type.Object({
   status: Type.String(),
   notify_url: Type.String(),
   attempt_count: Type.Integer(),
-  next_attempt_at: Ms(),
+  next_attempt_at: Type.Union([Type.Integer(), Type.Null()], { description: 'Unix ms; null unless pending' }),
   last_error: Type.Union([Type.String(), Type.Null()]),
   created_at: Ms(),
   updated_at: Ms(),

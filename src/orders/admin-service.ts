@@ -64,7 +64,8 @@ export class OrderAdminService {
         status: n.status,
         notify_url: n.notify_url,
         attempt_count: n.attempts,
-        next_attempt_at: n.next_attempt_at,
+        // As in the notifications API: a settled notification has no next attempt.
+        next_attempt_at: n.status === 'pending' ? n.next_attempt_at : null,
         last_error: n.last_error,
         created_at: n.created_at,
         updated_at: n.updated_at,

@@ -10,6 +10,8 @@ import type { AddressInfo } from 'node:net';
 export type Behaviour =
   | { kind: 'status'; status: number; body?: string; delayMs?: number }
   | { kind: 'hang' }
+  /** Sends the status line, headers and `body`, then never ends the answer. */
+  | { kind: 'stall'; status: number; body?: string }
   | { kind: 'reset' }
   | { kind: 'redirect'; location: string };
 
@@ -108,6 +110,12 @@ export class Receiver {
 
   private answer(b: Behaviour, req: http.IncomingMessage, res: http.ServerResponse): void {
     if (b.kind === 'hang') return; // never answers; closeAllConnections ends it
+    if (b.kind === 'stall') {
+      // A chunked answer that never ends: the client has the status but never the whole body.
+      res.writeHead(b.status, { 'content-type': 'application/json' });
+      res.write(b.body ?? ' ');
+      return;
+    }
     if (b.kind === 'reset') {
       req.socket.destroy();
       return;
