@@ -151,7 +151,14 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const snapshot = (gameId: string) => games.snapshot(gameId);
   const compliance = new ComplianceStore(database.db, database.dialect, database.transaction);
   const orderStore = new OrderStore(database.db, database.transaction, database.dialect);
-  const orders = new OrderService({ store: orderStore, clock, ids, guard: new ComplianceGuard(compliance), refuseInternalUrls: blockPrivate });
+  const orders = new OrderService({
+    store: orderStore,
+    clock,
+    ids,
+    guard: new ComplianceGuard(compliance),
+    refuseInternalUrls: blockPrivate,
+    onIdCollision: (orderId) => logger.warn({ order_id: orderId, node_id: config.nodeId }, 'a new order id was taken already and was replaced: give every instance its own NODE_ID'),
+  });
   const sessions = new SessionService({
     store: new SessionStore(database.db, database.transaction, database.oneStatement),
     clock,

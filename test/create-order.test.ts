@@ -1,6 +1,9 @@
+import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEST_DB } from './helpers/db.js';
+import { ManualClock } from '../src/lib/clock.js';
+import { createTestDatabase, TEST_DB } from './helpers/db.js';
 import { admin, createGame, orderBody, signed, startService, type TestGame, type TestService } from './helpers/service.js';
 
 const CREATE = '/v1/server/create-order';
@@ -255,6 +258,51 @@ describe('create-order when the order cannot be written', () => {
     const retry = await signed(t, game, 'POST', '/v1/server/create-order', failing);
     expect(retry.status).toBe(200);
     expect(await db.selectFrom('orders').select('reference_id').where('order_id', '=', retry.body.order_id).execute()).toEqual([{ reference_id: failing.reference_id }]);
+  });
+});
+
+describe('two instances given one NODE_ID', () => {
+  // Same node id, same millisecond: both hand out the same order id (as would one instance
+  // restarted after its clock stepped back). The second order takes the next id, not a 500.
+  it('the second order to get a taken id is created under the next one, with a warning', async () => {
+    const db = await createTestDatabase();
+    // Ahead of the wall clock, which other ids (prefixed ones) follow: order ids follow this.
+    const clock = new ManualClock(Date.now() + 60_000);
+    const env = { NODE_ID: '7', LOG_LEVEL: 'warn' };
+    const secretsKey = randomBytes(32);
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const a = await startService({ db, clock, env, secretsKey });
+    const b = await startService({ db, clock, env, secretsKey, logDestination: sink });
+    try {
+      const game = await createGame(a);
+      const first = await signed(a, game, 'POST', CREATE, orderBody());
+      const second = await signed(b, game, 'POST', CREATE, orderBody());
+      expect([first.status, second.status]).toEqual([200, 200]);
+      expect(second.body.order_id).not.toBe(first.body.order_id);
+      const rows = await a.service.database.db.selectFrom('orders').select(['order_id', 'reference_id']).where('game_id', '=', game.gameId).orderBy('order_id').execute();
+      expect(rows).toHaveLength(2);
+      expect(rows.map((r) => r.order_id)).toEqual([first.body.order_id, second.body.order_id].sort());
+      const warning = lines.map((l) => JSON.parse(l)).find((l) => l.msg.includes('NODE_ID'));
+      expect(warning).toMatchObject({ level: 40, order_id: first.body.order_id, node_id: 7 });
+      // Its token opens it: the order answered is the one stored.
+      const view = await fetch(`${b.url}/v1/client/order`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ order_token: second.body.order_token }),
+      });
+      expect(view.status).toBe(200);
+      expect(((await view.json()) as { order_id: string }).order_id).toBe(second.body.order_id);
+    } finally {
+      await b.stop();
+      await a.stop();
+      await db.drop();
+    }
   });
 });
 

@@ -38,7 +38,12 @@ export interface OrderServiceDeps {
    * it for days. Host names are judged at delivery, after DNS.
    */
   refuseInternalUrls?: boolean;
+  /** Told when a new order's id was taken already (see create): a NODE_ID shared by instances. */
+  onIdCollision?: (orderId: string) => void;
 }
+
+/** A taken order id is replaced this many times at most (each time by the next id). */
+const MAX_ID_ATTEMPTS = 3;
 
 /** The validated, defaulted parameters of a create-order request, in a fixed key order. */
 function canonicalParams(body: CreateOrderBody) {
@@ -84,31 +89,42 @@ export class OrderService {
       throw Errors.invalidRequest(`product_id ${params.product_id} is not an active product of game ${game.game_id}`);
     }
     const now = this.d.clock.now();
-    const row = this.newOrder(snap, params, product.price * params.quantity, product.currency, now);
+    let row = this.newOrder(snap, params, product.price * params.quantity, product.currency, now);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.write(row);
+      } catch (e) {
+        if (!isUniqueViolation(e)) throw e;
+        // A concurrent identical request committed first (PostgreSQL): answer as a replay.
+        const winner = await this.d.store.findByReference(this.d.store.db, game.game_id, params.reference_id);
+        if (winner) return replay(winner, row);
+        // Not the reference_id: the order id is taken. Two instances given one NODE_ID, or a
+        // clock stepped back across a restart, hand out the same ids; the next one is free.
+        if (attempt >= MAX_ID_ATTEMPTS) throw e;
+        this.d.onIdCollision?.(row.order_id);
+        row = { ...row, order_id: this.d.ids.next(now) };
+      }
+    }
+  }
+
+  /** Writes a new order, or answers from the one stored under its reference_id. */
+  private async write(row: OrderRow): Promise<CreateOrderResponse> {
     const { store, guard } = this.d;
     // The common case on PostgreSQL, a new order of an unguarded player, is one statement; a
     // replay or a guarded player falls through to the transaction.
     if (store.createsAtOnce && (await store.createAtOnce(row))) return toResponse(row);
-    try {
-      // Reads first, then the one write: the job leaves nothing behind when it throws, so it
-      // needs no savepoint (TransactionOptions.noSavepoint). The order's timeline starts with
-      // its creation, which the row itself records (created_at): no event row is written for
-      // it (OrderAdminService.detail shows it).
-      const stored = await store.transaction(async (trx) => {
-        const existing = await store.findByReference(trx, game.game_id, params.reference_id);
-        if (existing) return existing;
-        await guard?.check(trx, { gameId: game.game_id, comboId: row.combo_id, amount: row.amount, currency: row.currency, now });
-        await store.insert(trx, row);
-        return row;
-      }, { noSavepoint: true });
-      return replay(stored, row);
-    } catch (e) {
-      if (!isUniqueViolation(e)) throw e;
-      // A concurrent identical request committed first (PostgreSQL): answer as a replay.
-      const winner = await store.findByReference(store.db, game.game_id, params.reference_id);
-      if (!winner) throw e;
-      return replay(winner, row);
-    }
+    // Reads first, then the one write: the job leaves nothing behind when it throws, so it
+    // needs no savepoint (TransactionOptions.noSavepoint). The order's timeline starts with
+    // its creation, which the row itself records (created_at): no event row is written for
+    // it (OrderAdminService.detail shows it).
+    const stored = await store.transaction(async (trx) => {
+      const existing = await store.findByReference(trx, row.game_id, row.reference_id);
+      if (existing) return existing;
+      await guard?.check(trx, { gameId: row.game_id, comboId: row.combo_id, amount: row.amount, currency: row.currency, now: row.created_at });
+      await store.insert(trx, row);
+      return row;
+    }, { noSavepoint: true });
+    return replay(stored, row);
   }
 
   private newOrder(
