@@ -43,9 +43,19 @@ async function main(): Promise<void> {
 
   let stopping = false;
   const shutdown = (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      // A second signal: no more waiting for the load balancer (SHUTDOWN_DELAY_MS).
+      logger.info({ signal }, 'second signal: draining now');
+      void service.stop({ now: true });
+      return;
+    }
     stopping = true;
-    logger.info({ signal }, 'draining');
+    if (config.shutdownDelayMs > 0) {
+      // /readyz answers 503 for SHUTDOWN_DELAY_MS, every other request is still served.
+      logger.info({ signal, shutdown_delay_ms: config.shutdownDelayMs }, 'leaving');
+    } else {
+      logger.info({ signal }, 'draining');
+    }
     service.stop().then(
       () => {
         logger.info('stopped');

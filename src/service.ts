@@ -91,8 +91,12 @@ export interface Service {
   payments: PaymentService;
   jobs: BackgroundJob[];
   listen(): Promise<string>;
-  /** Graceful stop: refuse new requests, finish in-flight ones, stop jobs, close the database. */
-  stop(): Promise<void>;
+  /**
+   * Graceful stop: with SHUTDOWN_DELAY_MS, first /readyz answers 503 for that long while every
+   * other request is served; then refuse new requests, finish in-flight ones, stop jobs, close
+   * the database. `now` skips (or cuts short) the delay.
+   */
+  stop(opts?: { now?: boolean }): Promise<void>;
 }
 
 /**
@@ -239,6 +243,11 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     partner: (id) => signedCaller(partners.lookup(id)),
   };
 
+  // Shutting down: `leaving` for SHUTDOWN_DELAY_MS (only /readyz says so, so that a load
+  // balancer stops sending requests here), then `draining` (new requests refused, in-flight
+  // ones finished).
+  let leaving = false;
+  let leaveNow: (() => void) | null = null;
   let draining = false;
   const shedding = new LoadShedder({
     maxInflight: config.maxInflightRequests,
@@ -285,6 +294,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
         throw Errors.serviceUnavailable('database is unreachable');
       }
       if (!migrated) throw Errors.serviceUnavailable('database migrations are pending');
+      if (leaving) throw Errors.serviceUnavailable('the service is shutting down');
     },
   });
   registerGameRoutes(app, games);
@@ -332,8 +342,20 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       for (const j of jobs) j.start();
       return address;
     },
-    stop() {
+    stop(opts: { now?: boolean } = {}) {
+      if (opts.now) leaveNow?.();
       stopped ??= (async () => {
+        if (config.shutdownDelayMs > 0 && !opts.now) {
+          leaving = true;
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, config.shutdownDelayMs);
+            leaveNow = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+          logger.info('draining');
+        }
         draining = true;
         const force = setTimeout(() => {
           const server = app.server as unknown as { closeAllConnections?: () => void };

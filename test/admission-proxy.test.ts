@@ -32,6 +32,8 @@ interface Proxy {
   via: TestService;
   /** Requests waiting in HAProxy's queue now (its stats socket). */
   queued(): Promise<number>;
+  /** HAProxy's `show stat` (CSV). */
+  stat(): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -83,6 +85,7 @@ async function startProxy(settings: Record<string, string>, waitReady = true): P
       const row = csv.split('\n').find((l) => l.startsWith('combo,BACKEND,'));
       return Number(row?.split(',')[2]);
     },
+    stat: () => statsCommand(socket, 'show stat\n'),
     stop: async () => {
       child.kill('SIGTERM');
       await exited;
@@ -278,6 +281,20 @@ describe.skipIf(!haveHaproxy)('the admission proxy (deploy/haproxy.cfg)', () => 
       expect(refused.alpn).toBe('h2');
       expectRefusal(refused);
     }, false);
+  });
+
+  it('sends a request an instance refuses (stopped, restarting) to another instance', async () => {
+    // instance-1 is up at HAProxy's first check, then stops: with checks an hour apart HAProxy
+    // still takes it for up, and every request that goes there must go on to instance-2.
+    const other = await startService({ db: t.db });
+    await withProxy({ COMBO_SERVER_1: new URL(other.url).host, COMBO_SERVER_2: new URL(t.url).host, COMBO_CHECK_INTER: '1h' }, async (p) => {
+      await other.stop();
+      const game = await createGame(t);
+      const answers = [];
+      for (let i = 0; i < 6; i++) answers.push(await signed(p.via, game, 'POST', '/v1/server/create-order', orderBody()));
+      expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
+      expect(await p.stat()).toMatch(/^combo,instance-1,.*,UP,/m);
+    });
   });
 
   it('answers 503 with the ErrorResponse when no instance is up', async () => {

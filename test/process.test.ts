@@ -178,6 +178,23 @@ describe('graceful shutdown', () => {
     expect(await s.exited).toBe(0);
   });
 
+  it('with SHUTDOWN_DELAY_MS, SIGTERM first takes /readyz out (503) while requests are still served; a second signal drains at once', async () => {
+    const s = await start({ SHUTDOWN_DELAY_MS: '600000' });
+    const game = await newGame(s.url);
+    s.child.kill('SIGTERM');
+    await s.logLine('leaving');
+    const ready = await fetch(`${s.url}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(await ready.json()).toMatchObject({ error: 'service_unavailable', message: 'the service is shutting down' });
+    expect((await fetch(`${s.url}/healthz`)).status).toBe(200);
+    const uri = '/v1/server/create-order';
+    const body = JSON.stringify(orderBody());
+    expect((await fetch(s.url + uri, { method: 'POST', headers: signedInit(game, uri, body), body })).status).toBe(200);
+    s.child.kill('SIGTERM');
+    await s.logLine('second signal: draining now');
+    expect(await s.exited).toBe(0);
+  });
+
   it('the last log line of a shutdown ("stopped") is written before the exit, also while the thread pool is busy', async () => {
     // Log lines are written on the thread pool; with its one thread busy, an exit that does not
     // wait for the write loses the line (4 of 5 shutdowns before the fix).

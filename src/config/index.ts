@@ -29,6 +29,8 @@ export interface Config {
   production: boolean;
   allowPrivateUrls: boolean;
   shutdownTimeoutMs: number;
+  /** On SIGTERM, how long /readyz answers 503 (requests still served) before draining. */
+  shutdownDelayMs: number;
   /** Overload protection (src/http/load-shedding.ts). */
   maxInflightRequests: number;
   /** An admitted request's body must arrive within this (ms) of its headers, else 408; 0: no limit. */
@@ -213,6 +215,7 @@ export function loadConfig(env: Env = process.env): Config {
     production: nodeEnv === 'production',
     allowPrivateUrls: flag('ALLOW_PRIVATE_NOTIFY_URLS'),
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    shutdownDelayMs: int('SHUTDOWN_DELAY_MS', 0, 0, 600_000),
     maxInflightRequests: int('MAX_INFLIGHT_REQUESTS', 256, 1, 1_000_000),
     bodyTimeoutMs: int('BODY_TIMEOUT_MS', 10_000, 0, 300_000),
     admissionLatencyTargetMs: int('ADMISSION_LATENCY_TARGET_MS', 0, 0, 60_000),
