@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
+import net from 'node:net';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/lib/clock.js';
+import { REDIS_BREAK_MS } from '../src/ratelimit/redis.js';
 import { createPartner, partnerGet, queryUri } from './helpers/partners.js';
 import { client } from './helpers/orders.js';
 import { admin, createGame, orderBody, signed, startService, type Answer, type TestGame, type TestService } from './helpers/service.js';
@@ -231,6 +233,32 @@ describe('shared by all instances through Redis', () => {
     }
   });
 
+  it('a hung Redis costs one command time-out, not one per request: then it is not asked for a while', async () => {
+    const relay = await new HangingRelay(new URL(REDIS_URL)).start();
+    const clock = new ManualClock();
+    const t = await startService({ clock, env: { REDIS_URL: relay.url, REDIS_KEY_PREFIX: `test:${randomBytes(6).toString('hex')}:` } });
+    try {
+      const g = await createGame(t, { rate_limit_per_second: 100 });
+      expect((await enter(t, g)).headers.get('ratelimit')).not.toBeNull();
+      relay.hang();
+      // This one waits for its command's time-out, then is let through (fail open).
+      const first = await enter(t, g);
+      expect([first.status, first.headers.get('ratelimit')]).toEqual([200, null]);
+      const asked = relay.heldBytes;
+      expect(asked).toBeGreaterThan(0);
+      // The next ones are let through at once: Redis is not asked.
+      for (let i = 0; i < 3; i++) expect((await enter(t, g)).status).toBe(200);
+      expect(relay.heldBytes).toBe(asked);
+      // A break later, Redis (answering again) is asked and limits again.
+      relay.resume();
+      clock.advance(REDIS_BREAK_MS);
+      expect((await enter(t, g)).headers.get('ratelimit')).not.toBeNull();
+    } finally {
+      await t.stop();
+      await relay.close();
+    }
+  });
+
   it('fails open with a warning when Redis is unreachable', async () => {
     const lines: string[] = [];
     const sink = new Writable({
@@ -251,3 +279,56 @@ describe('shared by all instances through Redis', () => {
     }
   });
 });
+
+/**
+ * A TCP relay to Redis that can stop forwarding (a hung Redis: connected, never answering).
+ * What it is sent while hung is held, and forwarded on resume, so that every command still
+ * gets its answer in order.
+ */
+class HangingRelay {
+  private readonly server = net.createServer((client) => this.relay(client));
+  private readonly held: { upstream: net.Socket; data: Buffer }[] = [];
+  private hung = false;
+  heldBytes = 0;
+  url = '';
+
+  constructor(private readonly target: URL) {}
+
+  async start(): Promise<this> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.url = `redis://127.0.0.1:${(this.server.address() as net.AddressInfo).port}`;
+    return this;
+  }
+
+  hang(): void {
+    this.hung = true;
+  }
+
+  resume(): void {
+    this.hung = false;
+    for (const h of this.held.splice(0)) h.upstream.write(h.data);
+  }
+
+  private relay(client: net.Socket): void {
+    const upstream = net.connect(Number(this.target.port || 6379), this.target.hostname);
+    upstream.on('data', (d) => client.write(d));
+    client.on('data', (data) => {
+      if (!this.hung) return void upstream.write(data);
+      this.held.push({ upstream, data });
+      this.heldBytes += data.length;
+    });
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('close', end).on('error', end);
+    upstream.on('close', end).on('error', end);
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      this.server.close(() => resolve());
+      for (const h of this.held) h.upstream.destroy();
+    });
+  }
+}

@@ -33,6 +33,14 @@ redis.call('PEXPIRE', KEYS[1], 5000)
 return {allowed, string.format('%.6f', tokens)}
 `;
 
+/**
+ * After a failed command Redis is not asked for this long: each request is allowed at once
+ * (fail open) instead of waiting for its own command to time out, since a hung Redis would
+ * otherwise add commandTimeoutMs to every request. Then one request asks again (the others
+ * are still allowed at once) and closes the break if Redis answers.
+ */
+export const REDIS_BREAK_MS = 1000;
+
 type BucketRedis = Redis & { takeToken(key: string, now: number, rate: number): Promise<[number, string]> };
 
 export interface RedisRateLimiterOptions {
@@ -53,6 +61,10 @@ export interface RedisRateLimiterOptions {
 export class RedisRateLimiter implements RateLimiter {
   private readonly redis: BucketRedis;
   private lastWarnAt = 0;
+  /** Clock time until which Redis is not asked (REDIS_BREAK_MS); 0 while Redis answers. */
+  private brokenUntil = 0;
+  /** While broken: a request is asking Redis whether it is back. */
+  private probing = false;
 
   constructor(private readonly o: RedisRateLimiterOptions) {
     this.redis = new Redis(o.url, {
@@ -84,12 +96,19 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   async take(policy: RateLimitPolicy): Promise<TakeResult> {
+    const probe = this.brokenUntil !== 0;
+    if (probe && (this.probing || this.o.clock.now() < this.brokenUntil)) return failOpen(policy);
+    if (probe) this.probing = true;
     try {
       const [allowed, tokens] = await this.redis.takeToken(policy.key, this.o.clock.now(), policy.perSecond);
+      this.brokenUntil = 0;
       return outcome(Number(tokens), allowed === 1, policy.perSecond);
     } catch (err) {
+      this.brokenUntil = this.o.clock.now() + REDIS_BREAK_MS;
       this.warn(err as Error);
-      return { allowed: true, remaining: policy.perSecond, retryAfterMs: 0, resetMs: 0, degraded: true };
+      return failOpen(policy);
+    } finally {
+      if (probe) this.probing = false;
     }
   }
 
@@ -108,4 +127,8 @@ export class RedisRateLimiter implements RateLimiter {
       this.redis.disconnect();
     }
   }
+}
+
+function failOpen(policy: RateLimitPolicy): TakeResult {
+  return { allowed: true, remaining: policy.perSecond, retryAfterMs: 0, resetMs: 0, degraded: true };
 }
