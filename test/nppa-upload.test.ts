@@ -232,6 +232,8 @@ describe('national-system upload', () => {
     ] as const) {
       expect([q, (await admin(t, 'GET', `/admin/v1/games/${game.gameId}/nppa/events?${q}`)).status]).toEqual([q, status]);
     }
+    const bogus = await admin(t, 'GET', `/admin/v1/games/${game.gameId}/nppa/events?status=bogus`);
+    expect(bogus.body.message).toBe('querystring parameter status must be one of pending, uploaded, failed, skipped');
     expect((await admin(t, 'GET', '/admin/v1/games/nope/nppa/events')).status).toBe(404);
   });
 });

@@ -45,7 +45,7 @@ export const Player = Type.Object({
 export type Player = Static<typeof Player>;
 
 export const NppaEventsQuery = Type.Object({
-  status: Type.Optional(Type.Union([Type.Literal('pending'), Type.Literal('uploaded'), Type.Literal('failed'), Type.Literal('skipped')])),
+  status: Type.Optional(Type.Enum(['pending', 'uploaded', 'failed', 'skipped'])),
   limit: PageLimit,
   cursor: PageCursor,
 });
