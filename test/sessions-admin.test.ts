@@ -35,6 +35,11 @@ describe('sessions: timeout sweep, operator listing, online time per Beijing day
     const t0 = clock.now();
     await enter(t, game, 'sleepy', 's-timeout');
     await enter(t, game, 'active', 's-active');
+    // Both logins uploaded before the clock jumps: left pending, they would be a backlog an
+    // hour old, which is sent with one shift for all of it (docs/compliance.md;
+    // test/nppa-retime.test.ts), the logout's `ot` too.
+    const logins = [nppaSessionId(game.gameId, 's-timeout'), nppaSessionId(game.gameId, 's-active')];
+    await waitFor(() => logins.every((si) => standIn.accepted.some((a) => a.si === si && a.bt === 1)), 'the login uploads');
     clock.advance(3_599_000);
     await leave(t, game, 'active', 's-active');
     clock.advance(2_000);
