@@ -87,10 +87,13 @@ describe('national-system upload: old items and several processes', () => {
     const key = (s: string, bt: number) => `${nppaSessionId(game.gameId, s)}/${bt}`;
     // Sent in recorded order...
     expect(got.map((i) => `${i.si}/${i.bt}`)).toEqual([key('order-0', 1), key('order-1', 1), key('order-1', 0)]);
-    // ...with one shift: the recorded intervals, and so the order, kept.
+    // ...with one shift: the recorded intervals kept within a batch, and across batches nearly
+    // (the shift shrinks a second per CATCH_UP seconds the second batch waited for its time,
+    // ~10 s here), and so the order kept.
     const [a, b, c] = got as [(typeof got)[0], (typeof got)[0], (typeof got)[0]];
     expect(b.ot - a.ot).toBe(100);
-    expect(c.ot - b.ot).toBe(80);
+    expect(c.ot - b.ot).toBeGreaterThanOrEqual(78);
+    expect(c.ot - b.ot).toBeLessThanOrEqual(80);
     expect(standIn.violations).toEqual([]);
   });
 

@@ -226,7 +226,7 @@ export class ComplianceStore {
   async acquireLease(gameId: string, owner: string, now: number, until: number): Promise<NppaLeaseRow | null> {
     await this.db
       .insertInto('nppa_leases')
-      .values({ game_id: gameId, owner: '', expires_at: 0, paused_until: 0, shift_ms: 0, last_ot: 0 })
+      .values({ game_id: gameId, owner: '', expires_at: 0, paused_until: 0, shift_ms: 0, shift_at: 0, last_ot: 0 })
       .onConflict((oc) => oc.column('game_id').doNothing())
       .execute();
     const row = await this.db
@@ -246,10 +246,10 @@ export class ComplianceStore {
   }
 
   /** After a batch was answered: the backlog's shift and the latest `ot` accepted for the game. */
-  async saveProgress(q: Q, gameId: string, owner: string, p: { shiftMs: number; lastOt: number }): Promise<void> {
+  async saveProgress(q: Q, gameId: string, owner: string, p: { shiftMs: number; shiftAt: number; lastOt: number }): Promise<void> {
     await q
       .updateTable('nppa_leases')
-      .set({ shift_ms: p.shiftMs, last_ot: p.lastOt })
+      .set({ shift_ms: p.shiftMs, shift_at: p.shiftAt, last_ot: p.lastOt })
       .where('game_id', '=', gameId)
       .where('owner', '=', owner)
       .execute();

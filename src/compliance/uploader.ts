@@ -27,6 +27,14 @@ const MAX_RETIMES = 5;
 /** Each re-time sends the item this much further back. */
 const RETIME_STEP_S = 5;
 /**
+ * A backlog's kept shift shrinks by one second per CATCH_UP seconds of wall time: a game that
+ * is never quiet for as long as the shift still catches up, within CATCH_UP times the shift (an
+ * hour-long outage: ten hours), its items meanwhile sent about 9 % (1 / (CATCH_UP + 1)) closer
+ * together than recorded. Kept whole until the queue drained, a busy game reported an outage's
+ * delay for ever.
+ */
+export const CATCH_UP = 10;
+/**
  * nppa.md's behaviour codes that refuse a whole batch: applied to every item. 3001 (partial
  * failure) names its items in data.results. Any other code (system codes, codes nppa.md does
  * not list) says nothing about the items: the batch is sent again after a back-off.
@@ -61,11 +69,14 @@ interface Batch {
   shiftMs: number;
   /** Per event: the shift its `ot` was sent with (the backlog's, or less when re-timed). */
   shifts: number[];
+  /** The batch's `timestamps` (ms), and the shift to keep as of then (not rounded). */
+  ts: number;
+  keptMs: number;
   items: BehaviourItem[];
 }
 
 /** The game's upload state shared by every process (nppa_leases). */
-type GameState = Pick<NppaLeaseRow, 'shift_ms' | 'last_ot'>;
+type GameState = Pick<NppaLeaseRow, 'shift_ms' | 'shift_at' | 'last_ot'>;
 
 /**
  * Background job that uploads behaviour events (nppa_events) to the national system
@@ -78,11 +89,12 @@ type GameState = Pick<NppaLeaseRow, 'shift_ms' | 'last_ot'>;
  * is always taken from its head, whatever back-off an event had, and a failed request pauses
  * the whole game (nppa_leases.paused_until), not its events, so a later event never overtakes
  * an earlier pending one. A backlog too old for the national system's window is sent with one
- * delay (nppa_leases.shift_ms) for all of it, kept until the game has nothing pending: each
- * item goes once its shifted time has come, so the shifted times keep the recorded order and
- * intervals (a session's logout never lands before its login). Per-batch shifts did not: the
- * next batch's items were shifted less than the ones before them. The delay only grows (a
- * new outage in the middle of a backlog) and goes back to none when the backlog has drained.
+ * delay (nppa_leases.shift_ms) for all of it: each item goes once its shifted time has come,
+ * so the shifted times keep the recorded order and nearly the intervals (a session's logout
+ * never lands before its login; no item before the latest `ot` reported, last_ot). Per-batch
+ * shifts did not: the next batch's items were shifted less than the ones before them. The
+ * delay shrinks slowly (CATCH_UP) so that a game that is never quiet catches up, grows on a
+ * new outage in the middle of a backlog, and goes back to none when the backlog has drained.
  */
 export class NppaUploader {
   readonly owner = `upl_${randomBytes(6).toString('hex')}`;
@@ -161,10 +173,10 @@ export class NppaUploader {
     const { store } = this.o;
     const backlog = await store.backlog(gameId, MAX_BATCH);
     if (backlog.length === 0) {
-      if (lease.shift_ms !== 0) await store.saveProgress(store.db, gameId, this.owner, { shiftMs: 0, lastOt: lease.last_ot });
+      if (lease.shift_ms !== 0) await store.saveProgress(store.db, gameId, this.owner, { shiftMs: 0, shiftAt: now, lastOt: lease.last_ot });
       return [];
     }
-    const { events, wakeAt } = sendable(backlog, lease.shift_ms, now);
+    const { events, wakeAt } = sendable(backlog, lease, now);
     if (events.length === 0) {
       await store.pauseGame(store.db, gameId, this.owner, wakeAt);
       return [];
@@ -286,7 +298,7 @@ export class NppaUploader {
       for (const [shift, ids] of accepted) await store.markUploaded(trx, ids, this.owner, shift, now);
       await store.reschedule(trx, retime, this.owner, { nextAttemptAt: now, errcode: 3005, error: '3005 bad time: re-timed and sent again', retime: true });
       for (const [id, f] of failed) await store.markFailed(trx, [id], this.owner, f.errcode, f.error);
-      await store.saveProgress(trx, gameId, this.owner, { shiftMs: batch.shiftMs, lastOt });
+      await store.saveProgress(trx, gameId, this.owner, { shiftMs: batch.keptMs, shiftAt: batch.ts, lastOt });
     });
     if (failed.size) this.o.logger.warn({ gameId, failed: failed.size }, 'national system refused behaviour items');
   }
@@ -298,30 +310,38 @@ function credentialsOf(snap: GameSnapshot | null): NppaCredentials | null {
   return { appId: g.nppa_app_id, bizId: g.nppa_biz_id, secretKey: snap.nppaSecret };
 }
 
+/** The kept shift at `now`: what was saved, less one second per CATCH_UP seconds since. */
+export function keptShift(state: Pick<GameState, 'shift_ms' | 'shift_at'>, now: number): number {
+  return Math.max(0, state.shift_ms - Math.max(0, now - state.shift_at) / CATCH_UP);
+}
+
 /**
- * The shift of a game's backlog at `ts`: the one kept for it, grown when its earliest item
- * would fall out of the window (earliest less than 180 s before `timestamps`; 170 s kept as a
- * margin), by the least delay that brings it inside (so items stay as early as possible).
- * Whole seconds, rounded towards the past, so intervals in `ot` seconds stay as recorded.
+ * The shift of a game's backlog at `ts`: the one kept for it (shrinking, see CATCH_UP), grown
+ * when its earliest item would fall out of the window (earliest less than 180 s before
+ * `timestamps`; 170 s kept as a margin), by the least delay that brings it inside (so items
+ * stay as early as possible). Whole seconds, rounded towards the past, so intervals in `ot`
+ * seconds stay as recorded within a batch.
  */
 export function backlogShift(earliestMs: number, keptMs: number, ts: number): number {
-  return Math.max(keptMs, Math.floor((ts - MAX_AGE_MS - earliestMs) / 1000) * 1000, 0);
+  return Math.max(Math.floor(keptMs / 1000) * 1000, Math.floor((ts - MAX_AGE_MS - earliestMs) / 1000) * 1000, 0);
 }
 
 /**
  * The events that may go now, from the head of the game's queue (recorded order): an unbroken
  * run spanning at most 170 s whose shifted times have come (never after `timestamps`), none
- * claimed by another process. When none may, `wakeAt` is when the head may.
+ * claimed by another process. When none may, `wakeAt` is when the head may: the gap to its
+ * shifted time closes at 1 + 1/CATCH_UP, the clock running and the shift shrinking.
  */
-export function sendable(backlog: NppaEventRow[], keptShiftMs: number, now: number): { events: NppaEventRow[]; wakeAt: number } {
+export function sendable(backlog: NppaEventRow[], state: Pick<GameState, 'shift_ms' | 'shift_at'>, now: number): { events: NppaEventRow[]; wakeAt: number } {
   const head = backlog[0] as NppaEventRow;
-  const shift = backlogShift(head.ot_ms, keptShiftMs, now);
+  const shift = backlogShift(head.ot_ms, keptShift(state, now), now);
   const events: NppaEventRow[] = [];
   for (const e of backlog) {
     if (e.locked_until > now || e.ot_ms - head.ot_ms > MAX_AGE_MS || e.ot_ms + shift > now) break;
     events.push(e);
   }
-  return { events, wakeAt: head.locked_until > now ? head.locked_until : head.ot_ms + shift };
+  const gap = head.ot_ms + shift - now;
+  return { events, wakeAt: head.locked_until > now ? head.locked_until : now + Math.max(1, Math.ceil((gap * CATCH_UP) / (CATCH_UP + 1))) };
 }
 
 /**
@@ -337,24 +357,27 @@ export function buildBatch(
   events: NppaEventRow[],
   pis: Map<string, string>,
   ts: number,
-  state: GameState = { shift_ms: 0, last_ot: 0 },
+  state: GameState = { shift_ms: 0, shift_at: 0, last_ot: 0 },
 ): Batch {
-  const shiftMs = backlogShift((events[0] as NppaEventRow).ot_ms, state.shift_ms, ts);
+  const kept = keptShift(state, ts);
+  const shiftMs = backlogShift((events[0] as NppaEventRow).ot_ms, kept, ts);
   const minOt = Math.floor((ts - WINDOW_MS) / 1000) + 1;
   const maxOt = Math.floor(ts / 1000);
   const shifts: number[] = [];
   const items = events.map((e, i): BehaviourItem => {
     const recorded = Math.floor(e.ot_ms / 1000);
     let ot = recorded + shiftMs / 1000;
-    if (e.retime > 0) {
-      ot = Math.max(ot - RETIME_STEP_S * e.retime, minOt);
-      if (e.bt === 0) ot = Math.max(ot, state.last_ot);
-    }
+    if (e.retime > 0) ot = Math.max(ot - RETIME_STEP_S * e.retime, minOt);
+    // Never before what the game already reported, as the shift shrinks between batches (so
+    // the order stays as recorded), but for a re-timed login: it must go back (3005), and no
+    // logout of its session can have been accepted before it.
+    if (e.retime === 0 || e.bt === 0) ot = Math.max(ot, state.last_ot);
     ot = Math.min(ot, maxOt);
     shifts.push((ot - recorded) * 1000);
     const pi = pis.get(e.combo_id);
     const base = { no: i + 1, si: nppaSessionId(gameId, e.session_id), bt: e.bt === 1 ? 1 : 0, ot } as const;
     return pi ? { ...base, ct: 0, pi } : { ...base, ct: 2, di: nppaDeviceId(e.combo_id) };
   });
-  return { events, shiftMs, shifts, items };
+  // Saved in ms, not whole seconds: rounded down at every batch, it would shrink a second per batch.
+  return { events, ts, keptMs: Math.round(Math.max(kept, shiftMs)), shiftMs, shifts, items };
 }

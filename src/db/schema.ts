@@ -172,8 +172,10 @@ export interface NppaLeasesTable {
   expires_at: number;
   /** The game sends nothing before this (Unix ms): a 1006 block, a back-off, a backlog's pace. */
   paused_until: number;
-  /** Delay added to the recorded times of the game's backlog (whole seconds, ms), 0 when none. */
+  /** Delay added to the recorded times of the game's backlog (ms) as of shift_at, 0 when none. */
   shift_ms: number;
+  /** When shift_ms was saved (Unix ms): it shrinks from then (uploader.ts, CATCH_UP). */
+  shift_at: number;
   /** The latest `ot` (Unix s) accepted for the game. */
   last_ot: number;
 }

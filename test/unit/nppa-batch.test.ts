@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { nppaDeviceId, nppaSessionId } from '../../src/compliance/identity.js';
 import { checkSpending, spendingLimitFor } from '../../src/compliance/limits.js';
 import type { NppaEventRow } from '../../src/compliance/store.js';
-import { buildBatch } from '../../src/compliance/uploader.js';
+import { buildBatch, CATCH_UP, keptShift, MAX_BATCH, sendable } from '../../src/compliance/uploader.js';
 
 const TS = 1_800_000_000_500;
 function ev(session: string, bt: number, otMs: number, extra: Partial<NppaEventRow> = {}): NppaEventRow {
@@ -59,6 +59,63 @@ describe('behaviour batches', () => {
     const r = buildBatch('g', [ev('a', 1, TS - 1000, { retime: 1 })], new Map(), TS);
     expect(r.items[0]!.ot).toBeLessThanOrEqual(Math.floor((TS - 6000) / 1000));
     expect(inWindow(r.items.map((i) => i.ot), TS)).toBe(true);
+  });
+
+  it('a game that is never quiet catches up after an outage: order kept, intervals nearly, the shift back to none', () => {
+    // The uploader's loop over pure functions: a login or logout every 5 s, the national system
+    // unreachable for the first hour, then accepting everything.
+    const OUTAGE = 3_600_000;
+    const start = TS;
+    let now = start + OUTAGE;
+    const state = { shift_ms: 0, shift_at: 0, last_ot: 0 };
+    let recorded = start;
+    let n = 0;
+    const queue: NppaEventRow[] = [];
+    const record = () => {
+      for (; recorded <= now; recorded += 5000) queue.push(ev(`s${n++}`, n % 2, recorded));
+    };
+    const sent: { recorded: number; ot: number; ts: number }[] = [];
+    let caughtUpAt = 0;
+    while (now < start + OUTAGE * (CATCH_UP + 3)) {
+      record();
+      if (queue.length === 0) {
+        // As the uploader does: a drained queue ends the shift.
+        Object.assign(state, { shift_ms: 0, shift_at: now });
+        if (!caughtUpAt) caughtUpAt = now;
+        now += 100;
+        continue;
+      }
+      const { events, wakeAt } = sendable(queue.slice(0, MAX_BATCH), state, now);
+      if (events.length === 0) {
+        now = Math.max(wakeAt, now + 1);
+        continue;
+      }
+      const b = buildBatch('g', events, new Map(), now, state);
+      b.items.forEach((item, i) => sent.push({ recorded: events[i]!.ot_ms, ot: item.ot, ts: now }));
+      Object.assign(state, { shift_ms: b.keptMs, shift_at: now, last_ot: Math.max(state.last_ot, ...b.items.map((x) => x.ot)) });
+      queue.splice(0, events.length);
+      if (!caughtUpAt && keptShift(state, now) === 0) caughtUpAt = now;
+      now += 100;
+    }
+    // Caught up within CATCH_UP times the outage (plus the time to send the backlog).
+    expect(caughtUpAt).toBeGreaterThan(0);
+    expect(caughtUpAt - (start + OUTAGE)).toBeLessThanOrEqual(OUTAGE * CATCH_UP * 1.05);
+    // Every item inside the window of its request, in recorded order, none before the one
+    // before it, and each interval at most 1/(CATCH_UP + 1) shorter than recorded (+ 1 s
+    // rounding), but one: where the queue first drains, the last few seconds of shift go at once.
+    const shorter: number[] = [];
+    for (const [i, x] of sent.entries()) {
+      expect(inWindow([x.ot], x.ts)).toBe(true);
+      if (i === 0) continue;
+      const prev = sent[i - 1]!;
+      expect(x.recorded).toBeGreaterThan(prev.recorded);
+      expect(x.ot).toBeGreaterThanOrEqual(prev.ot);
+      if (x.ot - prev.ot < Math.floor(((x.recorded - prev.recorded) / 1000) * (CATCH_UP / (CATCH_UP + 1))) - 1) shorter.push(i);
+    }
+    expect(shorter.length).toBeLessThanOrEqual(1);
+    // Once caught up, items go with their recorded times.
+    const last = sent[sent.length - 1]!;
+    expect(last.ot).toBe(Math.floor(last.recorded / 1000));
   });
 
   it('si and di are stable 32-character values', () => {
