@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nppaSessionId } from '../src/compliance/identity.js';
+import { NppaUploader } from '../src/compliance/uploader.js';
 import { ManualClock } from '../src/lib/clock.js';
 import { createNppaGame, enter, leave, pool } from './helpers/nppa-game.js';
 import { maxPerSecond, startNppaStandIn, type StandIn } from './helpers/nppa-stand-in.js';
@@ -119,6 +120,42 @@ describe('national-system upload: old items and several processes', () => {
       expect(standIn.violations).toEqual([]);
     } finally {
       await second.stop();
+    }
+  });
+
+  it('a game stays with the process that uploads it (its 10 requests a second are counted there) until that one stops', async () => {
+    const second = await startService({ clock, db: t.db, env: { ...ENV, NPPA_BASE_URL: standIn.url } });
+    const ownerOf = (s: TestService) => (s.service.jobs.find((j) => j instanceof NppaUploader) as NppaUploader).owner;
+    const lease = async (gameId: string) => t.service.database.db.selectFrom('nppa_leases').selectAll().where('game_id', '=', gameId).executeTakeFirstOrThrow();
+    let stopped = false;
+    try {
+      const game = await createNppaGame(t, standIn);
+      const uploaded = async (n: number) => (await admin(t, 'GET', `/admin/v1/games/${game.gameId}/nppa/events`)).body.counts.uploaded === n;
+      await enter(t, game, 'p1', 'sticky-1');
+      await waitFor(() => uploaded(1), 'the first upload');
+      const holder = (await lease(game.gameId)).owner;
+      expect([ownerOf(t), ownerOf(second)]).toContain(holder);
+      // Kept after the upload (not given back), so the next events go through the same process.
+      expect((await lease(game.gameId)).expires_at).toBeGreaterThan(clock.now());
+      await enter(second, game, 'p2', 'sticky-2');
+      await enter(t, game, 'p3', 'sticky-3');
+      await waitFor(() => uploaded(3), 'the next uploads');
+      expect((await lease(game.gameId)).owner).toBe(holder);
+      // A process that stops gives its leases back: the other one takes the game at once.
+      const [leaving, staying] = holder === ownerOf(t) ? [t, second] : [second, t];
+      if (leaving === second) {
+        await second.stop();
+        stopped = true;
+      } else {
+        await t.service.jobs.find((j) => j instanceof NppaUploader)!.stop();
+      }
+      expect((await lease(game.gameId)).expires_at).toBe(0);
+      await enter(staying, game, 'p4', 'sticky-4');
+      await waitFor(() => uploaded(4), 'the upload by the other process');
+      expect((await lease(game.gameId)).owner).toBe(ownerOf(staying));
+      if (leaving === t) t.service.jobs.find((j) => j instanceof NppaUploader)!.start();
+    } finally {
+      if (!stopped) await second.stop();
     }
   });
 

@@ -255,8 +255,9 @@ export class ComplianceStore {
       .execute();
   }
 
-  async releaseLease(gameId: string, owner: string): Promise<void> {
-    await this.db.updateTable('nppa_leases').set({ expires_at: 0 }).where('game_id', '=', gameId).where('owner', '=', owner).execute();
+  /** Gives back every game's lease this owner holds (on stop): another process may take them. */
+  async releaseLeases(owner: string): Promise<void> {
+    await this.db.updateTable('nppa_leases').set({ expires_at: 0 }).where('owner', '=', owner).execute();
   }
 
   /** Operator view: a game's events, newest first, keyset paging on event_id. */

@@ -123,6 +123,7 @@ export class NppaUploader {
     this.timer = null;
     await this.ticking;
     await Promise.all(this.active.values());
+    await this.o.store.releaseLeases(this.owner).catch((err: unknown) => this.o.logger.warn({ err }, 'national-system upload leases not given back; they run out in 30 s'));
   }
 
   /** One scheduling round: start a worker for each game with due events. */
@@ -159,9 +160,11 @@ export class NppaUploader {
       }
     } catch (err) {
       this.o.logger.error({ err, gameId }, 'national-system upload failed');
-    } finally {
-      await store.releaseLease(gameId, this.owner).catch(() => {});
     }
+    // The lease is kept (until it runs out, LEASE_MS after the last batch) rather than given
+    // back: the 10 requests a second are counted in this process, and another process taking
+    // the game a moment after this one's last requests would add its own ten. Given back on
+    // stop (stop()), so that another instance takes over at once.
   }
 
   /**
