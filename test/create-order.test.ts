@@ -115,6 +115,29 @@ describe('create-order', () => {
     expect(Number(count.n)).toBe(1);
   });
 
+  // On PostgreSQL a recorded player's orders wait for a row lock: the waiting copies of one
+  // request must find the order committed meanwhile, not count it against the minor's limit.
+  it('identical concurrent requests for a minor one order from the monthly limit all answer that order', async () => {
+    const g = await createGame(t);
+    expect((await admin(t, 'PUT', `/admin/v1/games/${g.gameId}/products/p50`, { name: '50 CNY', price: 5000, currency: 'CNY' })).status).toBe(200);
+    const twelveYearsAgo = `${new Date().getUTCFullYear() - 12}-01-01`;
+    expect((await admin(t, 'PUT', `/admin/v1/games/${g.gameId}/players/kid`, { birth_date: twelveYearsAgo })).status).toBe(200);
+    // 150 of the month's 200 CNY reserved: room for exactly one more 50 CNY order.
+    for (let i = 0; i < 3; i++) expect((await signed(t, g, 'POST', CREATE, orderBody({ combo_id: 'kid', product_id: 'p50' }))).status).toBe(200);
+    for (let round = 0; round < 4; round++) {
+      const body = orderBody({ combo_id: 'kid', product_id: 'p50' });
+      const answers = await Promise.all(Array.from({ length: 6 }, () => signed(t, g, 'POST', CREATE, body)));
+      expect(answers.map((a) => `${a.status} ${a.body.error ?? ''}`)).toEqual(Array(6).fill('200 '));
+      expect(new Set(answers.map((a) => a.body.order_id)).size).toBe(1);
+      // Frees the allowance for the next round.
+      expect((await admin(t, 'POST', `/admin/v1/orders/${answers[0]!.body.order_id}/cancel`, {})).status).toBe(200);
+    }
+    const over = await signed(t, g, 'POST', CREATE, orderBody({ combo_id: 'kid', product_id: 'p50' }));
+    expect(over.status).toBe(200);
+    const refused = await signed(t, g, 'POST', CREATE, orderBody({ combo_id: 'kid', product_id: 'p50' }));
+    expect([refused.status, refused.body.error]).toEqual([403, 'recharge_limit_exceeded']);
+  });
+
   it('answers 403 game_iap_disabled when IAP is off, before checking parameters', async () => {
     const g = await createGame(t);
     expect((await admin(t, 'PATCH', `/admin/v1/games/${g.gameId}`, { iap_enabled: false })).status).toBe(200);

@@ -6,7 +6,7 @@ import type { GameSnapshot } from '../games/service.js';
 import { ageOn, beijingDate, beijingMonthStart } from '../lib/beijing-time.js';
 import type { Clock } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
-import type { PurchaseAttempt, PurchaseGuard } from '../orders/service.js';
+import type { PurchaseAttempt, PurchaseCheck, PurchaseGuard } from '../orders/service.js';
 import { nppaSessionId } from './identity.js';
 import { checkSpending, spendingLimitFor } from './limits.js';
 import type { NppaEventPage, NppaEventsQuery, Player, PutPlayerBody } from './schemas.js';
@@ -110,9 +110,12 @@ export class PlayerService {
 export class ComplianceGuard implements PurchaseGuard {
   constructor(private readonly store: ComplianceStore) {}
 
-  async check(trx: Transaction<DB>, a: PurchaseAttempt): Promise<void> {
-    const player = await this.store.lockPlayer(trx, a.gameId, a.comboId);
-    if (!player) return;
+  async lock(trx: Transaction<DB>, gameId: string, comboId: string): Promise<PurchaseCheck | null> {
+    const player = await this.store.lockPlayer(trx, gameId, comboId);
+    return player ? (a) => this.check(trx, player, a) : null;
+  }
+
+  private async check(trx: Transaction<DB>, player: PlayerRow, a: PurchaseAttempt): Promise<void> {
     if (player.banned === 1) throw Errors.accountBanned(`combo_id ${a.comboId} is banned from this game`);
     if (a.currency !== 'CNY' || !player.birth_date) return;
     const age = ageOn(player.birth_date, a.now);

@@ -24,8 +24,16 @@ export interface PurchaseAttempt {
  * player passes, which lets PostgreSQL create it in one statement (OrderStore.createAtOnce).
  */
 export interface PurchaseGuard {
-  check(trx: Transaction<DB>, attempt: PurchaseAttempt): Promise<void>;
+  /**
+   * Locks the player's record for the rest of the transaction, so that one player's orders are
+   * checked one at a time, and returns the checks to run under that lock; null for a player
+   * without a record (nothing to check).
+   */
+  lock(trx: Transaction<DB>, gameId: string, comboId: string): Promise<PurchaseCheck | null>;
 }
+
+/** The business rules for one attempt, run while the player is locked; throws to refuse. */
+export type PurchaseCheck = (attempt: PurchaseAttempt) => Promise<void>;
 
 export interface OrderServiceDeps {
   store: OrderStore;
@@ -120,7 +128,15 @@ export class OrderService {
     const stored = await store.transaction(async (trx) => {
       const existing = await store.findByReference(trx, row.game_id, row.reference_id);
       if (existing) return existing;
-      await guard?.check(trx, { gameId: row.game_id, comboId: row.combo_id, amount: row.amount, currency: row.currency, now: row.created_at });
+      const check = await guard?.lock(trx, row.game_id, row.combo_id);
+      if (check) {
+        // On PostgreSQL the lock may have been waited for, behind an identical request that has
+        // committed since: it is answered as a replay, not refused by a limit its own order
+        // now fills (PROTOCOL 3: the later request waits for the first, it does not fail).
+        const committed = await store.findByReference(trx, row.game_id, row.reference_id);
+        if (committed) return committed;
+        await check({ gameId: row.game_id, comboId: row.combo_id, amount: row.amount, currency: row.currency, now: row.created_at });
+      }
       await store.insert(trx, row);
       return row;
     }, { noSavepoint: true });
