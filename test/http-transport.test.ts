@@ -10,7 +10,7 @@ import { ManualClock } from '../src/lib/clock.js';
 import { authorizationHeader, formatTimestamp } from '../src/signing/signer.js';
 import { selfSignedCertificate } from './helpers/certificates.js';
 import { head, rawRequest, storedRows } from './helpers/raw.js';
-import { createGame, orderBody, signed, startService, type Answer, type TestGame, type TestService } from './helpers/service.js';
+import { admin, createGame, orderBody, signed, startService, type Answer, type TestGame, type TestService } from './helpers/service.js';
 
 /** PROTOCOL 2 (errors, check order), the transport rules of rest-interface 1, bad input. */
 let t: TestService;
@@ -386,6 +386,37 @@ describe('bad input is refused and stores nothing', () => {
         'invalid_signature',
       );
     }
+  });
+
+  // PROTOCOL 1: the URI signed is the path and raw query, "no scheme, no host"; an HTTP/1.1
+  // client may still send the absolute form (RFC 9112 3.2.2).
+  it('a request sent in absolute form is signed over its path and query only', async () => {
+    const uri = '/v1/server/enter-game?from=absolute';
+    const absolute = `${t.url}${uri}`;
+    const send = (signedOver: string, sessionId: string) => {
+      const body = JSON.stringify({ combo_id: 'p1', session_id: sessionId });
+      const auth = authorizationHeader({ kind: 'game', id: game.gameId }, game.secret, 'POST', signedOver, body);
+      return rawRequest(t, head('POST', absolute, ['Content-Type: application/json', `Authorization: ${auth}`], Buffer.byteLength(body)), body);
+    };
+    const ok = await send(uri, 's-absolute-1');
+    expect([ok.status, ok.body]).toEqual([200, '{}']);
+    await refused(() => send(absolute, 's-absolute-2'), 401, 'invalid_signature');
+  });
+
+  // PROTOCOL 2's order holds for a parameter only the URL can carry: U+0000 (%00) is a
+  // parameter error, after media type, signature and caller state.
+  it('%00 in a signed request\'s query is 400, after 415, 401 and 403', async () => {
+    const uri = `${CREATE}?note=a%00b`;
+    const body = JSON.stringify(orderBody());
+    const auth = authorizationHeader({ kind: 'game', id: game.gameId }, game.secret, 'POST', uri, body);
+    const raw = (headers: string[]) => rawRequest(t, head('POST', uri, headers, Buffer.byteLength(body)), body);
+    await refused(() => raw(['Content-Type: text/plain', `Authorization: ${auth}`]), 415, 'unsupported_media_type');
+    await refused(() => raw(['Content-Type: application/json']), 401, 'invalid_signature');
+    const off = await createGame(t);
+    expect((await admin(t, 'PATCH', `/admin/v1/games/${off.gameId}`, { iap_enabled: false })).status).toBe(200);
+    const iapOff = await signed(t, off, 'POST', uri, orderBody());
+    expect([iapOff.status, iapOff.body.error]).toEqual([403, 'game_iap_disabled']);
+    await refused(() => raw(['Content-Type: application/json', `Authorization: ${auth}`]), 400, 'invalid_request', 'note');
   });
 
   it('a duplicated admin Authorization header -> 401 unauthorized', async () => {

@@ -144,8 +144,6 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     // An unmatched request is answered here, before its body is read or parsed, so 404/405
     // win over 413 and over the body checks of preValidation.
     if (req.is404) throw unmatched(req);
-    // NUL cannot be stored in PostgreSQL text and is never meaningful in an id or filter.
-    if (req.url.includes('%00')) throw Errors.invalidRequest(nulMessage(req.url));
     if (BODY_METHODS.has(req.method)) {
       if (routeOf(req).url && !isJsonContentType(req.headers['content-type'])) {
         // An action that takes no body (redeliver, new key, cancel) may be sent without one.
@@ -209,6 +207,9 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
 
   /** The body, parsed after authentication, with what no database can store refused. */
   const prepareBody = (req: FastifyRequest): void => {
+    // NUL cannot be stored in PostgreSQL text and is never meaningful in an id or filter: a
+    // parameter error (400), so after the signature, rate limit and caller state (PROTOCOL 2).
+    if (req.url.includes('%00')) throw Errors.invalidRequest(nulMessage(req.url));
     const route = routeOf(req);
     const cfg = route.config;
     if (!BODY_METHODS.has(req.method)) {
