@@ -318,6 +318,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       store: compliance,
       client: nppaClient,
       games: snapshot,
+      storedGame: (gameId) => games.stored(gameId),
       clock,
       logger,
       baseUrl: config.nppaBaseUrl,

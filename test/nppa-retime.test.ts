@@ -5,7 +5,7 @@ import { NppaUploader } from '../src/compliance/uploader.js';
 import { ManualClock } from '../src/lib/clock.js';
 import { createNppaGame, enter, leave, pool } from './helpers/nppa-game.js';
 import { maxPerSecond, startNppaStandIn, type StandIn } from './helpers/nppa-stand-in.js';
-import { admin, startService, type TestService } from './helpers/service.js';
+import { admin, createGame, startService, type TestService } from './helpers/service.js';
 import { waitFor } from './helpers/wait.js';
 
 // Both service processes must share the key that seals secrets at rest.
@@ -156,6 +156,30 @@ describe('national-system upload: old items and several processes', () => {
       if (leaving === t) t.service.jobs.find((j) => j instanceof NppaUploader)!.start();
     } finally {
       if (!stopped) await second.stop();
+    }
+  });
+
+  // Each process keeps a game's settings in memory for up to 5 s: the process that uploads may
+  // not know yet of credentials set through another. Skipping is for good, so it must not
+  // skip on that stale view.
+  it('a process whose snapshot predates the game\'s credentials uploads its events, not skips them', async () => {
+    const second = await startService({ clock, db: t.db, env: { ...ENV, NPPA_BASE_URL: standIn.url } });
+    const firstUploader = t.service.jobs.find((j) => j instanceof NppaUploader)!;
+    await firstUploader.stop(); // the second process does the uploading
+    try {
+      const game = await createGame(t);
+      await enter(second, game, 'p0', 'before-credentials'); // the second process now holds the game without credentials
+      const creds = { appId: `app${randomBytes(6).toString('hex')}`, bizId: `biz${randomBytes(4).toString('hex')}`, secretKey: randomBytes(16).toString('hex') };
+      expect((await admin(t, 'PATCH', `/admin/v1/games/${game.gameId}`, { nppa: { app_id: creds.appId, biz_id: creds.bizId, secret_key: creds.secretKey } })).status).toBe(200);
+      standIn.addApp(creds);
+      await enter(t, game, 'p1', 'after-credentials');
+      await waitFor(async () => (await admin(t, 'GET', `/admin/v1/games/${game.gameId}/nppa/events`)).body.counts.pending === 0, 'the event handled');
+      const counts = (await admin(t, 'GET', `/admin/v1/games/${game.gameId}/nppa/events`)).body.counts;
+      expect(counts).toEqual({ pending: 0, uploaded: 1, failed: 0, skipped: 0 });
+      expect(standIn.requests.filter((r) => r.appId === creds.appId).flatMap((r) => r.items)).toHaveLength(1);
+    } finally {
+      await second.stop();
+      firstUploader.start();
     }
   });
 

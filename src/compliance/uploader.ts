@@ -47,6 +47,8 @@ export interface UploaderOptions {
   store: ComplianceStore;
   client: NppaClient;
   games: (gameId: string) => Promise<GameSnapshot | null>;
+  /** The game as stored now, past any cache: skipping a game's events is for good. */
+  storedGame: (gameId: string) => Promise<GameSnapshot | null>;
   clock: Clock;
   logger: Logger;
   /** `{NPPA_BASE_URL}`; the uploader posts to `{base}/behavior/collection/loginout`. */
@@ -151,8 +153,10 @@ export class NppaUploader {
         const now = clock.now();
         const lease = await store.acquireLease(gameId, this.owner, now, now + LEASE_MS);
         if (!lease) return;
-        const snap = await this.o.games(gameId);
-        const creds = credentialsOf(snap);
+        let creds = credentialsOf(await this.o.games(gameId));
+        // This process's snapshot may be up to 5 s old, from before credentials were set through
+        // another one: the events are skipped only if the stored game has none.
+        creds ??= credentialsOf(await this.o.storedGame(gameId));
         if (!creds) return await store.skipPending(gameId, now);
         const events = await this.claimBatch(gameId, lease, now);
         if (events.length === 0) return;

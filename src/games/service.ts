@@ -56,6 +56,12 @@ export class GameService {
     return this.cache.get(gameId);
   }
 
+  /** The snapshot as stored now (read again, and kept for the next lookups). */
+  stored(gameId: string): Promise<GameSnapshot | null> {
+    this.invalidate(gameId);
+    return this.snapshot(gameId);
+  }
+
   invalidate(gameId: string): void {
     this.cache.invalidate(gameId);
   }
