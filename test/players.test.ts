@@ -113,7 +113,7 @@ describe('players and minors\' spending limits (PROTOCOL 12)', () => {
     expect((await order(game, 'age-0', 'p1')).body.message).toMatch(/under 8/);
   });
 
-  it('counts paid and unexpired created orders per Beijing month, and says what remains', async () => {
+  it('counts payments in the Beijing month they are made and every unexpired open order, and says what remains', async () => {
     clock.set(NOW);
     const game = await gameWithProducts();
     await putPlayer(game, 'kid', { birth_date: '2016-01-01' }); // 10
@@ -137,10 +137,30 @@ describe('players and minors\' spending limits (PROTOCOL 12)', () => {
     expectLimited(await order(game, 'kid', 'p5000', 3), 15000); // over the per-payment limit
     for (let i = 0; i < 3; i++) expect((await order(game, 'kid', 'p5000')).status).toBe(200);
     expectLimited(await order(game, 'kid', 'p1'), 0);
+    // In December November's payment no longer counts, but the three orders created a second
+    // before midnight are still open: paid now, they would be December's payments.
     clock.set(bj('2026-12-01T00:00:00'));
     expect((await order(game, 'kid', 'p5000')).status).toBe(200);
+    expectLimited(await order(game, 'kid', 'p1'), 0);
     p = await admin(t, 'GET', `/admin/v1/games/${game.gameId}/players/kid`);
-    expect(p.body.spending).toEqual({ month: '2026-12', currency: 'CNY', paid: 0, reserved: 5000, remaining: 15000 });
+    expect(p.body.spending).toEqual({ month: '2026-12', currency: 'CNY', paid: 0, reserved: 20000, remaining: 0 });
+    // A payment counts in the month it is made, whenever its order was created.
+    const lateNovember = await t.service.database.db
+      .selectFrom('orders')
+      .select('order_id')
+      .where('game_id', '=', game.gameId)
+      .where('created_at', '=', bj('2026-11-30T23:59:59'))
+      .orderBy('order_id')
+      .execute();
+    expect(lateNovember).toHaveLength(3);
+    await t.service.database.db.updateTable('orders').set({ status: 'paid', paid_at: clock.now() }).where('order_id', '=', lateNovember[0]!.order_id).execute();
+    p = await admin(t, 'GET', `/admin/v1/games/${game.gameId}/players/kid`);
+    expect(p.body.spending).toMatchObject({ paid: 5000, reserved: 15000, remaining: 0 });
+    // Once the open ones expire, December's payment is what is left of the month's 20000.
+    clock.set(bj('2026-12-01T00:30:00'));
+    p = await admin(t, 'GET', `/admin/v1/games/${game.gameId}/players/kid`);
+    expect(p.body.spending).toMatchObject({ paid: 5000, reserved: 0, remaining: 15000 });
+    expectLimited(await order(game, 'kid', 'p5000', 4), 15000);
     clock.set(NOW);
   });
 

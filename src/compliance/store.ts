@@ -2,6 +2,7 @@ import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type { DB, NppaEventsTable, NppaLeasesTable, PlayersTable } from '../db/schema.js';
 import type { Dialect, TransactionRunner } from '../db/index.js';
 import { prepare } from '../db/prepared.js';
+import { MAX_ORDER_TTL_SECONDS } from '../games/schemas.js';
 
 export type PlayerRow = Selectable<PlayersTable>;
 export type NppaEventRow = Selectable<NppaEventsTable>;
@@ -58,16 +59,20 @@ export class ComplianceStore {
   }
 
   /**
-   * CNY amounts of the player's orders created since `since`: `spent` = paid or delivered,
-   * `reserved` = created and not yet expired (counted so open orders cannot pass a limit together).
+   * The player's CNY spending in the month that began at `since`. `spent`: orders paid (or
+   * delivered) since then; a payment counts in the month it is made, whenever its order was
+   * created. `reserved`: created orders not yet expired, whichever month they were created in
+   * (each could be paid now; counted so open orders cannot pass a limit together). Orders
+   * created more than the longest order lifetime before `since` are not read: none of them can
+   * be open, and one was paid this month only as a late payment (after it expired).
    */
   async monthSpending(q: Q, gameId: string, comboId: string, since: number, now: number): Promise<{ spent: number; reserved: number }> {
     const rows = await q
       .selectFrom('orders')
-      .select(['status', 'expires_at', 'amount'])
+      .select(['status', 'expires_at', 'paid_at', 'amount'])
       .where('game_id', '=', gameId)
       .where('combo_id', '=', comboId)
-      .where('created_at', '>=', since)
+      .where('created_at', '>=', since - MAX_ORDER_TTL_SECONDS * 1000)
       .where('currency', '=', 'CNY')
       .where('status', 'in', ['created', 'paid', 'delivered'])
       .execute();
@@ -76,7 +81,7 @@ export class ComplianceStore {
     for (const r of rows) {
       if (r.status === 'created') {
         if (r.expires_at > now) reserved += Number(r.amount);
-      } else spent += Number(r.amount);
+      } else if (r.paid_at !== null && r.paid_at >= since) spent += Number(r.amount);
     }
     return { spent, reserved };
   }

@@ -3,6 +3,8 @@ import { PageCursor, PageLimit } from '../http/paging.js';
 
 export const GameId = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*$' });
 export const SecretKey = Type.String({ minLength: 20, maxLength: 256, pattern: '^sk_[\\x21-\\x7e]+$' });
+/** The longest an order may stay open (order_ttl_seconds): 30 days. */
+export const MAX_ORDER_TTL_SECONDS = 30 * 86_400;
 const HttpUrl = Type.String({ minLength: 8, maxLength: 1024, format: 'http-url' });
 
 export const NppaSettings = Type.Object({
@@ -16,7 +18,7 @@ export const CreateGameBody = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 128 }),
   iap_enabled: Type.Optional(Type.Boolean()),
   sandbox_payments: Type.Optional(Type.Boolean()),
-  order_ttl_seconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 30 * 86_400 })),
+  order_ttl_seconds: Type.Optional(Type.Integer({ minimum: 60, maximum: MAX_ORDER_TTL_SECONDS })),
   gm_url: Type.Optional(Type.Union([HttpUrl, Type.Null()])),
   rate_limit_per_second: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
   secret_key: Type.Optional(SecretKey),
@@ -27,7 +29,7 @@ export const PatchGameBody = Type.Object({
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
   iap_enabled: Type.Optional(Type.Boolean()),
   sandbox_payments: Type.Optional(Type.Boolean()),
-  order_ttl_seconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 30 * 86_400 })),
+  order_ttl_seconds: Type.Optional(Type.Integer({ minimum: 60, maximum: MAX_ORDER_TTL_SECONDS })),
   gm_url: Type.Optional(Type.Union([HttpUrl, Type.Null()])),
   rate_limit_per_second: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
   nppa: Type.Optional(Type.Union([NppaSettings, Type.Null()])),
