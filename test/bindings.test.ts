@@ -336,6 +336,9 @@ describe('GM answers that cannot be used (no cached role) -> 500 internal_error'
   const cases: [string, () => void][] = [
     ['an error answer', () => (gm.mode = { kind: 'status', status: 500, body: JSON.stringify({ error: 'internal_error', message: 'boom' }) })],
     ['a 200 that is not JSON', () => (gm.mode = { kind: 'raw', body: '<html>oops</html>' })],
+    // rest-interface 1, rule 3: a body is parsed as JSON only when its Content-Type says so.
+    ['roles answered as text/plain', () => (gm.mode = { kind: 'raw', body: JSON.stringify({ roles: [role('r1')] }), contentType: 'text/plain' })],
+    ['roles answered with no Content-Type', () => (gm.mode = { kind: 'raw', body: JSON.stringify({ roles: [role('r1')] }), contentType: null })],
     ['a 404 that is not JSON', () => (gm.mode = { kind: 'status', status: 404, body: 'not found' })],
     ['roles that is not an array', () => (gm.mode = { kind: 'raw', body: '{"roles":{"r1":{}}}' })],
     ['a JSON array', () => (gm.mode = { kind: 'raw', body: '[]' })],
@@ -359,6 +362,16 @@ describe('GM answers that cannot be used (no cached role) -> 500 internal_error'
     gm.release();
     gm.mode = { kind: 'roles' };
     expect((await partnerGet(t, partner, uri)).status).toBe(200);
+  });
+
+  it('a JSON answer with Content-Type parameters or in another case is used', async () => {
+    for (const contentType of ['application/json; charset=utf-8', 'Application/JSON;charset=UTF-8']) {
+      const { partner, uri } = await bound();
+      gm.mode = { kind: 'raw', body: JSON.stringify({ roles: [role('r1', { role_name: 'Typed' })] }), contentType };
+      const r = await partnerGet(t, partner, uri);
+      expect([contentType, r.status, r.body.role?.role_name]).toEqual([contentType, 200, 'Typed']);
+      gm.mode = { kind: 'roles' };
+    }
   });
 
   it('a game without a GM URL, or a GM that is not listening', async () => {

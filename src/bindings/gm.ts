@@ -2,6 +2,7 @@ import type { Clock } from '../lib/clock.js';
 import { prefixedId, type IdGenerator } from '../lib/ids.js';
 import type { OutboundClient } from '../lib/outbound.js';
 import { authorizationHeader } from '../signing/signer.js';
+import { isJsonContentType } from '../lib/media-type.js';
 import type { Role } from './schemas.js';
 
 /** The game could not give an answer (down, slow, error answer, or an answer of the wrong shape). */
@@ -61,12 +62,16 @@ export class GmClient {
       throw new GmUnavailableError(`GM request to ${target.gameId} failed: ${(e as Error).name}: ${(e as Error).message}`);
     }
     if (res.truncated) throw new GmUnavailableError(`GM answer of ${target.gameId} is larger than the limit`);
-    const json = parseJson(res.body);
+    // A body is JSON only when its Content-Type says so (rest-interface 1, rule 3).
+    const contentType = res.headers['content-type'];
+    const json = isJsonContentType(typeof contentType === 'string' ? contentType : undefined) ? parseJson(res.body) : undefined;
     if (res.status !== 200) {
       const err = json && typeof json === 'object' ? (json as { error?: unknown }).error : undefined;
       throw new GmUnavailableError(`GM of ${target.gameId} answered ${res.status}${typeof err === 'string' ? ` ${err.slice(0, 64)}` : ''}`);
     }
-    if (json === undefined) throw new GmUnavailableError(`GM answer of ${target.gameId} is not JSON`);
+    if (json === undefined) {
+      throw new GmUnavailableError(`GM answer of ${target.gameId} is not JSON (Content-Type: ${typeof contentType === 'string' ? contentType.slice(0, 64) : 'none'})`);
+    }
     return json;
   }
 }

@@ -64,7 +64,7 @@ export function role(roleId: string, overrides: Record<string, unknown> = {}): G
 export type GmMode =
   | { kind: 'roles' }
   | { kind: 'status'; status: number; body: string }
-  | { kind: 'raw'; body: string | Buffer }
+  | { kind: 'raw'; body: string | Buffer; contentType?: string | null }
   | { kind: 'hold' }
   | { kind: 'destroy' };
 
@@ -157,7 +157,8 @@ export class FakeGm {
         res.writeHead(m.status, { 'content-type': 'application/json' }).end(m.body);
         return;
       case 'raw':
-        res.writeHead(200, { 'content-type': 'application/json' }).end(m.body);
+        // contentType null: no Content-Type header at all.
+        res.writeHead(200, m.contentType === null ? {} : { 'content-type': m.contentType ?? 'application/json' }).end(m.body);
         return;
       case 'hold':
         (res as unknown as { comboId: string }).comboId = comboId;
