@@ -325,6 +325,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       pollIntervalMs: config.nppa.pollIntervalMs,
       retryBaseMs: config.nppa.retryBaseMs,
       rateLimitPauseMs: config.nppa.rateLimitPauseMs,
+      concurrency: config.nppa.concurrency,
     }),
   ];
   let stopped: Promise<void> | null = null;

@@ -2,6 +2,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { nppaDeviceId, nppaSessionId } from '../src/compliance/identity.js';
 import { createNppaGame, enter, leave, pool, type NppaGame } from './helpers/nppa-game.js';
 import { maxPerSecond, startNppaStandIn, type StandIn } from './helpers/nppa-stand-in.js';
+import { ComplianceStore } from '../src/compliance/store.js';
+import { migrateToLatest, openDatabase } from '../src/db/index.js';
+import { createTestDatabase } from './helpers/db.js';
 import { admin, startService, type TestService } from './helpers/service.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -19,6 +22,7 @@ afterAll(async () => {
 });
 beforeEach(() => {
   standIn.itemFault = null;
+  standIn.beforeAnswer = null;
   standIn.queue.length = 0;
 });
 
@@ -235,5 +239,65 @@ describe('national-system upload', () => {
     const bogus = await admin(t, 'GET', `/admin/v1/games/${game.gameId}/nppa/events?status=bogus`);
     expect(bogus.body.message).toBe('querystring parameter status must be one of pending, uploaded, failed, skipped');
     expect((await admin(t, 'GET', '/admin/v1/games/nope/nppa/events')).status).toBe(404);
+  });
+});
+
+// A game that always has an event due would keep its place for ever; with more such games than
+// places (NPPA_CONCURRENCY) the others would never be uploaded.
+describe('national-system upload with more games than places', () => {
+  let one: TestService;
+  beforeAll(async () => {
+    one = await startService({ env: { NPPA_BASE_URL: standIn.url, NPPA_POLL_INTERVAL_MS: '20', NPPA_RETRY_BASE_MS: '50', NPPA_CONCURRENCY: '1' } });
+  });
+  afterAll(async () => {
+    standIn.beforeAnswer = null;
+    await one?.stop();
+  });
+
+  it('a game that never runs dry gives up its place to a waiting game after a turn of 10 requests', async () => {
+    const busy = await createNppaGame(one, standIn);
+    const quiet = await createNppaGame(one, standIn);
+    let n = 0;
+    // Each of the busy game's requests is answered only once a new event of it is due.
+    standIn.beforeAnswer = async (appId) => {
+      if (appId === busy.appId) await enter(one, busy, `p${n}`, `busy-${n++}`);
+    };
+    await enter(one, busy, 'first', 'busy-first');
+    await waitFor(() => standIn.requests.some((r) => r.appId === busy.appId), 'the busy game uploading');
+    await enter(one, quiet, 'q1', 'quiet-1');
+    await waitFor(() => acceptedOf(quiet).length === 1, "the quiet game's event uploaded");
+    expect(standIn.requests.filter((r) => r.appId === busy.appId).length).toBeGreaterThanOrEqual(10);
+    standIn.beforeAnswer = null;
+    const counts = async () => (await admin(one, 'GET', `/admin/v1/games/${busy.gameId}/nppa/events`)).body.counts;
+    await waitFor(async () => (await counts()).pending === 0, "the busy game's events uploaded");
+    expect(await counts()).toMatchObject({ uploaded: n + 1, failed: 0, skipped: 0 });
+    expect(standIn.violations).toEqual([]);
+  });
+});
+
+describe('ComplianceStore.dueGames on a real database', () => {
+  it('lists due games in id order from a cursor, so a round can walk more games than one page holds', async () => {
+    const tdb = await createTestDatabase();
+    const database = openDatabase(tdb.url);
+    try {
+      await migrateToLatest(database);
+      const store = new ComplianceStore(database.db, database.dialect);
+      const event = (gameId: string, i: number, over: Record<string, unknown> = {}) => ({
+        event_id: `nev_${gameId}_${i}`, game_id: gameId, session_id: `s${i}`, combo_id: 'p', bt: 1, ot_ms: 1000 + i,
+        status: 'pending' as const, attempts: 0, next_attempt_at: 0, last_error: null, created_at: 1000, uploaded_at: null,
+        locked_until: 0, locked_by: null, sent_ot: null, errcode: null, retime: 0, ...over,
+      });
+      await database.db.insertInto('nppa_events').values([
+        event('g-c', 1), event('g-a', 2), event('g-a', 3), event('g-b', 4), event('g-d', 5),
+        event('g-e', 6, { status: 'uploaded' }), event('g-f', 7, { locked_until: 5000 }),
+      ]).execute();
+      expect(await store.dueGames(2000, 2)).toEqual(['g-a', 'g-b']);
+      expect(await store.dueGames(2000, 2, 'g-b')).toEqual(['g-c', 'g-d']);
+      expect(await store.dueGames(2000, 2, 'g-d')).toEqual([]);
+      expect(await store.dueGames(6000, 10, 'g-d')).toEqual(['g-f']);
+    } finally {
+      await database.close();
+      await tdb.drop();
+    }
   });
 });

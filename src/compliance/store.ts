@@ -104,16 +104,18 @@ export class ComplianceStore {
    * Games with unclaimed pending events that are not paused (nppa_leases.paused_until): the
    * back-off is the game's, not each event's, so a game's backlog goes out as one queue.
    */
-  async dueGames(now: number, limit: number): Promise<string[]> {
+  async dueGames(now: number, limit: number, after = ''): Promise<string[]> {
     const rows = await this.db
       .selectFrom('nppa_events as e')
       .select('e.game_id')
       .distinct()
       .where('e.status', '=', 'pending')
+      .where('e.game_id', '>', after)
       .where('e.locked_until', '<=', now)
       .where(({ not, exists, selectFrom }) =>
         not(exists(selectFrom('nppa_leases as l').select('l.game_id').whereRef('l.game_id', '=', 'e.game_id').where('l.paused_until', '>', now))),
       )
+      .orderBy('e.game_id')
       .limit(limit)
       .execute();
     return rows.map((r) => r.game_id);

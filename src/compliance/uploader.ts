@@ -42,6 +42,10 @@ export const CATCH_UP = 10;
 const BATCH_CODES = new Set([3002, 3003, 3004, 3005, 3006, 3007, 3008, 3009, 3010]);
 const LOCK_MS = 60_000;
 const LEASE_MS = 30_000;
+/** Requests a game sends in one turn while other games wait for a place (a second's worth). */
+const TURN_REQUESTS = 10;
+/** Games listed per scheduling round. */
+const LIST_GAMES = 200;
 
 export interface UploaderOptions {
   store: ComplianceStore;
@@ -104,6 +108,12 @@ export class NppaUploader {
   private ticking: Promise<void> | null = null;
   private readonly active = new Map<string, Promise<void>>();
   private readonly sendTimes = new Map<string, number[]>();
+  /** When this process last ended a turn of each game: the longest-waiting go first. */
+  private readonly lastTurn = new Map<string, number>();
+  /** Due games the last round found no place for; while any, turns are bounded. */
+  private waiting = 0;
+  /** Where the next round's listing starts (game ids in order, wrapping). */
+  private listFrom = '';
   private stopping = false;
 
   constructor(private readonly o: UploaderOptions) {}
@@ -128,28 +138,50 @@ export class NppaUploader {
     await this.o.store.releaseLeases(this.owner).catch((err: unknown) => this.o.logger.warn({ err }, 'national-system upload leases not given back; they run out in 30 s'));
   }
 
-  /** One scheduling round: start a worker for each game with due events. */
+  /**
+   * One scheduling round: a worker for each game with due events, as places allow. Fair to
+   * every game: the listing walks all game ids a page at a time, the games this process served
+   * longest ago go first, and while some wait a game's turn ends after TURN_REQUESTS requests
+   * (a busy game would otherwise keep its place for ever: it always has an event due).
+   */
   async tick(): Promise<void> {
     try {
       const now = this.o.clock.now();
-      const games = await this.o.store.dueGames(now, 200);
-      for (const gameId of games) {
-        if (this.stopping || this.active.size >= (this.o.concurrency ?? 16)) break;
-        // Paused games (1006, back-off) are not listed: the pause is in the database.
-        if (this.active.has(gameId)) continue;
-        const run = this.runGame(gameId).finally(() => this.active.delete(gameId));
+      const listed = await this.o.store.dueGames(now, LIST_GAMES, this.listFrom);
+      this.listFrom = listed.length < LIST_GAMES ? '' : (listed[listed.length - 1] as string);
+      // Paused games (1006, back-off) are not listed: the pause is in the database.
+      const games = listed.filter((g) => !this.active.has(g)).sort((a, b) => (this.lastTurn.get(a) ?? 0) - (this.lastTurn.get(b) ?? 0));
+      const places = Math.max(0, (this.o.concurrency ?? 16) - this.active.size);
+      this.waiting = Math.max(0, games.length - places);
+      for (const gameId of games.slice(0, places)) {
+        if (this.stopping) break;
+        const run = this.runGame(gameId).finally(() => {
+          this.active.delete(gameId);
+          this.lastTurn.set(gameId, performance.now());
+        });
         this.active.set(gameId, run);
       }
+      if (this.lastTurn.size > 10 * LIST_GAMES) this.forgetOldTurns();
     } catch (err) {
       this.o.logger.error({ err }, 'national-system upload round failed');
     }
   }
 
-  /** Uploads one game's due events until none are left, an attempt fails, or the job stops. */
+  /** Keeps the turn record from growing with every game ever served: the oldest half goes. */
+  private forgetOldTurns(): void {
+    const byAge = [...this.lastTurn].sort((a, b) => a[1] - b[1]);
+    for (const [gameId] of byAge.slice(0, byAge.length >> 1)) this.lastTurn.delete(gameId);
+  }
+
+  /**
+   * Uploads one game's due events until none are left, an attempt fails, the job stops, or its
+   * turn ends while other games wait.
+   */
   private async runGame(gameId: string): Promise<void> {
     const { store, clock } = this.o;
     try {
-      while (!this.stopping) {
+      for (let sent = 0; !this.stopping; sent++) {
+        if (sent >= TURN_REQUESTS && this.waiting > 0) return; // other games' turn
         const now = clock.now();
         const lease = await store.acquireLease(gameId, this.owner, now, now + LEASE_MS);
         if (!lease) return;

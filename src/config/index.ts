@@ -62,6 +62,8 @@ export interface Config {
     retryBaseMs: number;
     /** Pause of a game's uploads after answer 1006 (over the rate limit). */
     rateLimitPauseMs: number;
+    /** Games one process uploads at the same time. */
+    concurrency: number;
   };
   redisUrl: string | null;
   /** Prefix of every Redis key the service writes (several deployments may share a Redis). */
@@ -239,6 +241,7 @@ export function loadConfig(env: Env = process.env): Config {
       pollIntervalMs: int('NPPA_POLL_INTERVAL_MS', 1000, 10, 60_000),
       retryBaseMs: int('NPPA_RETRY_BASE_MS', 2000, 10, 600_000),
       rateLimitPauseMs: int('NPPA_RATE_LIMIT_PAUSE_MS', 60_000, 10, 600_000),
+      concurrency: int('NPPA_CONCURRENCY', 16, 1, 1024),
     },
     redisUrl,
     redisKeyPrefix: str('REDIS_KEY_PREFIX', 'combo:'),

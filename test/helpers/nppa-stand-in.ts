@@ -52,6 +52,8 @@ export interface StandIn {
   hold: Map<string, Answer>;
   /** Per-item faults: return an error to refuse the item. */
   itemFault: ((item: StandInItem, appId: string) => { errcode: number; errmsg: string } | null) | null;
+  /** Awaited before each answer is written (the request already recorded). */
+  beforeAnswer: ((appId: string) => Promise<void>) | null;
   addApp(app: { appId: string; bizId: string; secretKey: string }): void;
   close(): Promise<void>;
 }
@@ -74,6 +76,7 @@ export async function startNppaStandIn(opts: { clock?: Clock } = {}): Promise<St
     endlessWritten: [],
     hold: new Map(),
     itemFault: null,
+    beforeAnswer: null,
     addApp: (a) => apps.set(a.appId, { bizId: a.bizId, secretKey: a.secretKey }),
   };
 
@@ -174,8 +177,9 @@ export async function startNppaStandIn(opts: { clock?: Clock } = {}): Promise<St
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
+    req.on('end', async () => {
       const answer = handle(req, Buffer.concat(chunks).toString('utf8'));
+      await s.beforeAnswer?.(String(req.headers.appid ?? ''));
       if (answer === 'no-json') {
         res.writeHead(502, { 'content-type': 'text/html' }).end('<html>bad gateway</html>');
         return;
