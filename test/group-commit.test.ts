@@ -101,6 +101,37 @@ describe.skipIf(TEST_DB !== 'sqlite')('SQLite group commit', () => {
     expect(committed()).toEqual([1, 2, 3]);
   });
 
+  // SQLite itself rolls the whole transaction back on some errors (SQLITE_FULL, SQLITE_IOERR):
+  // simulated here by a job that ends the transaction and fails. The rest of the batch must not
+  // then run statement by statement, each committing on its own while answered as failed.
+  it('a transaction SQLite rolled back itself fails the whole batch, and nothing after it is committed', async () => {
+    const ran: number[] = [];
+    const results = await Promise.allSettled([
+      database.transaction(async (trx) => {
+        await insert(trx, 1);
+        ran.push(1);
+      }),
+      database.transaction(async (trx) => {
+        await sql`rollback`.execute(trx);
+        throw new Error('database or disk is full');
+      }, { noSavepoint: true }),
+      database.transaction(async (trx) => {
+        await insert(trx, 3);
+        ran.push(3);
+      }, { noSavepoint: true }),
+      database.transaction(async (trx) => {
+        await insert(trx, 4);
+        ran.push(4);
+      }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected', 'rejected']);
+    expect(ran).toEqual([1]);
+    expect(committed()).toEqual([]);
+    // The next batch runs normally.
+    await database.transaction((trx) => insert(trx, 5));
+    expect(committed()).toEqual([5]);
+  });
+
   it('keeps journals in memory, but runs migrations with journals in temporary files', async () => {
     expect(await tempStore(database.db)).toBe(2); // MEMORY
     let during: number | undefined;

@@ -5,6 +5,8 @@ import type { TurnSnapshot } from './turn-snapshot.js';
 /** Prepares (and caches) statements on one better-sqlite3 connection. */
 export interface StatementSource {
   prepare(sql: string): SQLite.Statement;
+  /** Whether a transaction is open on the connection (SQLite ends one itself on some errors). */
+  transactionOpen?(): boolean;
 }
 
 interface Direct {

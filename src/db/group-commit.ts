@@ -114,7 +114,7 @@ export class GroupCommitter {
         if (this.statements) runDirectly(trx, this.statements, false);
         if (large) await exec(TEMP_FILE);
         try {
-          await transact(exec, trx, batch, failed);
+          await transact(exec, trx, batch, failed, () => this.statements?.transactionOpen?.() === false);
         } finally {
           if (large) await exec(TEMP_MEMORY);
         }
@@ -141,7 +141,7 @@ export class GroupCommitter {
  * BEGIN, each job in its own savepoint (a bare job without one), COMMIT. A job that fails is
  * rejected at once and added to `failed`.
  */
-async function transact(exec: (q: CompiledQuery) => unknown, trx: Transaction<DB>, batch: Job[], failed: Set<Job>): Promise<void> {
+async function transact(exec: (q: CompiledQuery) => unknown, trx: Transaction<DB>, batch: Job[], failed: Set<Job>, lost: () => boolean): Promise<void> {
   await exec(BEGIN);
   try {
     for (const job of batch) {
@@ -150,6 +150,10 @@ async function transact(exec: (q: CompiledQuery) => unknown, trx: Transaction<DB
         job.result = await job.fn(trx);
         if (!job.bare) await exec(RELEASE);
       } catch (e) {
+        // On some errors (disk full, I/O error) SQLite rolls the whole transaction back itself:
+        // the jobs before this one are gone with it, and the ones after must not run outside a
+        // transaction (each statement would commit on its own, then be answered as failed).
+        if (lost()) throw e;
         if (!job.bare) {
           await exec(ROLLBACK_TO);
           await exec(RELEASE);

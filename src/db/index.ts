@@ -130,6 +130,7 @@ function withStatementCache(raw: SQLite.Database, beforeWrite?: () => void) {
       if (beforeWrite && !(stmt.reader && stmt.readonly)) beforeWrite();
       return stmt;
     },
+    transactionOpen: () => raw.inTransaction,
     close() {
       cache.clear();
       raw.close();
