@@ -89,12 +89,20 @@ describe('GET /openapi.json', () => {
     }
   });
 
-  it('every operation lists 500 and 503, which any route can answer', () => {
+  it('every operation lists what any route can answer: a body refused (400, 408, 413, 415), another method (405), 500 and 503', () => {
     for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
       for (const [method, op] of Object.entries(ops)) {
-        expect(Object.keys(op.responses), `${method} ${path}`).toEqual(expect.arrayContaining(['500', '503']));
+        expect(Object.keys(op.responses), `${method} ${path}`).toEqual(expect.arrayContaining(['400', '405', '408', '413', '415', '500', '503']));
+        expect(op.responses['408']['x-error-codes'], `${method} ${path}`).toEqual(['invalid_request']);
       }
     }
+  });
+
+  it('documents /metrics as the Prometheus text format it is served in', async () => {
+    const documented = Object.keys(doc.paths['/metrics'].get.responses['200'].content);
+    const res = await fetch(`${t.url}/metrics`);
+    expect(res.status).toBe(200);
+    expect(documented).toEqual([res.headers.get('content-type')]);
   });
 
   it('carries the validation rules of the TypeBox schemas and the per-caller 401 code', () => {

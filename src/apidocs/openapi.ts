@@ -70,7 +70,8 @@ const AUDIENCE: Record<string, AuthKind[]> = {
 
 /** Every error code of the catalogue, by HTTP status (read from the factories themselves). */
 export function errorCodesByStatus(): Map<number, string[]> {
-  const byStatus = new Map<number, string[]>();
+  // Answered before Fastify (src/http/load-shedding.ts), not from the catalogue.
+  const byStatus = new Map<number, string[]>([[408, ['invalid_request']]]);
   for (const make of Object.values(Errors)) {
     const e = make('');
     const codes = byStatus.get(e.status) ?? [];
@@ -85,7 +86,8 @@ const REASONS: Record<number, string> = {
   401: 'Not authenticated',
   403: 'Refused for the caller',
   404: 'Not found',
-  405: 'Method not allowed (see the Allow header)',
+  405: 'Method not allowed on this path (see the Allow header)',
+  408: 'The request body did not arrive in time (BODY_TIMEOUT_MS); the connection is closed',
   409: 'Conflict with the current state',
   413: 'Request body over 64 KiB',
   415: 'Content-Type is not application/json',
@@ -146,7 +148,9 @@ export async function registerOpenApi(app: FastifyInstance, opts: OpenApiOptions
         version: opts.version,
         description:
           'Server API for game backends, partner API, client purchase API and operator (admin) API. ' +
-          'Every non-2xx answer is an ErrorResponse `{"error", "message"}`; every answer carries `x-trace-id`.',
+          'Every 4xx and 5xx answer is an ErrorResponse `{"error", "message"}`; every answer carries `x-trace-id`. ' +
+          'Request headers over 16 KiB, or bytes that are not HTTP, are answered 431 or 400 (ErrorResponse) and the connection closed. ' +
+          'The operator console (`/console/`, a browser app over this API) is not listed.',
       },
       servers: [{ url: opts.publicBaseUrl }],
       components: { securitySchemes: SECURITY_SCHEMES as never },

@@ -34,7 +34,10 @@ export function registerMetricsRoute(app: FastifyInstance, metrics: ServiceMetri
     schema: {
       tags: ['ops'],
       summary: 'Prometheus metrics (Bearer METRICS_TOKEN when configured)',
-      response: responses({ 200: Type.String({ description: 'Prometheus text exposition format' }) }, [401]),
+      response: responses(
+        { 200: { description: 'Prometheus text exposition format', content: { 'text/plain; version=0.0.4; charset=utf-8': { schema: Type.String() } } } },
+        [401],
+      ),
     },
     handler: async (req, reply) => {
       if (token) checkBearer(req, token);
