@@ -419,6 +419,27 @@ describe('bad input is refused and stores nothing', () => {
     await refused(() => raw(['Content-Type: application/json', `Authorization: ${auth}`]), 400, 'invalid_request', 'note');
   });
 
+  // The router refuses these before any hook runs; they are answered like every other error.
+  it('a path that is not percent-encoded UTF-8, or a path parameter over 1024 characters -> 400 ErrorResponse with a trace id', async () => {
+    const cases: [string, string][] = [
+      ['GET /admin/v1/games/%E0', 'UTF-8'],
+      ['GET /admin/v1/games/%ED%A0%80', 'UTF-8'],
+      ['GET /checkout/ot_1_%FF', 'UTF-8'],
+      [`GET /checkout/${'t'.repeat(1025)}`, '1024'],
+      [`POST /admin/v1/notifications/${'n'.repeat(1100)}/redeliver`, '1024'],
+    ];
+    for (const [line, mention] of cases) {
+      const [method, uri] = line.split(' ') as [string, string];
+      const r = await rawRequest(t, head(method, uri, [`Authorization: Bearer test-admin-token-0123456789`], 0));
+      expectErrorResponse(r, 400, 'invalid_request');
+      expect(JSON.parse(r.body).message, line.slice(0, 40)).toContain(mention);
+      expect(r.body.length).toBeLessThan(200);
+    }
+    // 1024 characters is still a parameter (an unknown order id is then 400 for its form).
+    const r = await rawRequest(t, head('GET', `/checkout/${'t'.repeat(1024)}`, [], 0));
+    expect(r.status).toBe(401);
+  });
+
   it('a duplicated admin Authorization header -> 401 unauthorized', async () => {
     const r = await rawRequest(t, head('GET', `/admin/v1/games/${game.gameId}`, ['Authorization: Bearer test-admin-token-0123456789', 'Authorization: Bearer test-admin-token-0123456789'], 0));
     expectErrorResponse(r, 401, 'unauthorized');

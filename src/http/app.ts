@@ -77,6 +77,7 @@ export interface AppOptions {
 }
 
 export const BODY_LIMIT = 64 * 1024;
+const MAX_PARAM_LENGTH = 1024;
 const bodyTooLarge = () => Errors.bodyTooLarge(`request body must be at most ${BODY_LIMIT} bytes`);
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
@@ -92,8 +93,9 @@ export function createFastify(opts: AppOptions): FastifyInstance {
     childLoggerFactory: ((logger: Logger) => logger) as never,
     requestIdHeader: false as const,
     return503OnClosing: false,
-    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 1024 },
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: MAX_PARAM_LENGTH },
     clientErrorHandler,
+    frameworkErrors: frameworkErrors as never,
     // A hop count is supported at runtime (proxy-addr) though Fastify's types omit it.
     trustProxy: (opts.trustProxy ?? false) as boolean,
   };
@@ -280,6 +282,20 @@ function clientErrorHandler(err: NodeJS.ErrnoException & { code?: string }, sock
     `HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
       `x-trace-id: ${newTraceId()}\r\nConnection: close\r\n\r\n${body}`,
   );
+}
+
+/**
+ * What the router refuses before any hook runs (a path that is not percent-encoded UTF-8, a
+ * path parameter over maxParamLength), answered like every other error: an ErrorResponse with
+ * a trace id, without echoing the path.
+ */
+function frameworkErrors(error: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
+  reply.header('x-trace-id', req.id);
+  const message =
+    error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? `a path parameter is longer than ${MAX_PARAM_LENGTH} characters`
+      : 'the path is not valid: a percent-encoded sequence in it is not UTF-8';
+  sendError(reply, Errors.invalidRequest(message));
 }
 
 function sendError(reply: FastifyReply, err: ApiError): void {
