@@ -367,6 +367,21 @@ describe('strings no database can store as sent (U+0000, unpaired surrogates)', 
     expect((await admin(t, 'GET', `/admin/v1/games/${game.gameId}/products`)).body.data.map((x: { product_id: string }) => x.product_id)).not.toContain('p\u0000x');
   });
 
+  // A cursor is base64url JSON: U+0000 hidden in it passes the URL's %00 check, and PostgreSQL
+  // would refuse it with a 500.
+  it('operator listings: a cursor hiding U+0000 or a lone surrogate -> 400 naming the cursor', async () => {
+    // JSON escapes (\\u0000), as a forger writes them: JSON.parse turns them into the characters.
+    const forged = ['"a\\u0000"', '"\\ud800"', '[1,"g\\u0000","s"]', '[1,"g\\u0000","p","u"]', '[1,"g","s\\u0000"]', '{"a\\u0000":1}'].map((j) => Buffer.from(j).toString('base64url'));
+    const listings = ['/admin/v1/games', '/admin/v1/partners', '/admin/v1/audit', '/admin/v1/sessions', '/admin/v1/bindings', '/admin/v1/orders', '/admin/v1/notifications'];
+    for (const path of listings) {
+      for (const cursor of forged) {
+        const r = await admin(t, 'GET', `${path}?cursor=${cursor}`);
+        expect([path, cursor, r.status, r.body.error]).toEqual([path, cursor, 400, 'invalid_request']);
+        expect(r.body.message).toContain('cursor');
+      }
+    }
+  });
+
   it('a "__proto__" field is ignored like any unknown field', async () => {
     const body = JSON.stringify(orderBody()).replace(/^\{/, '{"__proto__":{"quantity":5},"meta":{"__proto__":{"role_level":1}},');
     const r = await signed(t, game, 'POST', '/v1/server/create-order', body);

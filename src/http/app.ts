@@ -13,6 +13,7 @@ import { newTraceId } from './trace.js';
 import { isPromise, type MaybePromise } from '../lib/maybe-promise.js';
 import { trackRoutes } from './route-table.js';
 import { isJsonContentType } from '../lib/media-type.js';
+import { UNSTORABLE } from '../lib/unstorable.js';
 
 export type AuthKind = 'game' | 'partner' | 'admin' | 'client' | 'none';
 
@@ -372,8 +373,6 @@ function parseJsonBody(text: string): unknown {
   return value;
 }
 
-/** U+0000 (PostgreSQL text cannot hold it) or a UTF-16 surrogate without its pair (not Unicode). */
-const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /**
  * Strings that no database stores as sent are refused as bad parameters (400) instead of

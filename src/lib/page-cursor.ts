@@ -1,4 +1,5 @@
 import { Errors } from '../errors.js';
+import { storable } from './unstorable.js';
 
 /** Opaque paging cursors: base64url JSON of the last row's sort key. */
 export function encodeCursor(value: unknown): string {
@@ -13,6 +14,8 @@ export function decodeCursor<T>(cursor: string, valid: (v: unknown) => boolean):
   } catch {
     throw Errors.invalidRequest('cursor is not valid');
   }
-  if (!valid(value)) throw Errors.invalidRequest('cursor is not valid');
+  // A forged cursor may hide U+0000 in base64, past the URL's %00 check: PostgreSQL would
+  // refuse it with a 500.
+  if (!storable(value) || !valid(value)) throw Errors.invalidRequest('cursor is not valid');
   return value as T;
 }
