@@ -348,6 +348,21 @@ describe('signing keys: rotation', () => {
     expect(unknown.status).toBe(404);
   });
 
+  // A new key is always generated: a body field (a secret the operator meant to set) must not
+  // pass as a success that ignored it.
+  it('a new key takes no body, or {}: any field is 400 naming it, and no key is added', async () => {
+    const g = await createGame(t);
+    const keysOf = async () => (await t.service.database.db.selectFrom('game_keys').select('key_id').where('game_id', '=', g.gameId).execute()).length;
+    for (const body of [{ secret_key: 'sk_mychosenkey0123456789abcdef' }, { x: 1 }]) {
+      const r = await admin(t, 'POST', `/admin/v1/games/${g.gameId}/keys`, body);
+      expect([r.status, r.body.error]).toEqual([400, 'invalid_request']);
+      expect(r.body.message).toContain(Object.keys(body)[0]);
+    }
+    expect(await keysOf()).toBe(1);
+    expect((await admin(t, 'POST', `/admin/v1/games/${g.gameId}/keys`, {})).status).toBe(201);
+    expect(await keysOf()).toBe(2);
+  });
+
   it('concurrent key creations never leave more than two keys', async () => {
     const g = await createGame(t);
     const answers = await Promise.all(Array.from({ length: 6 }, () => admin(t, 'POST', `/admin/v1/games/${g.gameId}/keys`)));

@@ -119,6 +119,10 @@ describe('partner keys', () => {
 
   it('rotates: both keys work, at most two, the last cannot be deleted, a deleted key is refused', async () => {
     const { partner, uri } = await setup();
+    // A new key takes no body: a field (a secret meant to be set) is 400, not ignored.
+    const withField = await admin(t, 'POST', `/admin/v1/partners/${partner.partnerId}/keys`, { secret_key: 'sk_mychosenkey0123456789abcdef' });
+    expect([withField.status, withField.body.error]).toEqual([400, 'invalid_request']);
+    expect(withField.body.message).toContain('secret_key');
     // 404 binding_not_found proves the signature was accepted.
     expect((await partnerGet(t, partner, uri)).status).toBe(404);
     const k = await admin(t, 'POST', `/admin/v1/partners/${partner.partnerId}/keys`, {});

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
 import { actorOf } from '../admin/actor.js';
-import { responses } from '../http/errors-schema.js';
+import { EmptyObject, responses } from '../http/errors-schema.js';
 import type { GameService } from './service.js';
 import {
   CreateGameBody,
@@ -51,7 +51,7 @@ export function registerGameRoutes(app: FastifyInstance, games: GameService): vo
 
   app.post('/admin/v1/games/:game_id/keys', {
     config: admin,
-    schema: { tags: ['admin'], summary: 'Add a signing key (key rotation)', params: GameParams, response: responses({ 201: NewKey }, ADMIN_ERRORS) },
+    schema: { tags: ['admin'], summary: 'Add a signing key (key rotation); no body, or {}', params: GameParams, body: EmptyObject, response: responses({ 201: NewKey }, ADMIN_ERRORS) },
     handler: async (req, reply) => reply.code(201).send(await games.addKey((req.params as Static<typeof GameParams>).game_id, actorOf(req))),
   });
 

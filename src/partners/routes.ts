@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { actorOf } from '../admin/actor.js';
-import { responses } from '../http/errors-schema.js';
+import { EmptyObject, responses } from '../http/errors-schema.js';
 import {
   CreatePartnerBody,
   ListPartnersQuery,
@@ -48,7 +48,7 @@ export function registerPartnerRoutes(app: FastifyInstance, partners: PartnerSer
 
   app.post('/admin/v1/partners/:partner_id/keys', {
     config: admin,
-    schema: { tags: ['admin'], params: PartnerParams, response: responses({ 201: NewKey }, ADMIN_ERRORS) },
+    schema: { tags: ['admin'], params: PartnerParams, body: EmptyObject, response: responses({ 201: NewKey }, ADMIN_ERRORS) },
     handler: async (req, reply) => reply.code(201).send(await partners.addKey(id(req), actorOf(req))),
   });
 
