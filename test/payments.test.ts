@@ -293,6 +293,12 @@ describe('expiry (sweeper) and late payment, on a manual clock', () => {
       const p = await pay(m, o.order_token);
       expect(p.status).toBe(409);
       expect(p.body.error).toBe('invalid_state');
+      // Nor can an operator cancel it: it is expired, recorded or not.
+      const c = await admin(m, 'POST', `/admin/v1/orders/${o.order_id}/cancel`, {});
+      expect([c.status, c.body.error]).toEqual([409, 'invalid_state']);
+      expect(c.body.message).toContain('expired');
+      expect(await statusOf(m, o.order_id)).toBe('created');
+      expect(await eventsOf(m, o.order_id)).toEqual([]);
     } finally {
       sweeper().start();
     }

@@ -93,7 +93,13 @@ export class OrderAdminService {
   /** created -> canceled. 409 from any other state. */
   cancel(orderId: string, actor: string, reason?: string): Promise<AdminOrder> {
     const by = { actor, reason };
-    return this.act(orderId, by, 'order.cancel', (trx, now) => this.d.lifecycle.cancel(trx, orderId, now, by));
+    return this.act(orderId, by, 'order.cancel', async (trx, now) => {
+      // Past expires_at an order is expired, recorded by the sweeper or not yet (clients already
+      // see it so): it is expired here first, and the cancel then answers 409 (which rolls the
+      // expiry back with it; the sweeper records it).
+      await this.d.lifecycle.expire(trx, orderId, now);
+      return this.d.lifecycle.cancel(trx, orderId, now, by);
+    });
   }
 
   /** One operator transition and its audit record, in one transaction. */
