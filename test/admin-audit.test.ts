@@ -39,7 +39,8 @@ describe('GET /admin/v1/audit', () => {
     expect(p2.body.next_cursor).toBeNull();
   });
 
-  it.each([['limit=0'], ['limit=201'], ['cursor=bm9wZQ'], [`action=${'x'.repeat(65)}`]])('400 invalid_request for %s', async (q) => {
+  // bm9wZQ: not JSON; the other: another listing's cursor (a JSON notification id).
+  it.each([['limit=0'], ['limit=201'], ['cursor=bm9wZQ'], [`cursor=${Buffer.from('"ntf_0000000000000abcd"').toString('base64url')}`], [`action=${'x'.repeat(65)}`]])('400 invalid_request for %s', async (q) => {
     const r = await admin(t, 'GET', `/admin/v1/audit?${q}`);
     expect(r.status).toBe(400);
     expect(r.body.error).toBe('invalid_request');

@@ -233,6 +233,10 @@ describe('national-system upload', () => {
       ['limit=201', 400],
       ['status=bogus', 400],
       ['status=failed', 200],
+      // The cursor is an event id: garbage, or another listing's cursor, is refused.
+      ['cursor=%25%25%25', 400],
+      ['cursor=ntf_0000000000000abcd', 400],
+      [`cursor=${ids[0]}`, 200],
     ] as const) {
       expect([q, (await admin(t, 'GET', `/admin/v1/games/${game.gameId}/nppa/events?${q}`)).status]).toEqual([q, status]);
     }

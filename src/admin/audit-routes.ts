@@ -38,7 +38,7 @@ export function registerAuditRoutes(app: FastifyInstance, db: Kysely<DB>): void 
     handler: async (req) => {
       const q = req.query as AuditQuery;
       const limit = q.limit ?? 50;
-      const before = q.cursor ? decodeCursor<string>(q.cursor, (v) => typeof v === 'string' && v.length <= 64) : null;
+      const before = q.cursor ? decodeCursor<string>(q.cursor, (v) => typeof v === 'string' && /^aud_[0-9A-Za-z]{1,60}$/.test(v)) : null;
       const rows = await listAudit(db, q, before, limit + 1);
       const page = rows.slice(0, limit);
       return { data: page, next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.audit_id) : null };

@@ -21,6 +21,8 @@ export interface PlayerServiceDeps {
   onlineByDay: (gameId: string, comboId: string) => Promise<{ date: string; online_seconds: number }[]>;
 }
 
+const EVENT_ID = /^bev_[0-9A-Za-z]{1,60}$/;
+
 /** What the operator knows of players (PROTOCOL 12) and the national-system queue view. */
 export class PlayerService {
   constructor(private readonly d: PlayerServiceDeps) {}
@@ -88,6 +90,8 @@ export class PlayerService {
     const { store } = this.d;
     await this.requireGame(gameId);
     const limit = q.limit ?? 50;
+    // The cursor is the last event id of a page (bev_...): anything else is not one of ours.
+    if (q.cursor !== undefined && !EVENT_ID.test(q.cursor)) throw Errors.invalidRequest('cursor is not valid');
     const rows = await store.listEvents(gameId, { status: q.status, limit: limit + 1, before: q.cursor });
     const page = rows.slice(0, limit);
     return {
