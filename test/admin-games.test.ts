@@ -258,6 +258,7 @@ describe('products', () => {
     const list = await admin(t, 'GET', path);
     expect(list.body.data.map((p: { product_id: string }) => p.product_id)).toEqual(['gem_60', 'vip_月卡']);
 
+    for (const currency of ['JPY', 'EUR', 'HKD', 'TWD', 'KRW']) expect((await admin(t, 'PUT', `${path}/in_${currency}`, { name: currency, price: 100, currency })).status).toBe(200);
     const replaced = await admin(t, 'PUT', `${path}/gem_60`, { name: '60 gems+', price: 648, currency: 'USD' });
     expect(replaced.body).toMatchObject({ name: '60 gems+', price: 648, currency: 'USD', active: true });
     const original = list.body.data[0];
@@ -293,6 +294,7 @@ describe('products', () => {
     ['price a string', { name: 'p', price: '600', currency: 'CNY' }, 'price'],
     ['currency lower case', { name: 'p', price: 1, currency: 'cny' }, 'currency'],
     ['currency 4 letters', { name: 'p', price: 1, currency: 'CNYY' }, 'currency'],
+    ['currency not ISO 4217', { name: 'p', price: 1, currency: 'ZZZ' }, 'currency must be an ISO 4217 currency code'],
     ['active a string', { name: 'p', price: 1, currency: 'CNY', active: 'yes' }, 'active'],
   ])('400 naming the field when %s', async (_n, body, field) => {
     const g = await createGame(t);

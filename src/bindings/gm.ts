@@ -1,8 +1,8 @@
 import type { Clock } from '../lib/clock.js';
 import { prefixedId, type IdGenerator } from '../lib/ids.js';
+import { isJsonContentType } from '../lib/media-type.js';
 import type { OutboundClient } from '../lib/outbound.js';
 import { authorizationHeader } from '../signing/signer.js';
-import { isJsonContentType } from '../lib/media-type.js';
 import type { Role } from './schemas.js';
 
 /** The game could not give an answer (down, slow, error answer, or an answer of the wrong shape). */

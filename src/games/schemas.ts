@@ -64,7 +64,7 @@ export const ProductId = Type.String({ minLength: 1, maxLength: 64 });
 export const PutProductBody = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 128 }),
   price: Type.Integer({ minimum: 1, maximum: 1_000_000_000_000 }),
-  currency: Type.String({ pattern: '^[A-Z]{3}$' }),
+  currency: Type.String({ pattern: '^[A-Z]{3}$', format: 'iso4217' }),
   active: Type.Optional(Type.Boolean()),
 }, { additionalProperties: false });
 export type PutProductBody = Static<typeof PutProductBody>;

@@ -1,6 +1,12 @@
 import Ajv, { _, str, type ErrorObject, type KeywordCxt, type ValidateFunction } from 'ajv';
 import type { FastifySchemaCompiler } from 'fastify';
 
+const CURRENCIES = new Set(Intl.supportedValuesOf('currency'));
+const FORMAT_NAMES: Record<string, string> = {
+  'http-url': 'an absolute http(s) URL',
+  iso4217: 'an ISO 4217 currency code in use (CNY, USD, ...)',
+};
+
 /**
  * Ajv set-up: bodies are validated strictly (no type coercion: "5" is not 5), query strings and
  * path params are coerced (they are always strings on the wire). Lengths count code points.
@@ -26,6 +32,8 @@ function makeAjv(coerce: boolean) {
     },
   });
   ajv.addFormat('date', /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$/);
+  // The currencies in use that this Node.js (its ICU data) knows: ZZZ is no currency.
+  ajv.addFormat('iso4217', { type: 'string', validate: (v: string) => CURRENCIES.has(v) });
   useCodePointLengths(ajv);
   return ajv;
 }
@@ -108,7 +116,7 @@ export function describeValidationError(errors: ErrorObject[], part: string): st
     case 'enum':
       return `${where}${base} must be one of ${(p.allowedValues as unknown[]).join(', ')}`;
     case 'format':
-      return `${where}${base} must be ${p.format === 'http-url' ? 'an absolute http(s) URL' : `a valid ${String(p.format)}`}`;
+      return `${where}${base} must be ${FORMAT_NAMES[String(p.format)] ?? `a valid ${String(p.format)}`}`;
     case 'pattern':
       return `${where}${base} has an invalid format`;
     case 'additionalProperties':
