@@ -3,6 +3,7 @@ import { ConfigError, checkServiceConfig, loadConfig } from './config/index.js';
 import { resolveSecretsKey } from './lib/secrets-key.js';
 import { createLogger } from './logger.js';
 import { createService } from './service.js';
+import { DatabaseUnusableError } from './db/index.js';
 
 /** Process entry point: `npm start`. */
 async function main(): Promise<void> {
@@ -22,7 +23,15 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel, logOutput);
   for (const warning of config.warnings) logger.warn(warning);
   const { key, source } = resolveSecretsKey(config.secretsKey, config.dataDir, config.production);
-  const service = await createService({ config, logger, secretsKey: key });
+  let service;
+  try {
+    service = await createService({ config, logger, secretsKey: key });
+  } catch (e) {
+    // A database that cannot be reached or opened at start: say which setting, without a stack.
+    if (!(e instanceof DatabaseUnusableError)) throw e;
+    process.stderr.write(`cannot use the database of DATABASE_URL=${withoutPassword(config.databaseUrl)}: ${e.message}\n`);
+    process.exit(1);
+  }
   let address: string;
   try {
     address = await service.listen();
@@ -77,6 +86,17 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+/** A database URL fit to print: its password, if any, replaced. */
+function withoutPassword(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return url;
+  }
 }
 
 main().catch((err) => {

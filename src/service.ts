@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from './config/index.js';
-import { migrateToLatest, migrationsApplied, openDatabase, type Database } from './db/index.js';
+import { DatabaseUnusableError, isStorageUnavailable, migrateToLatest, migrationsApplied, openDatabase, type Database } from './db/index.js';
 import { Errors } from './errors.js';
 import { GameService } from './games/service.js';
 import { GameStore } from './games/store.js';
@@ -122,7 +122,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     await migrateToLatest(database);
   } catch (e) {
     await database.close();
-    throw e;
+    throw isStorageUnavailable(e) ? new DatabaseUnusableError(e) : e;
   }
   const ids = new IdGenerator(config.nodeId ?? undefined);
   // SECRETS_KEY_PREVIOUS: during a key rotation, values sealed with the old key still open.

@@ -337,6 +337,25 @@ describe('bad configuration', () => {
     expect(s.stderr()).not.toMatch(/\n\s+at /);
   });
 
+  it('a database that cannot be reached or opened -> exit 1 with one line naming DATABASE_URL (no password), no stack', async () => {
+    const probe = http.createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    const closed = (probe.address() as { port: number }).port; // nothing listens there once closed
+    await new Promise((r) => probe.close(r));
+    const cases: [string, RegExp][] = [
+      [`postgres://combo:hunter2secret@127.0.0.1:${closed}/nodb`, new RegExp(`^cannot use the database of DATABASE_URL=postgres://combo:\\*\\*\\*@127\\.0\\.0\\.1:${closed}/nodb: .*ECONNREFUSED`, 'm')],
+      ['sqlite:/etc/hostname/combo.db', /^cannot use the database of DATABASE_URL=sqlite:\/etc\/hostname\/combo\.db: .*(EEXIST|ENOTDIR)/m],
+    ];
+    for (const [url, line] of cases) {
+      const s = spawnEntry('src/main.ts', { ...env(), DATABASE_URL: url, PORT: '0', HOST: '127.0.0.1' });
+      running.push(s);
+      expect(await s.exited).toBe(1);
+      expect(s.stderr()).toMatch(line);
+      expect(s.stderr()).not.toContain('hunter2secret');
+      expect(s.stderr()).not.toMatch(/\n\s+at /);
+    }
+  });
+
   it('NODE_ENV=prod starts with a warning that the production rules are off', async () => {
     const s = await start({ NODE_ENV: 'prod' });
     const warning = await s.logLine('NODE_ENV is "prod", not "production": the production rules (ADMIN_TOKEN and SECRETS_KEY required, internal URLs refused) are off');

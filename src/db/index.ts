@@ -49,9 +49,23 @@ export interface DatabaseOptions {
 // int8 (bigint) columns hold Unix ms and minor units: well inside Number's exact range.
 pg.types.setTypeParser(20, (v) => Number(v));
 
+/** The database cannot be opened or reached (at start): the cause's message says why. */
+export class DatabaseUnusableError extends Error {
+  constructor(cause: unknown) {
+    const e = cause as { message?: string; code?: string } | null;
+    super(e?.message || e?.code || String(cause), { cause });
+    this.name = 'DatabaseUnusableError';
+  }
+}
+
 export function openDatabase(url: string, options: DatabaseOptions = {}): Database {
-  if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length), options);
-  return openPostgres(url, options);
+  try {
+    if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length), options);
+    return openPostgres(url, options);
+  } catch (e) {
+    // Its directory cannot be made, its file cannot be opened: nothing else has started yet.
+    throw new DatabaseUnusableError(e);
+  }
 }
 
 function openSqlite(file: string, options: DatabaseOptions): Database {
