@@ -145,6 +145,12 @@ describe('GET /admin/v1/orders', () => {
     ['limit=201', 'limit'],
     ['limit=abc', 'limit'],
     ['limit=1.5', 'limit'],
+    // Only decimal digits are an integer (Number() would take these), and a parameter once.
+    ['limit=0x10', 'limit must be an integer'],
+    ['limit=1e1', 'limit must be an integer'],
+    ['limit=%201', 'limit must be an integer'],
+    ['limit=1&limit=2', 'limit must be given once'],
+    ['status=paid&status=created', 'status must be given once'],
     ['status=lost', 'status'],
     ['cursor=bm9wZQ', 'cursor'],
     ['cursor=', 'cursor'],

@@ -88,10 +88,39 @@ export const schemaCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPar
   let fn = cache.get(key);
   if (!fn) {
     fn = ajv.compile(schema as object);
+    if (httpPart !== 'body') fn = strictStrings(fn, schema as QuerySchema);
     cache.set(key, fn);
   }
   return fn as never;
 };
+
+type QuerySchema = { properties?: Record<string, { type?: string }> };
+const DECIMAL_INTEGER = /^-?[0-9]{1,16}$/;
+
+/**
+ * Query and path values are strings that Ajv coerces, and its coercion takes what Number()
+ * takes: `0x10`, `1e1` and ` 1` would pass as integers. An integer must be written in decimal
+ * digits, and a parameter given twice (`?limit=1&limit=2`) is named as such.
+ */
+function strictStrings(validate: ValidateFunction, schema: QuerySchema): ValidateFunction {
+  const props = Object.entries(schema.properties ?? {}).filter(([, p]) => p.type !== 'array');
+  if (props.length === 0) return validate;
+  const fail = (wrapped: ValidateFunction, name: string, keyword: string, params: Record<string, unknown>) => {
+    wrapped.errors = [{ keyword, instancePath: `/${name}`, schemaPath: '', params, message: keyword === 'repeated' ? 'must be given once' : 'must be integer' }];
+    return false;
+  };
+  const wrapped = ((data: Record<string, unknown> | undefined) => {
+    for (const [name, p] of props) {
+      const v = data?.[name];
+      if (Array.isArray(v)) return fail(wrapped, name, 'repeated', {});
+      if (p.type === 'integer' && typeof v === 'string' && !DECIMAL_INTEGER.test(v)) return fail(wrapped, name, 'type', { type: 'integer' });
+    }
+    const ok = validate(data);
+    wrapped.errors = validate.errors;
+    return ok;
+  }) as ValidateFunction;
+  return wrapped;
+}
 
 /** One readable sentence naming the offending field, from Ajv's first error. */
 export function describeValidationError(errors: ErrorObject[], part: string): string {
@@ -122,6 +151,8 @@ export function describeValidationError(errors: ErrorObject[], part: string): st
     case 'additionalProperties':
       return `${where}${join(base, String(p.additionalProperty))} is not a known field`;
     case 'minItems':
+    case 'repeated':
+      return `${where}${base} must be given once`;
     case 'maxItems':
     case 'uniqueItems':
       return `${where}${base} ${e.message ?? 'is invalid'}`;
