@@ -150,3 +150,60 @@ describe('sessions: timeout sweep, operator listing, online time per Beijing day
     expect(player.body.recorded).toBe(false);
   });
 });
+
+// PROTOCOL 4: an open session with no leave for the timeout is closed with reason `timeout`, at
+// the moment the timeout ran out; the sweeper only records it. Until it has, nothing may count
+// past that moment, and a leave arriving late changes nothing.
+describe('sessions past their timeout before the sweeper has run', () => {
+  let standIn: StandIn;
+  let t: TestService;
+  const clock = new ManualClock(bj('2026-11-20T10:00:00'));
+  beforeAll(async () => {
+    standIn = await startNppaStandIn({ clock });
+    t = await startService({
+      clock,
+      env: { NPPA_BASE_URL: standIn.url, NPPA_POLL_INTERVAL_MS: '20', SWEEP_INTERVAL_MS: '600000', SESSION_TIMEOUT_SECONDS: '3600' },
+    });
+  });
+  afterAll(async () => {
+    await t?.stop();
+    await standIn?.close();
+  });
+  const sessions = async (q: string) => (await admin(t, 'GET', `/admin/v1/sessions?${q}`)).body;
+
+  it('counts no more than the timeout, and a late leave closes the session at entered + timeout with reason timeout', async () => {
+    for (const reported of [false, true]) {
+      const game = reported ? await createNppaGame(t, standIn) : await createGame(t);
+      const t0 = clock.now();
+      await enter(t, game, 'late', 's-late');
+      if (reported) await waitFor(() => standIn.accepted.some((a) => a.si === nppaSessionId(game.gameId, 's-late') && a.bt === 1), 'the login upload');
+      clock.advance(3_660_000); // an hour and a minute: past the timeout; the sweeper is held
+      const q = `game_id=${game.gameId}&combo_id=late`;
+      const open = await sessions(q);
+      expect([reported, open.data[0]]).toMatchObject([reported, { open: true, online_seconds: 3600 }]);
+      expect(open.online_days.at(-1).online_seconds).toBe(3600);
+      await leave(t, game, 'late', 's-late');
+      const closed = await sessions(q);
+      expect([reported, closed.data[0]]).toMatchObject([reported, { open: false, left_at: t0 + 3_600_000, close_reason: 'timeout', online_seconds: 3600 }]);
+      if (reported) {
+        const events = (await admin(t, 'GET', `/admin/v1/games/${game.gameId}/nppa/events`)).body.data as { bt: number; ot: number }[];
+        expect(events.filter((e) => e.bt === 0).map((e) => e.ot)).toEqual([t0 + 3_600_000]);
+      }
+    }
+  });
+
+  // A session may be longer than today's timeout: closed under a longer one before the setting
+  // was lowered. It still counts in the player's online days.
+  it('counts a session longer than the current timeout in the online days', async () => {
+    const game = await createGame(t);
+    const now = clock.now();
+    await t.service.database.db
+      .insertInto('sessions')
+      .values({ game_id: game.gameId, session_id: 's-long', combo_id: 'marathon', entered_at: now - 10 * 86_400_000, left_at: now - 60_000, close_reason: 'leave', created_at: now - 10 * 86_400_000 })
+      .execute();
+    const days = (await sessions(`game_id=${game.gameId}&combo_id=marathon`)).online_days as { online_seconds: number }[];
+    // Online all week: every past day whole, today up to a minute ago.
+    expect(days.slice(0, 6).map((d) => d.online_seconds)).toEqual(Array(6).fill(86_400));
+    expect(days[6]!.online_seconds).toBeGreaterThan(0);
+  });
+});

@@ -5,6 +5,9 @@ import path from 'node:path';
 import { createSecureContext } from 'node:tls';
 import ipaddr from 'ipaddr.js';
 
+/** The longest SESSION_TIMEOUT_SECONDS may be (30 days). */
+export const MAX_SESSION_TIMEOUT_SECONDS = 30 * 86_400;
+
 /**
  * Service configuration, read from the environment once, at start, by `loadConfig` (never at
  * import time). Every bad value is reported with the variable's name; all problems are
@@ -232,7 +235,7 @@ export function loadConfig(env: Env = process.env): Config {
       retryBaseMs: int('NOTIFY_RETRY_BASE_MS', 10_000, 1, 3_600_000),
     },
     sweepIntervalMs: int('SWEEP_INTERVAL_MS', 1000, 10, 600_000),
-    sessionTimeoutMs: int('SESSION_TIMEOUT_SECONDS', 86_400, 60, 30 * 86_400) * 1000,
+    sessionTimeoutMs: int('SESSION_TIMEOUT_SECONDS', 86_400, 60, MAX_SESSION_TIMEOUT_SECONDS) * 1000,
     roleCacheTtlMs: int('ROLE_CACHE_TTL_SECONDS', 300, 0, 86_400) * 1000,
     roleStaleTtlMs: int('ROLE_STALE_TTL_SECONDS', 3600, 0, 7 * 86_400) * 1000,
     gmTimeoutMs: int('GM_TIMEOUT_MS', 5000, 100, 60_000),

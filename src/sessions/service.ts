@@ -1,4 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
+import { MAX_SESSION_TIMEOUT_SECONDS } from '../config/index.js';
 import type { DB } from '../db/schema.js';
 import { Errors } from '../errors.js';
 import type { GameSnapshot } from '../games/service.js';
@@ -21,6 +22,7 @@ export interface SessionServiceDeps {
 }
 
 const DEFAULT_TIMEOUT_MS = 86_400_000;
+const MAX_TIMEOUT_MS = MAX_SESSION_TIMEOUT_SECONDS * 1000;
 const DAY_MS = 86_400_000;
 
 /**
@@ -72,11 +74,18 @@ export class SessionService {
     const { store, clock } = this.d;
     const gameId = snap.game.game_id;
     const now = clock.now();
-    if (await store.oneStatement((q) => store.close(q, gameId, body.session_id, now, 'leave', body.combo_id))) return;
+    const timeout = this.timeoutMs();
+    if (await store.oneStatement((q) => store.close(q, gameId, body.session_id, now, 'leave', body.combo_id, now - timeout))) return;
     const existing = await store.find(store.db, gameId, body.session_id);
     if (existing) {
       if (existing.combo_id !== body.combo_id) throw otherPlayer(body.session_id);
       if (existing.left_at !== null) return; // already closed: a retry
+      // Timed out, the sweeper not there yet: the session ended when its timeout ran out, and
+      // this late leave changes nothing (as after the sweeper's close).
+      if (this.timedOut(existing, now)) {
+        await store.oneStatement((q) => store.close(q, gameId, body.session_id, (existing.entered_at as number) + timeout, 'timeout'));
+        return;
+      }
       return this.leave(snap, body); // entered by a concurrent report after the close above
     }
     // Leave without enter: kept, never dropped (compliance data).
@@ -95,7 +104,9 @@ export class SessionService {
       if (existing) {
         if (existing.combo_id !== body.combo_id) throw otherPlayer(body.session_id);
         if (existing.left_at !== null) return; // already closed: a retry
-        if (await store.close(trx, gameId, body.session_id, now, 'leave')) await this.behaviour(trx, snap, existing, 0, now);
+        // Timed out, the sweeper not there yet: closed as the sweeper would (see leave()).
+        const [at, reason] = this.timedOut(existing, now) ? [(existing.entered_at as number) + this.timeoutMs(), 'timeout' as const] : [now, 'leave' as const];
+        if (await store.close(trx, gameId, body.session_id, at, reason)) await this.behaviour(trx, snap, existing, 0, at);
         return;
       }
       // Leave without enter: kept, never dropped (compliance data).
@@ -123,7 +134,7 @@ export class SessionService {
    */
   async closeTimedOut(limit = 500): Promise<number> {
     const { store, clock } = this.d;
-    const timeout = this.d.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const timeout = this.timeoutMs();
     const expired = await store.findExpired(store.db, clock.now() - timeout, limit);
     let closed = 0;
     for (const s of expired) {
@@ -143,10 +154,11 @@ export class SessionService {
     const { store, clock } = this.d;
     const now = clock.now();
     const windowStart = beijingDayStart(now) - (days - 1) * DAY_MS;
-    // A session lasts at most the timeout, so older ones cannot reach into the window.
-    const since = windowStart - (this.d.timeoutMs ?? DEFAULT_TIMEOUT_MS) - DAY_MS;
+    // A session lasts at most the timeout it was closed under, which may have been longer than
+    // today's (the setting was lowered): the longest one allowed bounds what can reach the window.
+    const since = windowStart - MAX_TIMEOUT_MS - DAY_MS;
     const rows = await store.playerSessions(store.db, gameId, comboId, since);
-    const intervals = rows.filter((r) => r.entered_at !== null).map((r) => ({ from: r.entered_at as number, to: r.left_at ?? now }));
+    const intervals = rows.filter((r) => r.entered_at !== null).map((r) => ({ from: r.entered_at as number, to: this.endOf(r, now) }));
     const perDay = secondsPerBeijingDay(intervals, windowStart, now);
     return Array.from({ length: days }, (_, i) => {
       const date = beijingDate(windowStart + i * DAY_MS);
@@ -169,11 +181,26 @@ export class SessionService {
     const last = page[page.length - 1];
     const now = clock.now();
     const out: SessionPage = {
-      data: page.map((r) => toSessionView(r, now)),
+      data: page.map((r) => toSessionView(r, this.endOf(r, now))),
       next_cursor: rows.length > limit && last ? sessionCursor(last) : null,
     };
     if (q.game_id !== undefined && q.combo_id !== undefined) out.online_days = await this.onlineByDay(q.game_id, q.combo_id);
     return out;
+  }
+
+  private timeoutMs(): number {
+    return this.d.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  }
+
+  /** An open session past its timeout: closed in effect, whether or not the sweeper has run. */
+  private timedOut(s: SessionRow, now: number): boolean {
+    return s.left_at === null && s.entered_at !== null && s.entered_at <= now - this.timeoutMs();
+  }
+
+  /** Where a session's online time ends: its leave, else now, but never past its timeout. */
+  private endOf(s: SessionRow, now: number): number {
+    if (s.left_at !== null) return s.left_at;
+    return s.entered_at === null ? now : Math.min(now, s.entered_at + this.timeoutMs());
   }
 
   private async behaviour(trx: Transaction<DB>, snap: GameSnapshot, s: SessionRow, bt: 0 | 1, at: number): Promise<void> {
@@ -209,7 +236,8 @@ function checkEnterRetry(existing: SessionRow, body: SessionReportBody): void {
 
 const otherPlayer = (sessionId: string) => Errors.invalidRequest(`session_id ${sessionId} belongs to another combo_id`);
 
-function toSessionView(r: SessionRow, now: number): SessionView {
+/** `end`: where its online time ends (SessionService.endOf). */
+function toSessionView(r: SessionRow, end: number): SessionView {
   return {
     game_id: r.game_id,
     session_id: r.session_id,
@@ -218,7 +246,7 @@ function toSessionView(r: SessionRow, now: number): SessionView {
     left_at: r.left_at,
     close_reason: r.close_reason,
     open: r.left_at === null,
-    online_seconds: r.entered_at === null ? null : Math.floor(((r.left_at ?? now) - r.entered_at) / 1000),
+    online_seconds: r.entered_at === null ? null : Math.floor((end - r.entered_at) / 1000),
   };
 }
 

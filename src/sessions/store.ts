@@ -64,7 +64,11 @@ export class SessionStore {
    * Guarded close: only an open session is closed, so a concurrent leave closes it once. With
    * `comboId`, only that player's session.
    */
-  async close(q: Q, gameId: string, sessionId: string, at: number, reason: 'leave' | 'timeout', comboId?: string): Promise<boolean> {
+  /**
+   * Closes the session if it is open (and, with `comboId`, the player's; with `enteredAfter`,
+   * entered after then: not timed out yet).
+   */
+  async close(q: Q, gameId: string, sessionId: string, at: number, reason: 'leave' | 'timeout', comboId?: string, enteredAfter?: number): Promise<boolean> {
     let update = q
       .updateTable('sessions')
       .set({ left_at: at, close_reason: reason })
@@ -72,6 +76,7 @@ export class SessionStore {
       .where('session_id', '=', sessionId)
       .where('left_at', 'is', null);
     if (comboId !== undefined) update = update.where('combo_id', '=', comboId);
+    if (enteredAfter !== undefined) update = update.where('entered_at', '>', enteredAfter);
     const r = await update.executeTakeFirst();
     return Number(r.numUpdatedRows) > 0;
   }
