@@ -40,6 +40,28 @@ describe.skipIf(TEST_DB !== 'sqlite')('SQLite WAL checkpoints on a worker thread
     expect(Number(n.n)).toBe(20);
   });
 
+  // SQLite answers how many WAL frames are copied so far: counted as is, every idle interval
+  // added them again, and a counter that moves while nothing is written hides a stopped worker.
+  it('counts pages once: with no writes the counters stay flat', async () => {
+    t = await startService({ env: { SQLITE_CHECKPOINT_INTERVAL_MS: '10', METRICS_TOKEN } });
+    const checkpointer = t.service.database.checkpointer!;
+    let events = 0;
+    let pages = 0;
+    checkpointer.on('checkpoint', (n: number) => {
+      events++;
+      pages += n;
+    });
+    const game = await createGame(t);
+    const checkpointed = once(checkpointer, 'checkpoint');
+    for (let i = 0; i < 20; i++) expect((await signed(t, game, 'POST', '/v1/server/create-order', orderBody())).status).toBe(200);
+    await checkpointed;
+    // Nothing written from here: a few intervals for the last pages, then 30 idle ones.
+    await new Promise((r) => setTimeout(r, 100));
+    const settled = { events, pages };
+    await new Promise((r) => setTimeout(r, 300));
+    expect({ events, pages }).toEqual(settled);
+  });
+
   it('is on by default (every 20 ms); 0 leaves checkpoints to SQLite, in the committing connection', async () => {
     t = await startService();
     expect(t.service.database.checkpointer).toBeDefined();

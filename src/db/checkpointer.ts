@@ -20,11 +20,17 @@ const { parentPort, workerData } = require('node:worker_threads');
 const SQLite = require(workerData.driver);
 const db = new SQLite(workerData.file);
 db.pragma('synchronous = ' + workerData.synchronous);
+// SQLite answers how many of the WAL's frames are copied so far, not how many this call copied:
+// the difference from the last answer is this call's, unless the WAL started over since.
+let last = { log: 0, checkpointed: 0 };
 const timer = setInterval(() => {
   try {
     // PASSIVE: copies what no reader still needs, never waits for a lock and never blocks one.
     const [r] = db.pragma('wal_checkpoint(PASSIVE)');
-    if (r.checkpointed > 0) parentPort.postMessage({ frames: r.checkpointed });
+    const restarted = r.log < last.log || r.checkpointed < last.checkpointed;
+    const copied = restarted ? r.checkpointed : r.checkpointed - last.checkpointed;
+    last = { log: Math.max(r.log, 0), checkpointed: Math.max(r.checkpointed, 0) };
+    if (copied > 0) parentPort.postMessage({ frames: copied });
   } catch (e) {
     parentPort.postMessage({ error: String((e && e.message) || e) });
   }
