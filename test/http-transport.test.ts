@@ -440,6 +440,16 @@ describe('bad input is refused and stores nothing', () => {
     expect(r.status).toBe(401);
   });
 
+  // HTTP/2 takes any token as a method (HTTP/1.1's parser refuses unknown ones with 400).
+  it('an HTTP/2 request with a method no one knows -> 400 ErrorResponse with a trace id', async () => {
+    for (const path of ['/healthz', '/v1/server/create-order', '/nope']) {
+      const r = await h2request(t.url, { ':method': 'FOO1', ':path': path });
+      expect([path, r.status]).toEqual([path, 400]);
+      expect(r.headers['x-trace-id']).toBeTruthy();
+      expect(JSON.parse(r.text)).toEqual({ error: 'invalid_request', message: expect.stringContaining('method') });
+    }
+  });
+
   it('a duplicated admin Authorization header -> 401 unauthorized', async () => {
     const r = await rawRequest(t, head('GET', `/admin/v1/games/${game.gameId}`, ['Authorization: Bearer test-admin-token-0123456789', 'Authorization: Bearer test-admin-token-0123456789'], 0));
     expectErrorResponse(r, 401, 'unauthorized');

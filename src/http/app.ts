@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import type http from 'node:http';
+import http from 'node:http';
 import Fastify, { LogController, type FastifyContextConfig, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerFactory } from 'fastify';
 import type { Logger } from 'pino';
 import { isStorageUnavailable } from '../db/index.js';
@@ -104,14 +104,14 @@ export function createFastify(opts: AppOptions): FastifyInstance {
     opts.tls
       ? // Fastify ends idle HTTP/2 sessions itself (http2SessionTimeout, 72 s); the stream cap is ours.
         Fastify({ ...common, http2: true, https: { allowHTTP1: true, cert: opts.tls.cert, key: opts.tls.key, settings: { maxConcurrentStreams: HTTP2_MAX_STREAMS } } })
-      : Fastify({ ...common, serverFactory: ((handler: Handler) => new DualProtocolServer(opts.shedder ? opts.shedder.wrap(handler) : handler)) as unknown as FastifyServerFactory })
+      : Fastify({ ...common, serverFactory: ((handler: Handler) => new DualProtocolServer(refuseUnknownMethods(opts.shedder ? opts.shedder.wrap(handler) : handler))) as unknown as FastifyServerFactory })
   ) as unknown as FastifyInstance;
   if (opts.tls && opts.shedder) {
     // The TLS server was made by Fastify with its handler as the 'request' listener.
     const server = app.server as unknown as http.Server;
     for (const l of server.listeners('request') as Handler[]) {
       server.off('request', l);
-      server.on('request', opts.shedder.wrap(l));
+      server.on('request', refuseUnknownMethods(opts.shedder.wrap(l)));
     }
   }
 
@@ -265,6 +265,22 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     } else if (apiError.status >= 500) req.log.error({ err: error, traceId: req.id }, 'request failed');
     sendError(reply, apiError);
   });
+}
+
+const KNOWN_METHODS = new Set(http.METHODS);
+
+/**
+ * HTTP/2 takes any token as a method; HTTP/1.1's parser only those it knows (400 otherwise). A
+ * method no router knows reached Fastify's last-resort 404, with two warnings and the route tree
+ * in the log each time: answered here as HTTP/1.1 answers it.
+ */
+function refuseUnknownMethods(handler: Handler): Handler {
+  return (req, res) => {
+    if (KNOWN_METHODS.has(req.method ?? '')) return handler(req, res);
+    const body = JSON.stringify({ error: 'invalid_request', message: 'the request method is not an HTTP method this service knows' });
+    res.writeHead(400, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-trace-id': newTraceId() });
+    res.end(body);
+  };
 }
 
 /**
