@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from './config/index.js';
 import { DatabaseUnusableError, isStorageUnavailable, migrateToLatest, migrationsApplied, openDatabase, type Database } from './db/index.js';
-import { Errors } from './errors.js';
+import { Errors, isApiError } from './errors.js';
 import { GameService } from './games/service.js';
 import { GameStore } from './games/store.js';
 import { registerGameRoutes } from './games/routes.js';
@@ -98,6 +98,10 @@ export interface Service {
    */
   stop(opts?: { now?: boolean }): Promise<void>;
 }
+
+/** /readyz: how long the database may take to answer, and how often "migrated" is read again. */
+const READY_TIMEOUT_MS = 2000;
+const READY_RECHECK_MS = 5000;
 
 /**
  * The composition root: builds each domain from its own store and the shared infrastructure,
@@ -284,14 +288,30 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   installRequestObservability(app, metrics);
   registerMetricsRoute(app, metrics, config.metricsToken);
 
+  // Whether the database is migrated is read again every few seconds, not once: a database
+  // replaced by an empty one (restored, recreated) must take the instance out.
   let migrated = false;
+  let migratedAt = 0;
+  const databaseReady = async (): Promise<void> => {
+    await database.ping();
+    if (!migrated || Date.now() - migratedAt > READY_RECHECK_MS) {
+      migrated = await migrationsApplied(database.db);
+      migratedAt = Date.now();
+    }
+  };
   registerHealthRoutes(app, {
     check: async () => {
+      // A database that takes connections but never answers must not hang the check (a
+      // balancer's check would time out instead of seeing 503).
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), READY_TIMEOUT_MS)));
       try {
-        await database.ping();
-        if (!migrated) migrated = await migrationsApplied(database.db);
-      } catch {
+        if ((await Promise.race([databaseReady(), late])) === 'late') throw Errors.serviceUnavailable(`the database did not answer within ${READY_TIMEOUT_MS} ms`);
+      } catch (e) {
+        if (isApiError(e)) throw e;
         throw Errors.serviceUnavailable('database is unreachable');
+      } finally {
+        clearTimeout(timer);
       }
       if (!migrated) throw Errors.serviceUnavailable('database migrations are pending');
       if (leaving) throw Errors.serviceUnavailable('the service is shutting down');

@@ -1,7 +1,10 @@
 import SQLite from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storedRows } from './helpers/raw.js';
-import { TEST_DB } from './helpers/db.js';
+import pg from 'pg';
+import { createTestDatabase, PG_ADMIN_URL, TEST_DB } from './helpers/db.js';
+import { HangingRelay } from './helpers/hanging-relay.js';
+import { waitFor } from './helpers/wait.js';
 import { ADMIN_TOKEN, admin, createGame, orderBody, signed, startService, type TestGame, type TestService } from './helpers/service.js';
 
 /** Operator API for games, keys and products (PROTOCOL 11), key rotation, idempotency, health. */
@@ -470,6 +473,49 @@ describe('health', () => {
     const r = await fetch(`${t.url}/readyz`);
     expect(r.status).toBe(200);
     expect(await r.json()).toEqual({ status: 'ready' });
+  });
+
+  it.skipIf(TEST_DB !== 'postgres')('/readyz answers 503 within 2 s when PostgreSQL takes connections but never answers', async () => {
+    const tdb = await createTestDatabase();
+    const relay = await new HangingRelay(new URL(tdb.url)).start();
+    const viaRelay = new URL(tdb.url);
+    viaRelay.host = `127.0.0.1:${relay.port}`;
+    const s = await startService({ db: { url: viaRelay.toString(), drop: () => tdb.drop() } });
+    try {
+      expect((await fetch(`${s.url}/readyz`)).status).toBe(200);
+      relay.hang();
+      const started = Date.now();
+      const r = await fetch(`${s.url}/readyz`);
+      expect(r.status).toBe(503);
+      expect((await r.json()).message).toMatch(/did not answer within 2000 ms/);
+      expect(Date.now() - started).toBeLessThan(10_000); // it answered; before, it hung
+    } finally {
+      relay.resume();
+      await s.stop();
+      await relay.close();
+      await tdb.drop();
+    }
+  });
+
+  it.skipIf(TEST_DB !== 'postgres')('/readyz answers 503 once the database is replaced by an empty one (migrations pending)', async () => {
+    const s = await startService();
+    try {
+      expect((await fetch(`${s.url}/readyz`)).status).toBe(200);
+      const name = new URL(s.db.url).pathname.slice(1);
+      const pgAdmin = new pg.Client({ connectionString: PG_ADMIN_URL });
+      await pgAdmin.connect();
+      await pgAdmin.query(`DROP DATABASE ${name} WITH (FORCE)`);
+      await pgAdmin.query(`CREATE DATABASE ${name}`);
+      await pgAdmin.end();
+      const r = await waitFor(async () => {
+        const a = await fetch(`${s.url}/readyz`);
+        const body = await a.json();
+        return a.status === 503 && /migrations are pending/.test(body.message) ? body : null;
+      }, 'readyz to see the empty database');
+      expect(r.error).toBe('service_unavailable');
+    } finally {
+      await s.stop();
+    }
   });
 
   it.skipIf(TEST_DB !== 'postgres')('/readyz answers 503 service_unavailable once the PostgreSQL database is gone; /healthz stays 200', async () => {

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +7,7 @@ import { REDIS_BREAK_MS } from '../src/ratelimit/redis.js';
 import { createPartner, partnerGet, queryUri } from './helpers/partners.js';
 import { client } from './helpers/orders.js';
 import { admin, createGame, orderBody, signed, startService, type Answer, type TestGame, type TestService } from './helpers/service.js';
+import { HangingRelay } from './helpers/hanging-relay.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const enter = (t: TestService, g: TestGame) =>
@@ -235,8 +235,9 @@ describe('shared by all instances through Redis', () => {
 
   it('a hung Redis costs one command time-out, not one per request: then it is not asked for a while', async () => {
     const relay = await new HangingRelay(new URL(REDIS_URL)).start();
+    const relayUrl = `redis://127.0.0.1:${relay.port}`;
     const clock = new ManualClock();
-    const t = await startService({ clock, env: { REDIS_URL: relay.url, REDIS_KEY_PREFIX: `test:${randomBytes(6).toString('hex')}:` } });
+    const t = await startService({ clock, env: { REDIS_URL: relayUrl, REDIS_KEY_PREFIX: `test:${randomBytes(6).toString('hex')}:` } });
     try {
       const g = await createGame(t, { rate_limit_per_second: 100 });
       expect((await enter(t, g)).headers.get('ratelimit')).not.toBeNull();
@@ -280,55 +281,3 @@ describe('shared by all instances through Redis', () => {
   });
 });
 
-/**
- * A TCP relay to Redis that can stop forwarding (a hung Redis: connected, never answering).
- * What it is sent while hung is held, and forwarded on resume, so that every command still
- * gets its answer in order.
- */
-class HangingRelay {
-  private readonly server = net.createServer((client) => this.relay(client));
-  private readonly held: { upstream: net.Socket; data: Buffer }[] = [];
-  private hung = false;
-  heldBytes = 0;
-  url = '';
-
-  constructor(private readonly target: URL) {}
-
-  async start(): Promise<this> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.url = `redis://127.0.0.1:${(this.server.address() as net.AddressInfo).port}`;
-    return this;
-  }
-
-  hang(): void {
-    this.hung = true;
-  }
-
-  resume(): void {
-    this.hung = false;
-    for (const h of this.held.splice(0)) h.upstream.write(h.data);
-  }
-
-  private relay(client: net.Socket): void {
-    const upstream = net.connect(Number(this.target.port || 6379), this.target.hostname);
-    upstream.on('data', (d) => client.write(d));
-    client.on('data', (data) => {
-      if (!this.hung) return void upstream.write(data);
-      this.held.push({ upstream, data });
-      this.heldBytes += data.length;
-    });
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('close', end).on('error', end);
-    upstream.on('close', end).on('error', end);
-  }
-
-  close(): Promise<void> {
-    return new Promise((resolve) => {
-      this.server.close(() => resolve());
-      for (const h of this.held) h.upstream.destroy();
-    });
-  }
-}
