@@ -137,6 +137,9 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     blockPrivate,
     perHostConnections: config.notify.perHostConcurrency,
   });
+  // A pool of its own: a game's GM often shares its notify_url's host, whose connections slow
+  // notification attempts may all hold; a GM request queued behind them missed GM_TIMEOUT_MS.
+  const gmOutbound = new OutboundClient({ blockPrivate });
 
   // ---- production: metrics and shared rate limits (src/observability, src/ratelimit) ----
   const metrics = new ServiceMetrics(database, { nodeId: config.nodeId });
@@ -189,7 +192,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     store: new BindingStore(database.db),
     partnerSnapshot: (id) => partners.snapshot(id),
     gameSnapshot: (id) => games.snapshot(id),
-    gm: new GmClient({ outbound, clock, ids, timeoutMs: config.gmTimeoutMs }),
+    gm: new GmClient({ outbound: gmOutbound, clock, ids, timeoutMs: config.gmTimeoutMs }),
     roles: roleCache,
     clock,
     logger,
@@ -389,6 +392,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
         await Promise.all(jobs.map((j) => j.stop()));
         shedding.close();
         await outbound.close();
+        await gmOutbound.close();
         await limiter.close();
         await nppaClient.close();
         await metrics.close();

@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/lib/clock.js';
 import { admin, createGame, signed, startService, type TestGame, type TestService } from './helpers/service.js';
 import { createPartner, FakeGm, partnerGet, queryUri, role, until, type TestPartner } from './helpers/partners.js';
+import { paidOrder } from './helpers/paid-orders.js';
 
 const clock = new ManualClock(Date.now());
 const gmKeys = new Map<string, string[]>();
@@ -445,5 +446,17 @@ describe('GM URL rules', () => {
     } finally {
       await prod.stop();
     }
+  });
+});
+
+// A game's GM and its notify_url often share a host. Notifications that hang there hold every
+// connection of their pool; GM calls have a pool of their own, so GM_TIMEOUT_MS still holds.
+describe('GM calls beside hanging notifications to the same host', () => {
+  it('answers a binding query while every notification connection to the GM host hangs', async () => {
+    const { game, partner, uri } = await bound();
+    for (let i = 0; i < 20; i++) await paidOrder(t, game, `${new URL(gm.url).origin}/hang/${i}`);
+    await until(() => gm.hanging >= 16, 'notifications to hold all 16 connections to the host');
+    const r = await partnerGet(t, partner, uri);
+    expect([r.status, r.body.role?.role_id]).toEqual([200, 'r1']);
   });
 });

@@ -89,6 +89,28 @@ describe('concurrency caps', () => {
     }
   });
 
+  // A slow host may hold its per-host cap of requests and as many claims queued behind them,
+  // never the whole of NOTIFY_CONCURRENCY: other hosts' notifications go out meanwhile.
+  it('a host that never answers, with a backlog, does not hold back another host\'s notifications', async () => {
+    const t = await startService({ env: { NOTIFY_CONCURRENCY: '8', NOTIFY_PER_HOST_CONCURRENCY: '2', NOTIFY_TIMEOUT_MS: '60000', NOTIFY_POLL_INTERVAL_MS: '20' } });
+    const slow = await new Receiver({ keys, now: () => Date.now() }).start();
+    const fast = await new Receiver({ keys, now: () => Date.now() }).start();
+    try {
+      const g = await game(t);
+      slow.script('/backlog', () => ({ kind: 'hang' }));
+      for (let i = 0; i < 30; i++) await paidOrder(t, g, slow.url + '/backlog');
+      await until('the slow host to hold its two requests', () => slow.received.length >= 2);
+      const ids = [];
+      for (let i = 0; i < 3; i++) ids.push((await paidOrder(t, g, fast.url + '/fast')).notificationId);
+      await allSettled(t, ids); // before: not until the slow host's 60 s time-out
+      expect(slow.received.length).toBe(2);
+    } finally {
+      await slow.close(); // ends the hanging requests: the service can stop
+      await t.stop();
+      await fast.close();
+    }
+  });
+
   it('keeps at most NOTIFY_CONCURRENCY requests open in total', async () => {
     const t = await startService({ env: { NOTIFY_CONCURRENCY: '3', NOTIFY_POLL_INTERVAL_MS: '20' } });
     try {

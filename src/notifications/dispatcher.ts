@@ -114,7 +114,10 @@ export class NotificationDispatcher {
 
   private async tick(): Promise<void> {
     const { store, clock, settings, logger } = this.d;
-    const free = settings.concurrency - this.inflight.size - this.queued;
+    // Claims waiting in a host's queue are not requests: counted against the total, a slow
+    // host's queue (four rounds of its cap) could take the whole budget, and no other host's
+    // notification was claimed until the slow one's attempts timed out. They are bounded apart.
+    const free = Math.min(settings.concurrency - this.inflight.size, settings.concurrency * 4 - this.queued);
     if (free <= 0) return;
     const now = clock.now();
     const token = `${this.name}:${++this.claims}`;
@@ -133,9 +136,10 @@ export class NotificationDispatcher {
 
   /**
    * Sends now when the host has a free slot; else waits in the host's queue (keeping its
-   * lease) for the next free slot. The queue is short (four rounds of the per-host cap), so one
-   * slow host's backlog cannot hold the claims other hosts' notifications wait for: beyond it,
-   * the row is given back a little later.
+   * lease) for the next free slot. The queue is short (four rounds of the per-host cap) and
+   * does not count against NOTIFY_CONCURRENCY (tick), so one slow host's backlog cannot hold
+   * the claims other hosts' notifications wait for: beyond it, the row is given back a little
+   * later, behind what other hosts have due.
    */
   private async launch(c: Claimed): Promise<void> {
     const host = hostOf(c.n.notify_url);

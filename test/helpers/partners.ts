@@ -78,6 +78,8 @@ export class FakeGm {
   readonly calls: { gameId: string; comboId: string; requestId: string }[] = [];
   readonly failures: string[] = [];
   mode: GmMode = { kind: 'roles' };
+  /** Requests to /hang... received (and held). */
+  hanging = 0;
   private readonly held: http.ServerResponse[] = [];
   private server!: http.Server;
   url = '';
@@ -110,6 +112,12 @@ export class FakeGm {
   }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    // Not GM requests: a notify_url on the GM's host that never answers (held until stop()).
+    if (req.url?.startsWith('/hang')) {
+      this.hanging++;
+      this.held.push(res);
+      return;
+    }
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
