@@ -4,6 +4,7 @@ import { resolveSecretsKey } from './lib/secrets-key.js';
 import { createLogger } from './logger.js';
 import { createService } from './service.js';
 import { DatabaseUnusableError } from './db/index.js';
+import { withoutPassword } from './lib/url-display.js';
 
 /** Process entry point: `npm start`. */
 async function main(): Promise<void> {
@@ -86,17 +87,6 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
-}
-
-/** A database URL fit to print: its password, if any, replaced. */
-function withoutPassword(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return url;
-  }
 }
 
 main().catch((err) => {

@@ -322,6 +322,28 @@ describe('operator API', () => {
     expect(noAuth.status).toBe(401);
   });
 
+  // A password in a notify_url is never sent (the service signs its requests itself); the
+  // operator API does not hand it out either.
+  it('shows a notify_url password as ***, in the notification, the order and the listings', async () => {
+    const g = await game();
+    const url = new URL(receiver.url + newPath());
+    url.username = 'game';
+    url.password = 's3cret-pass';
+    const { order, notificationId } = await paidOrder(t, g, url.toString());
+    await settled(notificationId);
+    const shown = [
+      (await admin(t, 'GET', `/admin/v1/notifications/${notificationId}`)).body.notify_url,
+      (await admin(t, 'GET', `/admin/v1/orders/${order.order_id}`)).body.notify_url,
+      (await admin(t, 'GET', `/admin/v1/orders/${order.order_id}`)).body.notifications[0].notify_url,
+      (await admin(t, 'GET', `/admin/v1/notifications?game_id=${g.gameId}`)).body.data[0].notify_url,
+      (await admin(t, 'GET', `/admin/v1/orders?game_id=${g.gameId}`)).body.data[0].notify_url,
+    ];
+    for (const u of shown) {
+      expect(u).toContain('game:***@');
+      expect(u).not.toContain('s3cret-pass');
+    }
+  });
+
   it('shows one notification with its attempts', async () => {
     const g = await game();
     const path = newPath();

@@ -6,6 +6,7 @@ import type { IdGenerator } from '../lib/ids.js';
 import { decodeCursor, encodeCursor } from '../lib/page-cursor.js';
 import type { ListNotificationsQuery, Notification, NotificationAttempt, NotificationDetail, NotificationPage } from './schemas.js';
 import type { AttemptRow, NotificationRow, NotificationStore } from './store.js';
+import { withoutPassword } from '../lib/url-display.js';
 
 export interface NotificationServiceDeps {
   store: NotificationStore;
@@ -107,7 +108,7 @@ export function toNotification(r: NotificationRow): Notification {
     order_id: r.order_id,
     game_id: r.game_id,
     notification_type: r.type,
-    notify_url: r.notify_url,
+    notify_url: withoutPassword(r.notify_url),
     status: r.status,
     attempt_count: r.attempts,
     next_attempt_at: r.status === 'pending' ? r.next_attempt_at : null,

@@ -10,6 +10,7 @@ import type { AdminOrder, AdminOrderDetail, ListOrdersQuery, OrderPage } from '.
 import type { OperatorAction, OrderLifecycle, TransitionResult } from './lifecycle.js';
 import type { OrderEventRow, OrderRow, OrderStore } from './store.js';
 import { formatOrderToken } from './token.js';
+import { withoutPassword } from '../lib/url-display.js';
 
 export interface OrderAdminDeps {
   store: OrderStore;
@@ -62,7 +63,7 @@ export class OrderAdminService {
         notification_id: n.notification_id,
         type: n.type,
         status: n.status,
-        notify_url: n.notify_url,
+        notify_url: withoutPassword(n.notify_url),
         attempt_count: n.attempts,
         // As in the notifications API: a settled notification has no next attempt.
         next_attempt_at: n.status === 'pending' ? n.next_attempt_at : null,
@@ -130,7 +131,7 @@ export function toAdminOrder(o: OrderRow): AdminOrder {
     combo_id: o.combo_id,
     product_id: o.product_id,
     platform: o.platform,
-    notify_url: o.notify_url,
+    notify_url: withoutPassword(o.notify_url),
     quantity: o.quantity,
     meta: parseJson(o.meta),
     context: o.context,
