@@ -6,7 +6,7 @@ import { BindBody, BindingPage, BindingResponse, BindResponse, ListBindingsQuery
 import type { BindingService } from './service.js';
 
 export function registerBindingRoutes(app: FastifyInstance, bindings: BindingService): void {
-  const serverErrors = [400, 401, 405, 413, 415, 429, 500, 503];
+  const serverErrors = [401, 429];
   for (const prefix of SERVER_API_PREFIXES) {
     const hide = prefix !== '/v1/server';
     app.post(`${prefix}/bind-partner-user`, {
@@ -30,14 +30,14 @@ export function registerBindingRoutes(app: FastifyInstance, bindings: BindingSer
       tags: ['partner'],
       summary: 'The role a partner user has bound in a game',
       querystring: QueryBindingQuery,
-      response: responses({ 200: BindingResponse }, [400, 401, 403, 404, 405, 429, 500, 503]),
+      response: responses({ 200: BindingResponse }, [401, 403, 404, 429]),
     },
     handler: async (req) => bindings.query(callingPartner(req), req.query as QueryBindingQuery),
   });
 
   app.get('/admin/v1/bindings', {
     config: { auth: 'admin' },
-    schema: { tags: ['admin'], querystring: ListBindingsQuery, response: responses({ 200: BindingPage }, [400, 401, 405]) },
+    schema: { tags: ['admin'], querystring: ListBindingsQuery, response: responses({ 200: BindingPage }, [401]) },
     handler: async (req) => bindings.list(req.query as ListBindingsQuery),
   });
 }

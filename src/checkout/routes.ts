@@ -7,7 +7,7 @@ import { pageHeaders, renderCheckoutPage, renderErrorPage } from './page.js';
 import { CheckoutParams, ClientOrder, ClientOrderBody, ClientPayBody, ClientPayResponse } from './schemas.js';
 import type { CheckoutService } from './service.js';
 
-const CLIENT_ERRORS = [400, 401, 405, 413, 415, 429, 500, 503];
+const CLIENT_ERRORS = [401, 429];
 
 /**
  * Takes one request from the token's own bucket (PROTOCOL 10: per token as well as per IP);

@@ -19,9 +19,12 @@ export const EmptyObject = Type.Object({}, { additionalProperties: false });
  */
 const ALWAYS = [400, 405, 408, 413, 415, 500, 503];
 
-/** Response map for a route: the 200 shape plus the error statuses it documents. */
+/**
+ * Response map for a route: the 200 shape, ALWAYS, and the error statuses only it answers
+ * (401 for an authenticated route, 404, 409, 429, ...).
+ */
 export function responses(ok: Record<number, unknown>, errorStatuses: number[]): Record<number, unknown> {
   const out: Record<number, unknown> = { ...ok };
-  for (const s of [...ALWAYS, ...errorStatuses].sort((a, b) => a - b)) out[s] = ErrorResponse;
+  for (const s of [...ALWAYS, ...errorStatuses]) out[s] = ErrorResponse;
   return out;
 }

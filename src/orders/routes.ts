@@ -20,7 +20,7 @@ export function registerOrderRoutes(app: FastifyInstance, orders: OrderService):
         summary: 'Create an in-app purchase order',
         hide: prefix !== '/v1/server',
         body: CreateOrderBody,
-        response: responses({ 200: CreateOrderResponse }, [400, 401, 403, 405, 413, 415, 422, 429, 500, 503]),
+        response: responses({ 200: CreateOrderResponse }, [401, 403, 422, 429]),
       },
       handler: async (req) => orders.create(callingGame(req), req.body as CreateOrderBody),
     });

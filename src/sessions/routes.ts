@@ -5,7 +5,7 @@ import { SessionListQuery, SessionPage, SessionReportBody } from './schemas.js';
 import type { SessionService } from './service.js';
 
 export function registerSessionRoutes(app: FastifyInstance, sessions: SessionService): void {
-  const errors = [400, 401, 405, 413, 415, 429, 500, 503];
+  const errors = [401, 429];
   for (const prefix of SERVER_API_PREFIXES) {
     const hide = prefix !== '/v1/server';
     app.post(`${prefix}/enter-game`, {
@@ -32,7 +32,7 @@ export function registerSessionRoutes(app: FastifyInstance, sessions: SessionSer
       tags: ['admin'],
       summary: 'Sessions, newest first (with a player\'s online time per Beijing day when game_id and combo_id are given)',
       querystring: SessionListQuery,
-      response: responses({ 200: SessionPage }, [400, 401, 405]),
+      response: responses({ 200: SessionPage }, [401]),
     },
     handler: async (req) => sessions.list(req.query as SessionListQuery),
   });
