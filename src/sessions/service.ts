@@ -82,10 +82,7 @@ export class SessionService {
       if (existing.left_at !== null) return; // already closed: a retry
       // Timed out, the sweeper not there yet: the session ended when its timeout ran out, and
       // this late leave changes nothing (as after the sweeper's close).
-      if (this.timedOut(existing, now)) {
-        await store.oneStatement((q) => store.close(q, gameId, body.session_id, (existing.entered_at as number) + timeout, 'timeout'));
-        return;
-      }
+      if (this.timedOut(existing, now)) return void (await store.oneStatement((q) => this.closeAtTimeout(q, null, existing)));
       return this.leave(snap, body); // entered by a concurrent report after the close above
     }
     // Leave without enter: kept, never dropped (compliance data).
@@ -105,8 +102,8 @@ export class SessionService {
         if (existing.combo_id !== body.combo_id) throw otherPlayer(body.session_id);
         if (existing.left_at !== null) return; // already closed: a retry
         // Timed out, the sweeper not there yet: closed as the sweeper would (see leave()).
-        const [at, reason] = this.timedOut(existing, now) ? [(existing.entered_at as number) + this.timeoutMs(), 'timeout' as const] : [now, 'leave' as const];
-        if (await store.close(trx, gameId, body.session_id, at, reason)) await this.behaviour(trx, snap, existing, 0, at);
+        if (this.timedOut(existing, now)) return void (await this.closeAtTimeout(trx, snap, existing));
+        if (await store.close(trx, gameId, body.session_id, now, 'leave')) await this.behaviour(trx, snap, existing, 0, now);
         return;
       }
       // Leave without enter: kept, never dropped (compliance data).
@@ -138,15 +135,21 @@ export class SessionService {
     const expired = await store.findExpired(store.db, clock.now() - timeout, limit);
     let closed = 0;
     for (const s of expired) {
-      const snap = await this.d.games?.(s.game_id);
-      const at = (s.entered_at as number) + timeout;
-      await store.transaction(async (trx) => {
-        if (!(await store.close(trx, s.game_id, s.session_id, at, 'timeout'))) return;
-        closed++;
-        if (snap) await this.behaviour(trx, snap, s, 0, at);
-      });
+      const snap = (await this.d.games?.(s.game_id)) ?? null;
+      if (await store.transaction((trx) => this.closeAtTimeout(trx, snap, s))) closed++;
     }
     return closed;
+  }
+
+  /**
+   * Closes an open session at the moment its timeout ran out (reason `timeout`), with its
+   * logout event for a game that reports to the national system; false if it was closed already.
+   */
+  private async closeAtTimeout(q: Kysely<DB> | Transaction<DB>, snap: GameSnapshot | null, s: SessionRow): Promise<boolean> {
+    const at = (s.entered_at as number) + this.timeoutMs();
+    if (!(await this.d.store.close(q, s.game_id, s.session_id, at, 'timeout'))) return false;
+    if (snap) await this.behaviour(q, snap, s, 0, at);
+    return true;
   }
 
   /** A player's online seconds per Beijing day over the last `days` days (today last). */
@@ -203,7 +206,8 @@ export class SessionService {
     return s.entered_at === null ? now : Math.min(now, s.entered_at + this.timeoutMs());
   }
 
-  private async behaviour(trx: Transaction<DB>, snap: GameSnapshot, s: SessionRow, bt: 0 | 1, at: number): Promise<void> {
+  /** The behaviour event of a session change (games that report to the national system), in `trx`, the change's transaction. */
+  private async behaviour(trx: Kysely<DB> | Transaction<DB>, snap: GameSnapshot, s: SessionRow, bt: 0 | 1, at: number): Promise<void> {
     if (!snap.game.nppa_app_id) return;
     await this.d.store.insertBehaviourEvent(trx, {
       event_id: prefixedId('bev', this.d.ids),

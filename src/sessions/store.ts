@@ -62,11 +62,8 @@ export class SessionStore {
 
   /**
    * Guarded close: only an open session is closed, so a concurrent leave closes it once. With
-   * `comboId`, only that player's session.
-   */
-  /**
-   * Closes the session if it is open (and, with `comboId`, the player's; with `enteredAfter`,
-   * entered after then: not timed out yet).
+   * `comboId`, only that player's session; with `enteredAfter`, only one entered after then
+   * (not timed out yet).
    */
   async close(q: Q, gameId: string, sessionId: string, at: number, reason: 'leave' | 'timeout', comboId?: string, enteredAfter?: number): Promise<boolean> {
     let update = q
