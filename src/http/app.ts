@@ -319,7 +319,6 @@ function sendError(reply: FastifyReply, err: ApiError): void {
   reply.code(err.status).headers(err.headers).type('application/json').send({ error: err.code, message: err.message });
 }
 
-
 function nulMessage(url: string): string {
   const q = url.indexOf('?');
   if (q >= 0) {
@@ -388,7 +387,6 @@ function parseJsonBody(text: string): unknown {
   }
   return value;
 }
-
 
 /**
  * Strings that no database stores as sent are refused as bad parameters (400) instead of

@@ -80,7 +80,7 @@ function checkSignature<C extends SignedCaller<unknown>>(req: FastifyRequest, pa
  * request may name its target in absolute form (`POST http://host/v1/... HTTP/1.1`, RFC 9112
  * 3.2.2), which Node leaves in `req.url` as sent.
  */
-export function signedUri(url: string): string {
+function signedUri(url: string): string {
   if (url.charCodeAt(0) === 47 /* '/' */) return url;
   const m = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(url);
   if (!m) return url;

@@ -150,9 +150,9 @@ export function describeValidationError(errors: ErrorObject[], part: string): st
       return `${where}${base} has an invalid format`;
     case 'additionalProperties':
       return `${where}${join(base, String(p.additionalProperty))} is not a known field`;
-    case 'minItems':
     case 'repeated':
       return `${where}${base} must be given once`;
+    case 'minItems':
     case 'maxItems':
     case 'uniqueItems':
       return `${where}${base} ${e.message ?? 'is invalid'}`;
