@@ -17,15 +17,19 @@ export class ApiError extends Error {
 }
 
 const make =
-  (status: number, code: string) =>
+  (status: number, code: string, always?: Record<string, string>) =>
   (message: string, headers?: Record<string, string>): ApiError =>
-    new ApiError(status, code, message, headers);
+    new ApiError(status, code, message, always ? { ...always, ...headers } : headers);
+
+// A 401 names the scheme that would be accepted (RFC 9110 15.5.2).
+const SIGNATURE_CHALLENGE = { 'www-authenticate': 'SEAYOO-HMAC-SHA256' };
+const BEARER_CHALLENGE = { 'www-authenticate': 'Bearer' };
 
 export const Errors = {
   invalidRequest: make(400, 'invalid_request'),
   bodyTooLarge: make(413, 'invalid_request'),
-  invalidSignature: make(401, 'invalid_signature'),
-  unauthorized: make(401, 'unauthorized'),
+  invalidSignature: make(401, 'invalid_signature', SIGNATURE_CHALLENGE),
+  unauthorized: make(401, 'unauthorized', BEARER_CHALLENGE),
   invalidToken: make(401, 'invalid_token'),
   gameIapDisabled: make(403, 'game_iap_disabled'),
   accountBanned: make(403, 'account_banned'),

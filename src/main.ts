@@ -5,6 +5,7 @@ import { createLogger } from './logger.js';
 import { createService } from './service.js';
 import { DatabaseUnusableError } from './db/index.js';
 import { withoutPassword } from './lib/url-display.js';
+import { SecretsKeyMismatchError } from './secrets/rotate.js';
 
 /** Process entry point: `npm start`. */
 async function main(): Promise<void> {
@@ -28,6 +29,11 @@ async function main(): Promise<void> {
   try {
     service = await createService({ config, logger, secretsKey: key });
   } catch (e) {
+    // The wrong SECRETS_KEY for this database: a configuration error (status 2), in one line.
+    if (e instanceof SecretsKeyMismatchError) {
+      process.stderr.write(`${e.message}\n`);
+      process.exit(2);
+    }
     // A database that cannot be reached or opened at start: say which setting, without a stack.
     if (!(e instanceof DatabaseUnusableError)) throw e;
     process.stderr.write(`cannot use the database of DATABASE_URL=${withoutPassword(config.databaseUrl)}: ${e.message}\n`);

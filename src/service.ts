@@ -18,6 +18,7 @@ import { defaultConsoleDir, registerConsoleRoutes } from './http/console.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { IdGenerator } from './lib/ids.js';
 import { SecretBox } from './lib/secret-box.js';
+import { checkSealedSecrets } from './secrets/rotate.js';
 import { OutboundClient } from './lib/outbound.js';
 import { NotificationDispatcher } from './notifications/dispatcher.js';
 import { registerNotificationRoutes } from './notifications/routes.js';
@@ -131,6 +132,12 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const ids = new IdGenerator(config.nodeId ?? undefined);
   // SECRETS_KEY_PREVIOUS: during a key rotation, values sealed with the old key still open.
   const secrets = new SecretBox(opts.secretsKey, config.secretsKeyPrevious ? [config.secretsKeyPrevious] : []);
+  try {
+    await checkSealedSecrets(database.db, secrets);
+  } catch (e) {
+    await database.close();
+    throw e;
+  }
   // notify_url and gm_url are caller-given: internal addresses are refused in production.
   const blockPrivate = config.production && !config.allowPrivateUrls;
   const outbound = new OutboundClient({

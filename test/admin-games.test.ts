@@ -165,6 +165,9 @@ describe('games', () => {
     ['order_ttl_seconds 1800.5', { game_id: 'ok', name: 'x', order_ttl_seconds: 1800.5 }, 'order_ttl_seconds'],
     ['rate_limit_per_second 0', { game_id: 'ok', name: 'x', rate_limit_per_second: 0 }, 'rate_limit_per_second'],
     ['gm_url not http(s)', { game_id: 'ok', name: 'x', gm_url: 'ftp://gm.example.com/x' }, 'gm_url'],
+    ['gm_url with a path starting with //', { game_id: 'ok', name: 'x', gm_url: 'https://gm.example.com//gm' }, 'gm_url'],
+    ['gm_url with a password', { game_id: 'ok', name: 'x', gm_url: 'https://gmuser:gmpass@gm.example.com/gm' }, 'gm_url'],
+    ['gm_url with a user name', { game_id: 'ok', name: 'x', gm_url: 'https://gmuser@gm.example.com/gm' }, 'gm_url'],
     ['secret_key without sk_', { game_id: 'ok', name: 'x', secret_key: 'abcdefghijklmnopqrstuvwxyz' }, 'secret_key'],
     ['secret_key too short', { game_id: 'ok', name: 'x', secret_key: 'sk_short' }, 'secret_key'],
   ])('create: 400 invalid_request naming the field when %s', async (_n, body, field) => {
@@ -193,6 +196,7 @@ describe('games', () => {
     ['iap_enabled null', { iap_enabled: null }, 'iap_enabled'],
     ['order_ttl_seconds a string', { order_ttl_seconds: '60' }, 'order_ttl_seconds'],
     ['nppa secret_key not hex', { nppa: { app_id: 'a', biz_id: 'b', secret_key: 'zz' } }, 'nppa.secret_key'],
+    ['gm_url with a password', { gm_url: 'https://gmuser:gmpass@gm.example.com/gm' }, 'gm_url'],
   ])('patch: 400 naming the field when %s', async (_n, body, field) => {
     const g = await createGame(t);
     const before = (await admin(t, 'GET', `/admin/v1/games/${g.gameId}`)).body;

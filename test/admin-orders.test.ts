@@ -158,6 +158,12 @@ describe('GET /admin/v1/orders', () => {
     ['combo_id=a%00b', 'combo_id'],
     ['reference_id=%00', 'reference_id'],
     ['game_id=%00', 'game_id'],
+    ['combo_id=%FF', 'combo_id is not valid percent-encoded UTF-8'],
+    ['combo_id=%E4%B8', 'combo_id is not valid percent-encoded UTF-8'],
+    ['combo_id=%ED%A0%80', 'combo_id is not valid percent-encoded UTF-8'],
+    ['combo_id=a%zz', 'combo_id is not valid percent-encoded UTF-8'],
+    ['combo_id=a%', 'combo_id is not valid percent-encoded UTF-8'],
+    ['limit=1&combo%FF=x', 'combo%FF is not valid percent-encoded UTF-8'],
   ])('400 invalid_request for %s', async (q, field) => {
     const r = await list(`?${q}`);
     expect(r.status).toBe(400);
@@ -173,6 +179,7 @@ describe('GET /admin/v1/orders', () => {
   it('401 without the admin token', async () => {
     const r = await fetch(`${t.url}/admin/v1/orders`);
     expect(r.status).toBe(401);
+    expect(r.headers.get('www-authenticate')).toBe('Bearer');
     expect((await r.json()).error).toBe('unauthorized');
   });
 });

@@ -274,6 +274,11 @@ describe.skipIf(!haveHaproxy)('the admission proxy (deploy/haproxy.cfg)', () => 
       // At the edge, /metrics stays off the internet, as the Caddyfile keeps it.
       const metrics = await overTls('h2', p.via.url, ca, 'GET', '/metrics', {}, '');
       expect(metrics).toMatchObject({ status: 404, body: { error: 'not_found', message: expect.any(String) } });
+      // Spelled otherwise, it is the edge that answers (its message names /metrics).
+      for (const spelled of ['/%6detrics', '/%6Detrics', '/metrics?x=1']) {
+        const r = await overTls('h2', p.via.url, ca, 'GET', spelled, {}, '');
+        expect(r, spelled).toMatchObject({ status: 404, body: { error: 'not_found', message: 'no endpoint at /metrics' } });
+      }
     });
     const nobody = `127.0.0.1:${await freePort()}`;
     await withProxy({ COMBO_TLS_CERT: pem, COMBO_SERVER_1: nobody }, async (p) => {

@@ -196,6 +196,7 @@ describe('security: the partner endpoint refuses every bad signature with 401 in
     const { authorization, uri } = make(partner, queryUri(game.gameId, 'nobody'));
     const r = await partnerGet(t, partner, uri, { authorization });
     expect([r.status, r.body.error]).toEqual([401, 'invalid_signature']);
+    expect(r.headers.get('www-authenticate')).toBe('SEAYOO-HMAC-SHA256');
   });
 
   it('a Game= header, even validly signed by a game, is refused on the partner endpoint', async () => {

@@ -93,6 +93,8 @@ describe('bind-partner-user / unbind-partner-user', () => {
     const b = await bind(game, { partner_id: stranger.partnerId, partner_user_id: 'u', combo_id: combo, role_id: 'r' });
     expect(b.status).toBe(400);
     expect(b.body.message).toMatch(/not granted/);
+    // Alike, but for the id: a game cannot tell which partners exist.
+    expect(a.body.message.replace('no-such-partner', stranger.partnerId)).toBe(b.body.message);
     const count = await t.service.database.db.selectFrom('bindings').select('game_id').where('game_id', '=', game.gameId).execute();
     expect(count).toHaveLength(0);
   });
@@ -205,6 +207,12 @@ describe('GET /v1/query-binding', () => {
     await expect400(queryUri(game.gameId, `${long}龍`), 'partner_user_id');
     await expect400(queryUri('g'.repeat(65), 'x'), 'game_id');
     await expect400(`${queryUri(game.gameId, 'x')}&game_id=${game.gameId}`, 'game_id');
+    // Bad percent-encoding is refused, not read as literal text (%FF would name the user "%FF").
+    await bind(game, { partner_id: partner.partnerId, partner_user_id: '%FF', combo_id: combo, role_id: 'r1' });
+    for (const bad of ['%FF', '%E4%B8', '%ED%A0%80', 'a%zz', 'a%']) {
+      await expect400(`/v1/query-binding?game_id=${game.gameId}&partner_user_id=${bad}`, 'partner_user_id is not valid percent-encoded UTF-8');
+    }
+    expect((await get(queryUri(game.gameId, '%FF'))).status).toBe(200);
     expect((await get(queryUri(game.gameId, 'x'))).status).toBe(200);
     expect((await get(queryUri(game.gameId, long))).status).toBe(200);
     expect((await get(queryUri('g'.repeat(64), 'x'))).body.message).toMatch(/not granted/);
@@ -305,6 +313,29 @@ describe('role cache', () => {
     gm.roles.set(combo, [role('r2')]);
     const r = await partnerGet(t, partner, uri);
     expect([r.status, r.body.error]).toEqual([404, 'role_not_found']);
+  });
+
+  it('reads a GM\'s 404 role_not_found (the Go SDK\'s GmError_RoleNotFound) as an answer, not an outage', async () => {
+    const { game, partner, uri } = await bound();
+    const notFound = { kind: 'status', status: 404, body: JSON.stringify({ error: 'role_not_found', message: 'no such role' }) } as const;
+    // Nothing cached: 404, not 500.
+    gm.mode = notFound;
+    const other = await bind(game, { partner_id: partner.partnerId, partner_user_id: 'pu-3', combo_id: 'c-none', role_id: 'r9' });
+    expect(other.status).toBe(200);
+    const none = await partnerGet(t, partner, queryUri(game.gameId, 'pu-3'));
+    expect([none.status, none.body.error]).toEqual([404, 'role_not_found']);
+    // Cached before: 404, not the stale copy.
+    gm.mode = { kind: 'roles' };
+    expect((await partnerGet(t, partner, uri)).status).toBe(200);
+    clock.advance(301_000);
+    gm.mode = notFound;
+    const gone = await partnerGet(t, partner, uri);
+    expect([gone.status, gone.body.error]).toEqual([404, 'role_not_found']);
+    // Another 404 (no role_not_found in it) is still an outage.
+    expect((await bind(game, { partner_id: partner.partnerId, partner_user_id: 'pu-4', combo_id: 'c-down', role_id: 'r9' })).status).toBe(200);
+    gm.mode = { kind: 'status', status: 404, body: JSON.stringify({ error: 'not_found', message: 'no such path' }) };
+    const down = await partnerGet(t, partner, queryUri(game.gameId, 'pu-4'));
+    expect([down.status, down.body.error]).toEqual([500, 'internal_error']);
   });
 
   it('never serves a role stale once an answer about another role of the player left it out', async () => {

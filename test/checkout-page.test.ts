@@ -90,6 +90,17 @@ describe.skipIf(!haveChromium)('hosted checkout page in headless Chromium', () =
     await page.close();
   });
 
+  it('shows amounts in the decimals of the currency\'s ISO 4217 minor unit, not Intl\'s display habit', async () => {
+    for (const [currency, price, text] of [['HUF', 123456, 'HUF 1,234.56'], ['IQD', 1000, 'IQD 1.000'], ['KWD', 1234, 'KWD 1.234'], ['CLP', 990, 'CLP 990']] as const) {
+      const id = `p-${currency.toLowerCase()}`;
+      expect((await admin(t, 'PUT', `/admin/v1/games/${game.gameId}/products/${id}`, { name: currency, price, currency })).status).toBe(200);
+      const o = await createOrder(t, game, { product_id: id });
+      const res = await fetch(`${t.url}/checkout/${o.order_token}`);
+      expect(res.status).toBe(200);
+      expect(await res.text(), currency).toContain(`>${text}<`);
+    }
+  });
+
   it('offers no pay button when the game does not allow sandbox payments', async () => {
     const g = await createGame(t, { sandbox_payments: false });
     const o = await createOrder(t, g);

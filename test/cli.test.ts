@@ -1,9 +1,13 @@
 import { randomBytes } from 'node:crypto';
+import http from 'node:http';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from './helpers/db.js';
+import { openDatabase } from '../src/db/index.js';
+import { migrations } from '../src/db/migrations/index.js';
 import { runCli, startCli } from './helpers/cli.js';
+import { until } from './helpers/receiver.js';
 import { ADMIN_TOKEN, admin, createGame, orderBody, signed, startService, type TestService } from './helpers/service.js';
 
 // The operator CLI as a child process against a real service (SQLite or PostgreSQL per TEST_DB).
@@ -192,7 +196,7 @@ describe('api', () => {
     expect(wrong.stderr).toMatch(/HTTP 401 unauthorized/);
     const none = await runCli(['api', 'GET', '/admin/v1/games/x'], { COMBO_URL: t.url });
     expect(none.code).toBe(2);
-    expect(none.stderr).toContain('--token is required');
+    expect(none.stderr).toContain('--token (or ADMIN_TOKEN in the environment) is required');
     const port = await closedPort();
     const down = await runCli(['api', 'GET', '/admin/v1/games/x', '--url', `http://127.0.0.1:${port}`], { ADMIN_TOKEN });
     expect(down.code).toBe(1);
@@ -231,6 +235,41 @@ describe('orders tail', () => {
     expect(r.stdout.match(new RegExp(created.body.order_id, 'g'))).toHaveLength(1);
   });
 
+  it('orders tail keeps polling through a service that cannot be reached for a while', async () => {
+    const g = await createGame(t);
+    // A stand-in front door that can go away and come back on the same port.
+    const target = new URL(t.url);
+    const front = http.createServer((req, res) => {
+      const up = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (r) => {
+        res.writeHead(r.statusCode ?? 502, r.headers);
+        r.pipe(res);
+      });
+      req.pipe(up);
+    });
+    await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+    const { port } = front.address() as AddressInfo;
+    const tail = startCli(['orders', 'tail', '--game', g.gameId, '--interval', '0.1'], { ...env, COMBO_URL: `http://127.0.0.1:${port}` });
+    let stderr = '';
+    tail.child.stderr.on('data', (d) => (stderr += String(d)));
+    try {
+      // Polled once at least (the first poll's errors end the command: a wrong URL or token).
+      const before = await signed(t, g, 'POST', '/v1/server/create-order', orderBody());
+      await tail.waitFor(new RegExp(`${before.body.order_id}\\s+created`));
+      front.closeAllConnections();
+      await new Promise((r) => front.close(r));
+      await until('a warning that the service cannot be reached', () => stderr.includes('while polling; retrying'));
+      expect(stderr).toMatch(/warning: cannot reach http:\/\/127\.0\.0\.1:\d+: \S+ while polling; retrying/);
+      await new Promise<void>((r) => front.listen(port, '127.0.0.1', r));
+      const created = await signed(t, g, 'POST', '/v1/server/create-order', orderBody());
+      await tail.waitFor(new RegExp(`${created.body.order_id}\\s+created`));
+    } finally {
+      tail.child.kill('SIGINT');
+      await tail.exited;
+      front.closeAllConnections();
+      front.close();
+    }
+  });
+
   it('orders tail needs --game', async () => {
     const r = await runCli(['orders', 'tail'], env);
     expect(r.code).toBe(2);
@@ -247,6 +286,25 @@ describe('migrate and help', () => {
       expect(first.stdout).toMatch(/^applied: 0001_initial/);
       const again = await runCli(['migrate'], { DATABASE_URL: db.url, DATA_DIR: '/tmp' });
       expect(again.stdout).toBe('database is up to date\n');
+    } finally {
+      await db.drop();
+    }
+  });
+
+  it('several processes migrating one database at once: each succeeds, every migration applied once', async () => {
+    const db = await createTestDatabase();
+    try {
+      const runs = await Promise.all([1, 2, 3].map(() => runCli(['migrate'], { DATABASE_URL: db.url, DATA_DIR: '/tmp' })));
+      for (const r of runs) expect(r.code, r.stderr).toBe(0);
+      // One applied them all; the others waited for it and found nothing pending.
+      expect(runs.filter((r) => r.stdout.startsWith('applied:'))).toHaveLength(1);
+      const check = openDatabase(db.url);
+      try {
+        const rows = await check.db.selectFrom('kysely_migration' as never).select('name' as never).execute();
+        expect(rows).toHaveLength(Object.keys(migrations).length);
+      } finally {
+        await check.close();
+      }
     } finally {
       await db.drop();
     }

@@ -86,6 +86,7 @@ describe('loadConfig', () => {
     ['DATABASE_URL', 'mysql://x'],
     ['DATABASE_URL', 'sqlite:'],
     ['DATABASE_URL', '/var/lib/combo.db'],
+    ['DATABASE_URL', 'postgres://postgres:se/cr+et=@127.0.0.1:5432/x'],
     ['LOG_LEVEL', 'loud'],
     ['LOG_LEVEL', 'INFO'],
     ['SQLITE_SYNCHRONOUS', 'x'],
@@ -111,6 +112,12 @@ describe('loadConfig', () => {
     const p = problems({ DATA_DIR: dir, [name]: value });
     expect(p).toHaveLength(1);
     expect(p[0]).toContain(name);
+  });
+
+  it('a postgres DATABASE_URL that is not a URL (a / in its password) is named, without the password', () => {
+    const [p] = problems({ DATA_DIR: dir, DATABASE_URL: 'postgres://postgres:se/cr+et=@127.0.0.1:5432/x' });
+    expect(p).toContain('percent-encode');
+    expect(p).not.toContain('cr+et');
   });
 
   it('TLS_CERT and TLS_KEY go together; unreadable files are named', () => {

@@ -5,6 +5,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/lib/clock.js';
 import { authorizationHeader, formatTimestamp } from '../src/signing/signer.js';
@@ -31,6 +32,8 @@ function expectErrorResponse(r: { status: number; headers: Headers | Record<stri
   expect(Object.keys(body as object).sort()).toEqual(['error', 'message']);
   expect((body as { error: string }).error).toBe(error);
   expect(typeof (body as { message: string }).message).toBe('string');
+  // A 401 names the scheme that would be accepted (RFC 9110 15.5.2).
+  if (status === 401) expect(get('www-authenticate')).toBe(error === 'invalid_signature' ? 'SEAYOO-HMAC-SHA256' : 'Bearer');
 }
 
 async function plain(method: string, uri: string, init: { headers?: Record<string, string>; body?: string } = {}): Promise<Answer> {
@@ -103,6 +106,24 @@ describe('ErrorResponse, trace id and status of each error type', () => {
     expect(await storedRows(t, game.gameId)).toEqual(before);
   });
 
+  it('415 for a coded body (Content-Encoding gzip, br, even on plain JSON), and accepts identity', async () => {
+    const body = JSON.stringify(orderBody());
+    const gz = gzipSync(body);
+    const send = (payload: Buffer | string, coding: string) => {
+      const auth = authorizationHeader({ kind: 'game', id: game.gameId }, game.secret, 'POST', CREATE, payload);
+      const h = head('POST', CREATE, [`Authorization: ${auth}`, 'Content-Type: application/json', `Content-Encoding: ${coding}`], Buffer.byteLength(payload));
+      return rawRequest(t, h, payload);
+    };
+    const before = await storedRows(t, game.gameId);
+    for (const [payload, coding] of [[gz, 'gzip'], [body, 'gzip'], [body, 'br'], [body, 'deflate, identity']] as const) {
+      const r = await send(payload, coding);
+      expectErrorResponse(r, 415, 'unsupported_media_type');
+      expect(JSON.parse(r.body).message).toContain('Content-Encoding');
+    }
+    expect(await storedRows(t, game.gameId)).toEqual(before);
+    expect((await send(body, 'identity')).status).toBe(200);
+  });
+
   it.each(['application/json; charset=utf-8', 'Application/JSON', 'application/json;charset=UTF-8', 'application/json ; charset=utf-8', 'application/json;'])('accepts Content-Type %s', async (ct) => {
     const r = await signed(t, game, 'POST', CREATE, orderBody(), { 'content-type': ct });
     expect(r.status, r.text).toBe(200);
@@ -149,13 +170,21 @@ describe('ErrorResponse, trace id and status of each error type', () => {
 
 describe('requests Node cannot parse are ErrorResponses too', () => {
   it.each([
-    ['a header line without a colon', 'GET /healthz HTTP/1.1\r\nHost: x\r\nBroken header\r\n\r\n', 400],
-    ['a bad request line', 'GARBAGE\r\n\r\n', 400],
-    ['a bad Content-Length', 'POST /v1/server/create-order HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n', 400],
-    ['headers over the size limit', `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
-  ])('%s -> %i invalid_request with x-trace-id', async (_n, bytes, status) => {
-    const r = await rawRequest(t, bytes.slice(0, -2));
+    ['a header line without a colon', 400, 'GET /healthz HTTP/1.1\r\nHost: x\r\nBroken header\r\n\r\n'],
+    ['a bad request line', 400, 'GARBAGE\r\n\r\n'],
+    ['a bad Content-Length', 400, 'POST /v1/server/create-order HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n'],
+    ['headers over the size limit', 431, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`],
+    ['an HTTP/1.1 request without Host', 400, 'GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n'],
+    ['a signed route without Host', 400, 'POST /v1/server/enter-game HTTP/1.1\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}'],
+    ['an Expect other than 100-continue', 417, 'POST /v1/server/enter-game HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}'],
+  ])('%s -> %i invalid_request with x-trace-id', async (_n, status, bytes) => {
+    const r = await rawRequest(t, bytes.endsWith('\r\n\r\n') ? bytes.slice(0, -2) : bytes);
     expectErrorResponse(r, status, 'invalid_request');
+  });
+
+  it('an HTTP/1.0 request without Host is served (Host is HTTP/1.1\'s)', async () => {
+    const r = await rawRequest(t, 'GET /healthz HTTP/1.0\r\n');
+    expect(r.status).toBe(200);
   });
 });
 
@@ -660,11 +689,15 @@ describe('TLS: ALPN offers h2 and http/1.1', () => {
     expect(JSON.parse(text).error).toBe('not_found');
   });
 
-  it('a malformed HTTP/1.1 request over TLS is an ErrorResponse too', async () => {
+  it.each([
+    ['a malformed HTTP/1.1 request', 'GET /healthz HTTP/1.1\r\nHost: x\r\nBroken header\r\n\r\n', 400],
+    ['an HTTP/1.1 request without Host', 'GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n', 400],
+    ['an Expect other than 100-continue', 'GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nConnection: close\r\n\r\n', 417],
+  ])('%s over TLS is an ErrorResponse too', async (_n, bytes, status) => {
     const { hostname, port } = new URL(st.url);
     const text = await new Promise<string>((resolve, reject) => {
       const socket = tls.connect({ host: hostname, port: Number(port), ALPNProtocols: ['http/1.1'], rejectUnauthorized: false }, () => {
-        socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nBroken header\r\n\r\n');
+        socket.write(bytes);
       });
       let out = '';
       socket.setEncoding('utf8');
@@ -673,7 +706,7 @@ describe('TLS: ALPN offers h2 and http/1.1', () => {
       socket.on('close', () => resolve(out));
       socket.on('error', reject);
     });
-    expect(text).toMatch(/^HTTP\/1\.1 400 /);
+    expect(text).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
     expect(text.toLowerCase()).toContain('x-trace-id:');
     expect(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))).toMatchObject({ error: 'invalid_request' });
   });

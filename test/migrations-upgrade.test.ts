@@ -1,4 +1,6 @@
+import type { Kysely, Migration } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ComplianceStore } from '../src/compliance/store.js';
 import { migrateToLatest, migrationsApplied, openDatabase, type Database } from '../src/db/index.js';
 import { migrations } from '../src/db/migrations/index.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
@@ -18,7 +20,17 @@ const SHIPPED: string[][] = [
   ['0001_initial', '0002_compliance_nppa', '0002_notifications_window', '0002_orders_listing', '0003_orders_drop_redundant_index'],
   ['0001_initial', '0002_compliance_nppa', '0002_notifications_window', '0002_orders_listing', '0003_orders_drop_redundant_index', '0004_admin_listing_indexes'],
   ['0001_initial', '0002_compliance_nppa', '0002_notifications_window', '0002_orders_listing', '0003_orders_drop_redundant_index', '0004_admin_listing_indexes', '0005_sessions_open_closed_indexes'],
+  ['0001_initial', '0002_compliance_nppa', '0002_notifications_window', '0002_orders_listing', '0003_orders_drop_redundant_index', '0004_admin_listing_indexes', '0005_sessions_open_closed_indexes', '0006_nppa_backlog_order'],
 ];
+
+/** 0006 as it first shipped (9caf13d), before shift_at was added to it (c72eb8a). */
+const FIRST_0006: Migration = {
+  async up(db: Kysely<any>) {
+    for (const column of ['paused_until', 'shift_ms', 'last_ot']) {
+      await db.schema.alterTable('nppa_leases').addColumn(column, 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+    }
+  },
+};
 
 describe('upgrading a database left at an earlier set of migrations', () => {
   let tdb: TestDatabase | undefined;
@@ -39,5 +51,42 @@ describe('upgrading a database left at an earlier set of migrations', () => {
       Object.keys(migrations).filter((name) => !set.includes(name)).map((name) => [name, 'Success']),
     );
     expect(await migrationsApplied(database.db)).toBe(true);
+  });
+
+  it('a migration that fails halfway leaves nothing of itself, and runs whole next time', async () => {
+    // As a process killed between two of its statements: on SQLite too, the first is undone.
+    tdb = await createTestDatabase();
+    database = openDatabase(tdb.url);
+    await migrateToLatest(database);
+    let fail = true;
+    const halfway: Migration = {
+      async up(db: Kysely<any>) {
+        await db.schema.createTable('halfway_a').addColumn('x', 'integer').execute();
+        if (fail) throw new Error('killed between two statements');
+        await db.schema.createTable('halfway_b').addColumn('x', 'integer').execute();
+      },
+    };
+    const list = { ...migrations, '9999_halfway': halfway };
+    await expect(migrateToLatest(database, list)).rejects.toThrow('killed between two statements');
+    const tables = async () => (await database!.db.introspection.getTables()).map((t) => t.name).filter((n) => n.startsWith('halfway'));
+    expect(await tables()).toEqual([]);
+    fail = false;
+    await migrateToLatest(database, list);
+    expect((await tables()).sort()).toEqual(['halfway_a', 'halfway_b']);
+  });
+
+  it('from 0006 as it first shipped: nppa_leases gets its shift_at, and the uploader can save its progress', async () => {
+    tdb = await createTestDatabase();
+    database = openDatabase(tdb.url);
+    const upTo0005 = SHIPPED[SHIPPED.length - 2]!;
+    await migrateToLatest(database, { ...Object.fromEntries(upTo0005.map((name) => [name, migrations[name]!])), '0006_nppa_backlog_order': FIRST_0006 });
+    const columns = async () => (await database!.db.introspection.getTables()).find((t) => t.name === 'nppa_leases')!.columns.map((c) => c.name);
+    expect(await columns()).not.toContain('shift_at');
+    await migrateToLatest(database);
+    expect(await columns()).toContain('shift_at');
+    const store = new ComplianceStore(database.db, database.dialect, database.transaction);
+    await database.db.insertInto('nppa_leases').values({ game_id: 'g', owner: 'me', expires_at: Date.now() + 60_000, paused_until: 0, shift_ms: 0, shift_at: 0, last_ot: 0 }).execute();
+    await store.saveProgress(database.db, 'g', 'me', { shiftMs: 5000, shiftAt: 1, lastOt: 2 });
+    expect(await database.db.selectFrom('nppa_leases').select(['shift_ms', 'shift_at', 'last_ot']).executeTakeFirstOrThrow()).toEqual({ shift_ms: 5000, shift_at: 1, last_ot: 2 });
   });
 });

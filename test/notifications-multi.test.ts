@@ -111,6 +111,47 @@ describe('concurrency caps', () => {
     }
   });
 
+  // Hosts that hang hold a slot for the whole time-out per attempt: once found slow, each gets
+  // one attempt in flight, and all of them together half of NOTIFY_CONCURRENCY.
+  it('hosts that hang get one attempt in flight each, and half the slots between them', async () => {
+    const t = await startService({
+      env: { NOTIFY_CONCURRENCY: '4', NOTIFY_PER_HOST_CONCURRENCY: '4', NOTIFY_TIMEOUT_MS: '300', NOTIFY_RETRY_BASE_MS: '20', NOTIFY_POLL_INTERVAL_MS: '20' },
+    });
+    const hanging = await Promise.all([1, 2, 3, 4].map(() => new Receiver({ keys, now: () => Date.now() }).start()));
+    try {
+      const g = await game(t);
+      const ids = new Map<string, Receiver>();
+      for (const r of hanging) {
+        r.script('/hang', () => ({ kind: 'hang' }));
+        for (let i = 0; i < 3; i++) ids.set((await paidOrder(t, g, r.url + '/hang')).notificationId, r);
+      }
+      const attempts = async () => (await Promise.all([...ids.keys()].map(async (id) => (await attemptRows(t, id)).map((a) => ({ ...a, host: ids.get(id)! }))))).flat();
+      // The attempts made once every hanging host had been found slow (its first attempt over).
+      const afterFoundSlow = async () => {
+        const all = await attempts();
+        if (!hanging.every((r) => all.some((a) => a.host === r))) return [];
+        const from = Math.max(...hanging.map((r) => Math.min(...all.filter((a) => a.host === r).map((a) => a.at + (a.latency_ms ?? 0)))));
+        return all.filter((a) => a.at >= from);
+      };
+      await until('a dozen attempts to hanging hosts found slow', async () => (await afterFoundSlow()).length >= 12, 30_000);
+      // Another host's notifications still go out meanwhile.
+      const fast = [];
+      for (let i = 0; i < 3; i++) fast.push((await paidOrder(t, g, receiver.url + '/beside-hanging')).notificationId);
+      await allSettled(t, fast);
+      const later = await afterFoundSlow();
+      // Times are whole ms (Date.now() truncated, latencies rounded): 2 ms of slack at each end.
+      const overlapAt = (x: number, of: typeof later) => of.filter((a) => a.at <= x && x < a.at + (a.latency_ms ?? 0) - 2).length;
+      for (const a of later) {
+        const same = later.filter((b) => b.host === a.host);
+        expect(overlapAt(a.at, same), `one per slow host: ${JSON.stringify(same.map((b) => [b.at, b.latency_ms]))}`).toBeLessThanOrEqual(1);
+        expect(overlapAt(a.at, later), 'half the slots for slow hosts').toBeLessThanOrEqual(2);
+      }
+    } finally {
+      for (const r of hanging) await r.close();
+      await t.stop();
+    }
+  });
+
   it('keeps at most NOTIFY_CONCURRENCY requests open in total', async () => {
     const t = await startService({ env: { NOTIFY_CONCURRENCY: '3', NOTIFY_POLL_INTERVAL_MS: '20' } });
     try {

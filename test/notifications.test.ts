@@ -9,7 +9,9 @@ import { OutboundClient, isPrivateAddress } from '../src/lib/outbound.js';
 import { NotificationDispatcher } from '../src/notifications/dispatcher.js';
 import { NotificationService } from '../src/notifications/service.js';
 import { NotificationStore } from '../src/notifications/store.js';
-import { admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
+import { sql } from 'kysely';
+import { TEST_DB } from './helpers/db.js';
+import { admin, createGame, startService, type Answer, type TestGame, type TestService } from './helpers/service.js';
 
 const RETRY_BASE_MS = 40;
 const keys = new Map<string, string[]>();
@@ -87,6 +89,18 @@ describe('delivery', () => {
     expect(attempts).toHaveLength(1);
     expect(attempts[0]).toMatchObject({ status_code: 200, error: null, response_snippet: '{"ok":true}' });
     expect(attempts[0]!.latency_ms).toBeGreaterThanOrEqual(0);
+  });
+
+  it('sends | and ^ in the notify_url path escaped, as the Go SDK rebuilds the URI it verifies', async () => {
+    // Go's net/url re-escapes | and ^ in RequestURI(); Node's URL keeps %7C as received. Sent
+    // escaped and signed so, both SDKs verify the same URI.
+    const g = await game();
+    const path = newPath();
+    const { notificationId } = await paidOrder(t, g, `${receiver.url}${path}/a|b^c?q=|`);
+    expect((await settled(notificationId)).status).toBe('succeeded');
+    const rec = receiver.on(`${path}/a%7Cb%5Ec`)[0]!;
+    expect(rec.url).toBe(`${path}/a%7Cb%5Ec?q=|`);
+    expect(rec.signatureProblem).toBeNull();
   });
 
   it('omits context when the order had none', async () => {
@@ -419,6 +433,33 @@ describe('operator API', () => {
     await until('the refund sent again', () => receiver.on(path).length === 3);
     expect((await settled(refundId!)).status).toBe('succeeded');
     expect(receiver.on(path).map((x) => x.body.notification_type)).toEqual(['ship_order', 'refund', 'refund']);
+  });
+});
+
+describe('redeliver racing a refund (PostgreSQL: read committed)', () => {
+  // A refund not yet committed when redeliver reads the order: redeliver must wait for it and
+  // then refuse, or the game would get the ship_order after the refund. The refund here is the
+  // status change alone, held open in a transaction of the test's own.
+  it.runIf(TEST_DB === 'postgres')('redeliver waits for a concurrent refund of the order, then answers 409', async () => {
+    const g = await game();
+    const path = newPath();
+    const { order, notificationId } = await paidOrder(t, g, receiver.url + path);
+    expect((await settled(notificationId)).status).toBe('succeeded');
+    const db = t.service.database.db;
+    let answer: Promise<Answer> | undefined;
+    await db.transaction().execute(async (trx) => {
+      await sql`update orders set status = 'refunded', refunded_at = ${Date.now()} where order_id = ${order.order_id}`.execute(trx);
+      answer = admin(t, 'POST', `/admin/v1/notifications/${notificationId}/redeliver`, {});
+      const waiting = async () => {
+        const r = await sql<{ n: string }>`select count(*) as n from pg_stat_activity where wait_event_type = 'Lock' and query ilike '%orders%'`.execute(db);
+        return Number(r.rows[0]!.n) > 0;
+      };
+      // Either redeliver answered while the refund was uncommitted (the bug), or it waits.
+      await Promise.race([answer, until('redeliver to wait on the order row', waiting)]);
+    });
+    const r = await answer!;
+    expect([r.status, r.body.error]).toEqual([409, 'invalid_state']);
+    expect((await notificationRow(t, notificationId)).status).toBe('succeeded');
   });
 });
 

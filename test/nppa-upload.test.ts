@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { nppaDeviceId, nppaSessionId } from '../src/compliance/identity.js';
 import { createNppaGame, enter, leave, pool, type NppaGame } from './helpers/nppa-game.js';
@@ -38,6 +39,37 @@ const acceptedOf = (game: NppaGame) => standIn.accepted.filter((a) => a.appId ==
 const uploaded = (game: NppaGame, n: number) => async () => (await events(game)).counts.uploaded === n;
 
 describe('national-system upload', () => {
+  it('sends a session\'s logout with the identity its login was accepted with, when the pi is set or cleared between', async () => {
+    const game = await createNppaGame(t, standIn);
+    const items = (sessionId: string) => acceptedOf(game).filter((i) => i.si === nppaSessionId(game.gameId, sessionId));
+    // A guest login, then the real-name check records a pi: the logout still goes as the guest.
+    await enter(t, game, 'late-pi', 's-late');
+    await waitFor(uploaded(game, 1), 'the guest login uploaded');
+    expect((await admin(t, 'PUT', `/admin/v1/games/${game.gameId}/players/late-pi`, { pi: PI })).status).toBe(200);
+    await leave(t, game, 'late-pi', 's-late');
+    await waitFor(uploaded(game, 2), 'the logout uploaded');
+    for (const i of items('s-late')) {
+      expect(i).toMatchObject({ ct: 2, di: nppaDeviceId('late-pi') });
+      expect(i.pi).toBeUndefined();
+    }
+    // The next session is the authenticated player's.
+    await enter(t, game, 'late-pi', 's-late-2');
+    await waitFor(uploaded(game, 3), 'the next login uploaded');
+    expect(items('s-late-2')[0]).toMatchObject({ ct: 0, pi: PI });
+    // The pi cleared mid-session: the logout still goes with it.
+    expect((await admin(t, 'PUT', `/admin/v1/games/${game.gameId}/players/late-pi`, { pi: null })).status).toBe(200);
+    await leave(t, game, 'late-pi', 's-late-2');
+    await waitFor(uploaded(game, 4), 'its logout uploaded');
+    expect(items('s-late-2').map((i) => [i.bt, i.ct, i.pi])).toEqual([[1, 0, PI], [0, 0, PI]]);
+  });
+
+  it('signs with the secret key exactly as issued, upper-case hex digits included', async () => {
+    const game = await createNppaGame(t, standIn, { secretKey: randomBytes(16).toString('hex').toUpperCase().replace(/^./, 'a') });
+    await enter(t, game, 'case-1', 's-case');
+    await waitFor(uploaded(game, 1), 'the login uploaded');
+    expect(acceptedOf(game)).toHaveLength(1);
+  });
+
   it('uploads a guest (ct=2, di) and an authenticated player (ct=0, pi) with one si per session', async () => {
     const game = await createNppaGame(t, standIn);
     expect((await admin(t, 'PUT', `/admin/v1/games/${game.gameId}/players/auth-1`, { pi: PI })).status).toBe(200);
@@ -289,7 +321,7 @@ describe('ComplianceStore.dueGames on a real database', () => {
       const event = (gameId: string, i: number, over: Record<string, unknown> = {}) => ({
         event_id: `nev_${gameId}_${i}`, game_id: gameId, session_id: `s${i}`, combo_id: 'p', bt: 1, ot_ms: 1000 + i,
         status: 'pending' as const, attempts: 0, next_attempt_at: 0, last_error: null, created_at: 1000, uploaded_at: null,
-        locked_until: 0, locked_by: null, sent_ot: null, errcode: null, retime: 0, ...over,
+        locked_until: 0, locked_by: null, sent_ot: null, sent_pi: null, errcode: null, retime: 0, ...over,
       });
       await database.db.insertInto('nppa_events').values([
         event('g-c', 1), event('g-a', 2), event('g-a', 3), event('g-b', 4), event('g-d', 5),

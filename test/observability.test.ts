@@ -45,6 +45,14 @@ describe('GET /metrics', () => {
     expect(ok.text).toContain('process_cpu_user_seconds_total');
   });
 
+  it('answers /metrics only as spelled: a percent-encoded spelling is 404, so a proxy keeping the raw path off the internet holds', async () => {
+    for (const spelled of ['/%6detrics', '/%6Detrics', '/%6d%65trics']) {
+      const r = await fetch(`${t.url}${spelled}`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+      expect(r.status, spelled).toBe(404);
+      expect(await r.json()).toMatchObject({ error: 'not_found' });
+    }
+  });
+
   it('counts requests by route pattern (never the raw path) and status, with latency histograms', async () => {
     const game = await createGame(t);
     for (let i = 0; i < 3; i++) expect((await signed(t, game, 'POST', '/v1/server/create-order', orderBody())).status).toBe(200);

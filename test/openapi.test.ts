@@ -89,11 +89,12 @@ describe('GET /openapi.json', () => {
     }
   });
 
-  it('every operation lists what any route can answer: a body refused (400, 408, 413, 415), another method (405), 500 and 503', () => {
+  it('every operation lists what any route can answer: a body refused (400, 408, 413, 415), another method (405), an Expect refused (417), 500 and 503', () => {
     for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
       for (const [method, op] of Object.entries(ops)) {
-        expect(Object.keys(op.responses), `${method} ${path}`).toEqual(expect.arrayContaining(['400', '405', '408', '413', '415', '500', '503']));
+        expect(Object.keys(op.responses), `${method} ${path}`).toEqual(expect.arrayContaining(['400', '405', '408', '413', '415', '417', '500', '503']));
         expect(op.responses['408']['x-error-codes'], `${method} ${path}`).toEqual(['invalid_request']);
+        expect(op.responses['417']['x-error-codes'], `${method} ${path}`).toEqual(['invalid_request']);
       }
     }
   });

@@ -1,11 +1,12 @@
 import { once } from 'node:events';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import http2 from 'node:http2';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase } from '../src/db/index.js';
+import { migrateToLatest, openDatabase } from '../src/db/index.js';
 import { authorizationHeader } from '../src/signing/signer.js';
 import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
 import { ensureServiceBuilt, spawnCommand, spawnEntry, spawnService, type Spawned } from './helpers/spawn.js';
@@ -126,6 +127,41 @@ describe('graceful shutdown', () => {
     } finally {
       await database.close();
     }
+  });
+
+  it('SIGTERM while a keep-alive connection has a request in flight: answered, the connection closed after, exit without the grace period', async () => {
+    // SHUTDOWN_TIMEOUT_MS is 60 s here: a keep-alive connection left open after its answer
+    // would hold the exit until then (past this test's time-out).
+    const s = await start();
+    const game = await newGame(s.url);
+    const uri = '/v1/server/create-order';
+    const body = JSON.stringify(orderBody());
+    const { hostname, port } = new URL(s.url);
+    const agent = new http.Agent({ keepAlive: true });
+    let closedByServer = false;
+    const answer = new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
+      const req = http.request(
+        { host: hostname, port: Number(port), method: 'POST', path: uri, agent, headers: { ...signedInit(game, uri, body), 'content-length': Buffer.byteLength(body), expect: '100-continue' } },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }));
+        },
+      );
+      req.on('socket', (socket) => socket.once('close', () => (closedByServer = true)));
+      req.on('error', reject);
+      req.on('continue', async () => {
+        s.child.kill('SIGTERM');
+        await s.logLine('draining').catch(reject);
+        req.end(body);
+      });
+    });
+    const r = await answer;
+    expect(r.status).toBe(200);
+    const started = Date.now();
+    expect(await s.exited).toBe(0);
+    expect(Date.now() - started).toBeLessThan(30_000);
+    expect(closedByServer).toBe(true);
+    agent.destroy();
   });
 
   it('SIGTERM while an HTTP/2 stream is in flight: the stream completes with 200, exit 0', async () => {
@@ -353,6 +389,55 @@ describe('bad configuration', () => {
       expect(s.stderr()).toMatch(line);
       expect(s.stderr()).not.toContain('hunter2secret');
       expect(s.stderr()).not.toMatch(/\n\s+at /);
+    }
+  });
+
+  it('a SECRETS_KEY that does not open the stored secrets -> exit 2 with one line naming it; with the old key as SECRETS_KEY_PREVIOUS it starts', async () => {
+    const own = await createTestDatabase();
+    try {
+      const [a, b] = [randomBytes(32).toString('base64'), randomBytes(32).toString('base64')];
+      const first = await start({ DATABASE_URL: own.url, SECRETS_KEY: a });
+      await newGame(first.url); // a game key, sealed with a
+      first.child.kill('SIGTERM');
+      expect(await first.exited).toBe(0);
+      const wrong = spawnEntry('src/main.ts', { ...env({ DATABASE_URL: own.url, SECRETS_KEY: b }), PORT: '0', HOST: '127.0.0.1' });
+      running.push(wrong);
+      expect(await wrong.exited).toBe(2);
+      expect(wrong.stderr()).toMatch(/^game_keys\.secret_enc holds values sealed with key id [0-9a-f]{8}, which SECRETS_KEY \(key id [0-9a-f]{8}\) and SECRETS_KEY_PREVIOUS do not open/m);
+      expect(wrong.stderr()).not.toMatch(/\n\s+at /);
+      const rotating = await start({ DATABASE_URL: own.url, SECRETS_KEY: b, SECRETS_KEY_PREVIOUS: a });
+      expect((await fetch(`${rotating.url}/readyz`)).status).toBe(200);
+    } finally {
+      for (const s of running.splice(0)) {
+        if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL');
+        await s.exited;
+      }
+      await own.drop();
+    }
+  });
+
+  it('a database migrated by a newer release -> exit 1 with one line saying so, no stack; migrate says the same', async () => {
+    const own = await createTestDatabase();
+    try {
+      const database = openDatabase(own.url);
+      try {
+        await migrateToLatest(database);
+        await database.db.insertInto('kysely_migration' as never).values({ name: '9999_future', timestamp: new Date().toISOString() } as never).execute();
+      } finally {
+        await database.close();
+      }
+      const s = spawnEntry('src/main.ts', { ...env({ DATABASE_URL: own.url }), PORT: '0', HOST: '127.0.0.1' });
+      running.push(s);
+      expect(await s.exited).toBe(1);
+      expect(s.stderr()).toMatch(/^cannot use the database of DATABASE_URL=.*: it was migrated by a newer release of this service \(migration 9999_future is unknown to this one\)/m);
+      expect(s.stderr()).not.toMatch(/\n\s+at /);
+      const m = spawnEntry('src/cli.ts', { DATABASE_URL: own.url, DATA_DIR: dataDir }, ['migrate']);
+      running.push(m);
+      expect(await m.exited).not.toBe(0);
+      expect(m.stderr()).toContain('migrated by a newer release');
+      expect(m.stderr()).not.toMatch(/\n\s+at /);
+    } finally {
+      await own.drop();
     }
   });
 

@@ -4,6 +4,7 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../src/db/index.js';
 import { keyId, SecretBox } from '../src/lib/secret-box.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
 import { createPartner, partnerGet, queryUri, type TestPartner } from './helpers/partners.js';
@@ -115,15 +116,16 @@ describe('rotate-secrets (SECRETS_KEY_PREVIOUS)', () => {
   });
 
   async function sealedValues(): Promise<string[]> {
-    const s = await startService({ db, secretsKey: keyB });
+    // The database itself: a service would not start with a key that does not open them all.
+    const database = openDatabase(db.url);
     try {
-      const d = s.service.database.db;
+      const d = database.db;
       const g = await d.selectFrom('game_keys').select('secret_enc').execute();
       const p = await d.selectFrom('partner_keys').select('secret_enc').execute();
       const n = await d.selectFrom('games').select('nppa_secret_enc').where('nppa_secret_enc', 'is not', null).execute();
       return [...g.map((r) => r.secret_enc), ...p.map((r) => r.secret_enc), ...n.map((r) => r.nppa_secret_enc as string)];
     } finally {
-      await s.stop();
+      await database.close();
     }
   }
 
@@ -140,6 +142,8 @@ describe('rotate-secrets (SECRETS_KEY_PREVIOUS)', () => {
     const r = await runCli(['rotate-secrets', '--dry-run'], env(keyB, keyA));
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('dry run: would re-seal 4 value(s)');
+    expect(r.stdout).toMatch(/^game_keys.secret_enc: \d+ to re-seal, \d+ already current$/m);
+    expect(r.stdout).not.toContain(' re-sealed,');
     expect(await sealedValues()).toEqual(before);
   });
 

@@ -127,6 +127,7 @@ function typeRows(): Row[] {
     ['notify_url', 'javascript:alert(1)//x'],
     ['notify_url', 'http://'.padEnd(20, ' ')],
     ['notify_url', 12345678901234],
+    ['notify_url', 'https://game.example.com//notify'],
     ['quantity', 0],
     ['quantity', 101],
     ['quantity', -1],

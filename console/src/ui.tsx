@@ -1,4 +1,5 @@
 import { useCallback, useEffect, useState, type ReactNode } from 'react';
+import { minorUnitDigits } from '../../src/lib/currency-digits';
 import { ApiError } from './api';
 import { Link } from './router';
 
@@ -10,18 +11,10 @@ export function time(ms: number | null | undefined): string {
   return new Date(ms).toISOString().replace('T', ' ').slice(0, 19);
 }
 
-export function fractionDigits(currency: string): number {
-  try {
-    return new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
-  } catch {
-    return 2;
-  }
-}
-
-/** Integer minor units as "6.00 CNY". */
+/** Integer minor units as "6.00 CNY" (decimals of the ISO 4217 minor unit). */
 export function money(minor: number | undefined, currency: string | undefined): string {
   if (typeof minor !== 'number' || !currency) return '—';
-  const d = fractionDigits(currency);
+  const d = minorUnitDigits(currency);
   return `${(minor / 10 ** d).toFixed(d)} ${currency}`;
 }
 

@@ -70,8 +70,11 @@ const AUDIENCE: Record<string, AuthKind[]> = {
 
 /** Every error code of the catalogue, by HTTP status (read from the factories themselves). */
 export function errorCodesByStatus(): Map<number, string[]> {
-  // Answered before Fastify (src/http/load-shedding.ts), not from the catalogue.
-  const byStatus = new Map<number, string[]>([[408, ['invalid_request']]]);
+  // Answered before Fastify (src/http/load-shedding.ts; an Expect refused, src/http/app.ts), not from the catalogue.
+  const byStatus = new Map<number, string[]>([
+    [408, ['invalid_request']],
+    [417, ['invalid_request']],
+  ]);
   for (const make of Object.values(Errors)) {
     const e = make('');
     const codes = byStatus.get(e.status) ?? [];
@@ -90,7 +93,8 @@ const REASONS: Record<number, string> = {
   408: 'The request body did not arrive in time (BODY_TIMEOUT_MS); the connection is closed',
   409: 'Conflict with the current state',
   413: 'Request body over 64 KiB',
-  415: 'Content-Type is not application/json',
+  415: 'Content-Type is not application/json, or the body has a Content-Encoding',
+  417: 'An Expect header other than 100-continue',
   422: 'Idempotency conflict',
   429: 'Rate limited (see the Retry-After header)',
   500: 'Internal error',

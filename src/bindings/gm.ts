@@ -2,6 +2,7 @@ import type { Clock } from '../lib/clock.js';
 import { prefixedId, type IdGenerator } from '../lib/ids.js';
 import { isJsonContentType } from '../lib/media-type.js';
 import type { OutboundClient } from '../lib/outbound.js';
+import { wireUrl } from '../lib/wire-url.js';
 import { authorizationHeader } from '../signing/signer.js';
 import type { Role } from './schemas.js';
 
@@ -32,6 +33,9 @@ export interface GmClientDeps {
 
 export const GM_MAX_ANSWER_BYTES = 1024 * 1024;
 
+/** A GM's 404 `role_not_found` answer: an answer, not an outage (see GmClient.call). */
+const ROLE_NOT_FOUND = Symbol('role_not_found');
+
 /** Service -> game GM requests (PROTOCOL 8), signed like the Combo SDKs expect them. */
 export class GmClient {
   constructor(private readonly d: GmClientDeps) {}
@@ -39,6 +43,7 @@ export class GmClient {
   /** `ListRoles` for one player; throws GmUnavailableError when there is no usable answer. */
   async listRoles(target: GmTarget, comboId: string): Promise<Role[]> {
     const body = await this.call(target, 'ListRoles', { combo_id: comboId });
+    if (body === ROLE_NOT_FOUND) return [];
     const roles = parseListRoles(body);
     if (typeof roles === 'string') throw new GmUnavailableError(`ListRoles answer of ${target.gameId} is invalid: ${roles}`);
     return roles;
@@ -48,7 +53,7 @@ export class GmClient {
     const { outbound, clock, ids, timeoutMs } = this.d;
     if (!target.gmUrl) throw new GmUnavailableError(`game ${target.gameId} has no GM URL`);
     if (!target.secret) throw new GmUnavailableError(`game ${target.gameId} has no signing key`);
-    const url = new URL(target.gmUrl);
+    const url = wireUrl(target.gmUrl);
     const payload = JSON.stringify({ version: '2.0', request_id: prefixedId('gmr', ids), origin: 'combo/binding', command, args });
     const uri = url.pathname + url.search;
     const headers = {
@@ -67,6 +72,8 @@ export class GmClient {
     const json = isJsonContentType(typeof contentType === 'string' ? contentType : undefined) ? parseJson(res.body) : undefined;
     if (res.status !== 200) {
       const err = json && typeof json === 'object' ? (json as { error?: unknown }).error : undefined;
+      // The Go SDK's GmError_RoleNotFound: the game answered, and the player has no such role.
+      if (res.status === 404 && err === 'role_not_found') return ROLE_NOT_FOUND;
       throw new GmUnavailableError(`GM of ${target.gameId} answered ${res.status}${typeof err === 'string' ? ` ${err.slice(0, 64)}` : ''}`);
     }
     if (json === undefined) {

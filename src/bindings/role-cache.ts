@@ -9,6 +9,8 @@ export interface RoleCacheOptions {
   /** When the game cannot be reached, a cached role up to this old is served instead. */
   staleTtlMs: number;
   maxEntries?: number;
+  /** At most this many roles over all players (a GM may list thousands for one player). */
+  maxRoles?: number;
 }
 
 export interface CachedRole {
@@ -44,9 +46,13 @@ export class RoleCache {
   private readonly entries = new Map<string, Listing>();
   private readonly flights = new Map<string, { result: Promise<Role[]>; waiters: number }>();
   private readonly maxEntries: number;
+  private readonly maxRoles: number;
+  /** Roles held over all entries. */
+  private roleCount = 0;
 
   constructor(private readonly o: RoleCacheOptions) {
     this.maxEntries = o.maxEntries ?? 100_000;
+    this.maxRoles = o.maxRoles ?? 500_000;
   }
 
   /**
@@ -107,12 +113,30 @@ export class RoleCache {
 
   private store(key: string, roles: Role[]): void {
     // Re-insert so Map order is oldest-first: eviction drops the least recently fetched player.
-    this.entries.delete(key);
-    this.entries.set(key, { roles: new Map(roles.map((r) => [r.role_id, r])), at: this.o.clock.now() });
-    while (this.entries.size > this.maxEntries) {
+    this.drop(key);
+    // A role id listed twice: the first one, as a fresh answer's `find` serves it.
+    const byId = new Map<string, Role>();
+    for (const r of roles) if (!byId.has(r.role_id)) byId.set(r.role_id, r);
+    this.entries.set(key, { roles: byId, at: this.o.clock.now() });
+    this.roleCount += byId.size;
+    // Bounded by players and by roles: one GM's long lists cannot fill the process's memory
+    // (an answer alone over maxRoles is not kept at all).
+    while (this.entries.size > this.maxEntries || this.roleCount > this.maxRoles) {
       const oldest = this.entries.keys().next().value;
       if (oldest === undefined) break;
-      this.entries.delete(oldest);
+      this.drop(oldest);
     }
+  }
+
+  private drop(key: string): void {
+    const old = this.entries.get(key);
+    if (!old) return;
+    this.roleCount -= old.roles.size;
+    this.entries.delete(key);
+  }
+
+  /** Roles held over all players (tests). */
+  heldRoles(): number {
+    return this.roleCount;
   }
 }

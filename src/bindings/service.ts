@@ -30,8 +30,10 @@ export class BindingService {
   async bind(game: GameSnapshot, body: BindBody): Promise<{ bound_at: number }> {
     const gameId = game.game.game_id;
     const partner = await this.d.partnerSnapshot(body.partner_id);
-    if (!partner) throw Errors.invalidRequest(`partner_id: partner ${body.partner_id} does not exist`);
-    if (!partner.games.has(gameId)) throw Errors.invalidRequest(`partner_id: partner ${body.partner_id} is not granted this game`);
+    // One answer for both: a game learns nothing of the partners it is not granted to.
+    if (!partner || !partner.games.has(gameId)) {
+      throw Errors.invalidRequest(`partner_id: partner ${body.partner_id} does not exist or is not granted this game`);
+    }
     const boundAt = this.d.clock.now();
     await this.d.store.upsert({ game_id: gameId, partner_id: body.partner_id, partner_user_id: body.partner_user_id, combo_id: body.combo_id, role_id: body.role_id, bound_at: boundAt });
     return { bound_at: toSeconds(boundAt) };

@@ -1,3 +1,4 @@
+import { minorUnitDigits } from '../lib/currency-digits.js';
 import type { CheckoutView } from './service.js';
 
 /**
@@ -15,12 +16,7 @@ export function escapeHtml(s: string | number): string {
 
 /** Minor units to a display amount with the currency's own number of decimals: 600 CNY -> "CNY 6.00". */
 export function formatMinorUnits(amount: number, currency: string): string {
-  let digits = 2;
-  try {
-    digits = new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
-  } catch {
-    // Not a currency Intl knows: two decimals, the common case.
-  }
+  const digits = minorUnitDigits(currency);
   const value = (amount / 10 ** digits).toLocaleString('en', { minimumFractionDigits: digits, maximumFractionDigits: digits });
   return `${currency} ${value}`;
 }

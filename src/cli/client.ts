@@ -1,4 +1,4 @@
-import { CommandError, UsageError, required, str, type Io, type Options, type Values } from './io.js';
+import { CommandError, UsageError, str, type Io, type Options, type Values } from './io.js';
 
 /** Options every command that talks to the admin API accepts. */
 export const ADMIN_OPTIONS: Options = {
@@ -39,7 +39,8 @@ export class AdminClient {
     } catch {
       throw new UsageError(`--url must be an http(s) URL (got "${base}")`);
     }
-    const token = required(values, 'token', io.env.ADMIN_TOKEN);
+    const token = str(values, 'token') ?? io.env.ADMIN_TOKEN;
+    if (!token) throw new UsageError('--token (or ADMIN_TOKEN in the environment) is required: the admin token');
     const timeout = str(values, 'timeout') ?? '30';
     if (!/^\d+$/.test(timeout) || Number(timeout) < 1) throw new UsageError('--timeout must be a whole number of seconds >= 1');
     return new AdminClient(base, token, str(values, 'operator') ?? io.env.COMBO_OPERATOR, Number(timeout) * 1000);

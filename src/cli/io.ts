@@ -64,7 +64,7 @@ export function bool(values: Values, name: string): boolean | undefined {
   if (v === undefined) return undefined;
   if (TRUE.has(v.toLowerCase())) return true;
   if (FALSE.has(v.toLowerCase())) return false;
-  throw new UsageError(`--${name} must be true or false (got "${v}")`);
+  throw new UsageError(`--${name} must be true or false (or on/off, yes/no, 1/0; got "${v}")`);
 }
 
 /** Exactly `n` positional arguments, named for the error message. */

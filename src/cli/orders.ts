@@ -56,8 +56,19 @@ async function tail(args: string[], io: Io): Promise<number> {
   let first = true;
   if (!json) io.out(line(COLUMNS.map(([c]) => c.toUpperCase())));
   while (!stop) {
-    const answer = await Promise.race([client.request('GET', `/admin/v1/orders?${query}`), interrupted.then(() => null)]);
+    // After the first answer, a service that cannot be reached (restarting, a network blip) is
+    // a transient error like a 5xx: reported, and polling goes on.
+    const poll = client.request('GET', `/admin/v1/orders?${query}`).catch((e: unknown) => {
+      if (first || !(e instanceof CommandError)) throw e;
+      return e;
+    });
+    const answer = await Promise.race([poll, interrupted.then(() => null)]);
     if (answer === null) break;
+    if (answer instanceof CommandError) {
+      io.err(`warning: ${answer.message} while polling; retrying\n`);
+      await Promise.race([sleep(interval * 1000), interrupted]);
+      continue;
+    }
     if (answer.status === 404 && first) {
       const msg = (answer.body as { message?: string } | null)?.message ?? '';
       throw new CommandError(

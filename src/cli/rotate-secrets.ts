@@ -15,7 +15,7 @@ async function run(args: string[], io: Io): Promise<number> {
   const database = openServiceDatabase(config);
   try {
     const report = await rotateSecrets(database.db, box, { ids: new IdGenerator(config.nodeId ?? undefined), now: Date.now(), dryRun });
-    for (const c of report.columns) io.out(`${c.name}: ${c.resealed} re-sealed, ${c.current} already current\n`);
+    for (const c of report.columns) io.out(`${c.name}: ${c.resealed} ${dryRun ? 'to re-seal' : 're-sealed'}, ${c.current} already current\n`);
     io.out(
       `${dryRun ? 'dry run: would re-seal' : 're-sealed'} ${report.resealed} value(s) with key ${box.currentKeyId} (${source === 'SECRETS_KEY' ? 'SECRETS_KEY' : 'key file'})\n`,
     );

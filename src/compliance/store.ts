@@ -98,6 +98,23 @@ export class ComplianceStore {
     return new Map(rows.map((r) => [r.combo_id, r.pi as string]));
   }
 
+  /**
+   * The identity each of these sessions' logins was accepted with (the `pi`, '' for a guest):
+   * their logouts are sent with the same, whatever was recorded for the player since.
+   */
+  async loginIdentities(q: Q, gameId: string, sessionIds: string[]): Promise<Map<string, string>> {
+    if (sessionIds.length === 0) return new Map();
+    const rows = await q
+      .selectFrom('nppa_events')
+      .select(['session_id', 'sent_pi'])
+      .where('game_id', '=', gameId)
+      .where('session_id', 'in', sessionIds)
+      .where('bt', '=', 1)
+      .where('sent_pi', 'is not', null)
+      .execute();
+    return new Map(rows.map((r) => [r.session_id, r.sent_pi as string]));
+  }
+
   // ---- upload queue -----------------------------------------------------------------------
 
   /**
@@ -157,8 +174,9 @@ export class ComplianceStore {
     await this.db.updateTable('nppa_events').set({ locked_until: 0, locked_by: null }).where('event_id', 'in', ids).where('locked_by', '=', owner).execute();
   }
 
-  /** Accepted by the national system: uploaded, with the `ot` actually sent. Guarded by the claim. */
-  async markUploaded(q: Q, ids: string[], owner: string, shiftMs: number, now: number): Promise<number> {
+  /** Accepted by the national system: uploaded, with the `ot` and identity actually sent. Guarded by the claim. */
+  async markUploaded(q: Q, ids: string[], owner: string, sent: { shiftMs: number; pi: string }, now: number): Promise<number> {
+    const { shiftMs } = sent;
     if (ids.length === 0) return 0;
     const r = await q
       .updateTable('nppa_events')
@@ -167,6 +185,7 @@ export class ComplianceStore {
         uploaded_at: now,
         // A literal, so both databases do integer arithmetic (a bound JS number is REAL in SQLite).
         sent_ot: sql<number>`(ot_ms + ${sql.lit(Math.trunc(shiftMs))}) / 1000`,
+        sent_pi: sent.pi,
         locked_until: 0,
         locked_by: null,
         attempts: sql<number>`attempts + 1`,

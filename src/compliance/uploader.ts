@@ -258,7 +258,8 @@ export class NppaUploader {
     await this.rateLimit(gameId);
     const ts = this.o.clock.now();
     const pis = await store.playerPis(store.db, gameId, [...new Set(events.map((e) => e.combo_id))]);
-    const batch = buildBatch(gameId, events, pis, ts, state);
+    const logins = await store.loginIdentities(store.db, gameId, events.filter((e) => e.bt === 0).map((e) => e.session_id));
+    const batch = buildBatch(gameId, events, pis, ts, state, logins);
     let answer: NppaAnswer;
     try {
       answer = await this.o.client.sendBehaviour(`${this.o.baseUrl}/behavior/collection/loginout`, creds, batch.items, ts);
@@ -320,21 +321,26 @@ export class NppaUploader {
     const { store, clock } = this.o;
     const now = clock.now();
     const byNo = new Map(failures.map((f) => [f.no, f]));
-    const accepted = new Map<number, string[]>(); // by the shift the item was sent with
+    // By the shift and identity each item was sent with.
+    const accepted = new Map<string, { sent: { shiftMs: number; pi: string }; ids: string[] }>();
     const retime: string[] = [];
     const failed = new Map<string, { errcode: number; error: string }>();
     let lastOt = state.last_ot;
     batch.events.forEach((e, i) => {
       const f = byNo.get(i + 1);
       if (!f) {
-        const shift = batch.shifts[i] as number;
-        accepted.set(shift, [...(accepted.get(shift) ?? []), e.event_id]);
+        const item = batch.items[i] as BehaviourItem;
+        const sent = { shiftMs: batch.shifts[i] as number, pi: item.ct === 0 ? (item.pi as string) : '' };
+        const key = `${sent.shiftMs}\n${sent.pi}`;
+        const group = accepted.get(key) ?? { sent, ids: [] };
+        group.ids.push(e.event_id);
+        accepted.set(key, group);
         lastOt = Math.max(lastOt, (batch.items[i] as BehaviourItem).ot);
       } else if (f.errcode === 3005 && e.retime < MAX_RETIMES) retime.push(e.event_id);
       else failed.set(e.event_id, { errcode: f.errcode, error: `${f.errcode} ${f.errmsg}` });
     });
     await store.transaction(async (trx) => {
-      for (const [shift, ids] of accepted) await store.markUploaded(trx, ids, this.owner, shift, now);
+      for (const { sent, ids } of accepted.values()) await store.markUploaded(trx, ids, this.owner, sent, now);
       await store.reschedule(trx, retime, this.owner, { nextAttemptAt: now, errcode: 3005, error: '3005 bad time: re-timed and sent again', retime: true });
       for (const [id, f] of failed) await store.markFailed(trx, [id], this.owner, f.errcode, f.error);
       await store.saveProgress(trx, gameId, this.owner, { shiftMs: batch.keptMs, shiftAt: batch.ts, lastOt });
@@ -397,6 +403,7 @@ export function buildBatch(
   pis: Map<string, string>,
   ts: number,
   state: GameState = { shift_ms: 0, shift_at: 0, last_ot: 0 },
+  logins: Map<string, string> = new Map(),
 ): Batch {
   const kept = keptShift(state, ts);
   const shiftMs = backlogShift((events[0] as NppaEventRow).ot_ms, kept, ts);
@@ -413,7 +420,10 @@ export function buildBatch(
     if (e.retime === 0 || e.bt === 0) ot = Math.max(ot, state.last_ot);
     ot = Math.min(ot, maxOt);
     shifts.push((ot - recorded) * 1000);
-    const pi = pis.get(e.combo_id);
+    // A logout goes with the identity its login was accepted with ('' a guest), so one session
+    // is one identity to the national system; otherwise, the player's as recorded now.
+    const sent = e.bt === 0 ? logins.get(e.session_id) : undefined;
+    const pi = sent === undefined ? pis.get(e.combo_id) : sent || undefined;
     const base = { no: i + 1, si: nppaSessionId(gameId, e.session_id), bt: e.bt === 1 ? 1 : 0, ot } as const;
     return pi ? { ...base, ct: 0, pi } : { ...base, ct: 2, di: nppaDeviceId(e.combo_id) };
   });

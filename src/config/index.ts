@@ -152,6 +152,9 @@ export function loadConfig(env: Env = process.env): Config {
   const databaseUrl = str('DATABASE_URL', `sqlite:${path.join(dataDir, 'combo.db')}`);
   if (!/^sqlite:.+/.test(databaseUrl) && !/^postgres(ql)?:\/\/.+/.test(databaseUrl)) {
     problems.push(`DATABASE_URL must be sqlite:<path> or postgres://... (got "${databaseUrl.replace(/:[^:@/]*@/, ':***@')}")`);
+  } else if (databaseUrl.startsWith('postgres') && !URL.canParse(databaseUrl)) {
+    // Shown without anything between "//" and the last "@": that may be a password.
+    problems.push(`DATABASE_URL is not a valid URL (got "${databaseUrl.replace(/\/\/.*@/, '//***@')}"): percent-encode reserved characters (/ ? # @ :) in its user name and password`);
   }
   const adminTokenRaw = env.ADMIN_TOKEN ?? '';
   if (adminTokenRaw !== '' && adminTokenRaw.length < 16) problems.push('ADMIN_TOKEN must be at least 16 characters');

@@ -75,7 +75,7 @@ function openSqlite(file: string, options: DatabaseOptions): Database {
   // lose the last transactions on power loss (never corrupts); FULL fsyncs every commit.
   raw.pragma('journal_mode = WAL');
   raw.pragma(`synchronous = ${options.sqliteSynchronous ?? 'NORMAL'}`);
-  raw.pragma('busy_timeout = 5000');
+  raw.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
   // Journals in memory: a group-commit batch runs each job in a savepoint, and the savepoint's
   // journal (the pages the job changes, ~40-60 KiB) soon outgrows SQLite's 64 KiB in-memory
   // spill limit; in a temporary file every page then costs write system calls. In memory,
@@ -117,9 +117,11 @@ function openSqlite(file: string, options: DatabaseOptions): Database {
   };
 }
 
+const SQLITE_BUSY_TIMEOUT_MS = 5000;
+
 function openReader(file: string): SQLite.Database {
   const reader = new SQLite(file, { readonly: true });
-  reader.pragma('busy_timeout = 5000');
+  reader.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
   return reader;
 }
 
@@ -197,14 +199,47 @@ export async function migrateToLatest(database: Database, list?: Record<string, 
   // A migration may rewrite a whole table: on SQLite its journals go to temporary files (see
   // openSqlite), so memory does not grow with the table.
   const sqlite = database.dialect === 'sqlite';
-  if (sqlite) await sql`pragma temp_store = FILE`.execute(db);
-  try {
-    const result = await migrator(db, list).migrateToLatest();
-    if (result.error) throw result.error instanceof Error ? result.error : new Error(String(result.error));
-    return result;
-  } finally {
-    if (sqlite) await sql`pragma temp_store = MEMORY`.execute(db);
+  if (!sqlite) {
+    // PostgreSQL: Kysely runs the pending migrations in one transaction, under an advisory lock.
+    return throwIfFailed(await migrator(db, list).migrateToLatest());
   }
+  // SQLite: Kysely runs each statement of a migration as a transaction of its own and takes no
+  // lock, so a process killed between two statements of a migration left it half applied (the
+  // next start failed on the first, "already exists"), and two processes starting together
+  // both ran it. One IMMEDIATE transaction around the whole run makes it all or nothing, and
+  // makes a second process wait for the first (busy time-out raised meanwhile) and then find
+  // nothing pending.
+  await sql`pragma temp_store = FILE`.execute(db);
+  await sql`pragma busy_timeout = ${sql.lit(MIGRATION_LOCK_WAIT_MS)}`.execute(db);
+  try {
+    await sql`begin immediate`.execute(db);
+    const result = await migrator(db, list).migrateToLatest();
+    await sql.raw(result.error ? 'rollback' : 'commit').execute(db);
+    return throwIfFailed(result);
+  } finally {
+    await sql`pragma busy_timeout = ${sql.lit(SQLITE_BUSY_TIMEOUT_MS)}`.execute(db);
+    await sql`pragma temp_store = MEMORY`.execute(db);
+  }
+}
+
+/** How long a process waits for another's migrations to finish (SQLite). */
+const MIGRATION_LOCK_WAIT_MS = 600_000;
+
+/**
+ * A failed run as one line for the operator (main.ts prints a DatabaseUnusableError without a
+ * stack): which migration failed and why, or that a newer release migrated the database.
+ */
+function throwIfFailed(result: MigrationResultSet): MigrationResultSet {
+  if (!result.error) return result;
+  const message = result.error instanceof Error ? result.error.message : String(result.error);
+  const newer = /previously executed migration (\S+) is missing/.exec(message);
+  if (newer) {
+    throw new DatabaseUnusableError(
+      new Error(`it was migrated by a newer release of this service (migration ${newer[1]} is unknown to this one): run that release, or restore the backup made before the upgrade`),
+    );
+  }
+  const failed = result.results?.find((r) => r.status === 'Error');
+  throw new DatabaseUnusableError(new Error(failed ? `migration ${failed.migrationName} failed: ${message}` : message));
 }
 
 /** True when every known migration has been applied. */

@@ -163,6 +163,8 @@ export interface NppaEventsTable {
   errcode: number | null;
   /** Times the event was answered 3005 (bad time) and re-timed: each send moves it 5 s further back. */
   retime: number;
+  /** The identity it was accepted with: the `pi`, '' for a guest; null until accepted (migration 0007). */
+  sent_pi: string | null;
 }
 
 /** Per game: which process uploads (a lease) and the upload state all processes share. */

@@ -10,7 +10,8 @@ export function callingGame(req: FastifyRequest): GameSnapshot {
 }
 
 /**
- * The server API lives under /v1/server (rest-interface). The published Node.js SDK and older
- * Go SDKs call /v3/server; both prefixes serve the same handlers so those SDKs work unchanged.
+ * The server API lives under /v1/server (rest-interface), where the Go SDK and current Node.js
+ * SDK releases call it; older Node.js SDK releases call /v3/server. Both prefixes serve the same
+ * handlers so every release works unchanged.
  */
 export const SERVER_API_PREFIXES = ['/v1/server', '/v3/server'] as const;

@@ -3,6 +3,7 @@ import { decodeCursor, encodeCursor } from '../lib/page-cursor.js';
 import { SnapshotCache } from '../lib/snapshot-cache.js';
 import type { MaybePromise } from '../lib/maybe-promise.js';
 import { recordAudit } from '../admin/audit.js';
+import { withoutPassword } from '../lib/url-display.js';
 import type { Clock } from '../lib/clock.js';
 import { prefixedId, randomBase62, type IdGenerator } from '../lib/ids.js';
 import { refuseInternalUrl } from '../lib/outbound.js';
@@ -80,9 +81,18 @@ export class GameService {
     };
   }
 
+  private checkGmUrl(url: string | null | undefined): void {
+    if (!url) return;
+    if (this.d.refuseInternalUrls) refuseInternalUrl('gm_url', url);
+    // GM requests are signed (PROTOCOL 8) and never carry URL credentials: a password here would
+    // be stored and shown for nothing.
+    const u = new URL(url);
+    if (u.username || u.password) throw Errors.invalidRequest('gm_url must not carry a user name or password: GM requests are signed, never sent with URL credentials');
+  }
+
   async create(body: CreateGameBody, actor: string): Promise<Game & { key_id: string; secret_key: string }> {
     const { store, clock, ids, secrets } = this.d;
-    if (this.d.refuseInternalUrls && body.gm_url) refuseInternalUrl('gm_url', body.gm_url);
+    this.checkGmUrl(body.gm_url);
     const now = clock.now();
     const secret = body.secret_key ?? generateSecretKey();
     const keyId = prefixedId('key', ids);
@@ -132,7 +142,7 @@ export class GameService {
 
   async patch(gameId: string, body: PatchGameBody, actor: string): Promise<Game> {
     const { store, clock, ids, secrets } = this.d;
-    if (this.d.refuseInternalUrls && body.gm_url) refuseInternalUrl('gm_url', body.gm_url);
+    this.checkGmUrl(body.gm_url);
     const now = clock.now();
     const patch: Partial<GameRow> = { updated_at: now };
     if (body.name !== undefined) patch.name = body.name;
@@ -144,7 +154,8 @@ export class GameService {
     if (body.nppa !== undefined) {
       patch.nppa_app_id = body.nppa?.app_id ?? null;
       patch.nppa_biz_id = body.nppa?.biz_id ?? null;
-      patch.nppa_secret_enc = body.nppa ? secrets.seal(body.nppa.secret_key.toLowerCase()) : null;
+      // As issued: the key's characters are signed as they are (nppa.md, Signature).
+      patch.nppa_secret_enc = body.nppa ? secrets.seal(body.nppa.secret_key) : null;
     }
     await store.transaction(async (trx) => {
       if (!(await store.lockGame(trx, gameId, now))) throw Errors.notFound(`game ${gameId} not found`);
@@ -233,7 +244,8 @@ export function toGame(row: GameRow, keyIds: string[]): Game {
     iap_enabled: row.iap_enabled === 1,
     sandbox_payments: row.sandbox_payments === 1,
     order_ttl_seconds: row.order_ttl_seconds,
-    gm_url: row.gm_url,
+    // One stored before such URLs were refused: its password is not shown.
+    gm_url: row.gm_url === null ? null : withoutPassword(row.gm_url),
     rate_limit_per_second: row.rate_limit_per_second,
     nppa: row.nppa_app_id && row.nppa_biz_id ? { app_id: row.nppa_app_id, biz_id: row.nppa_biz_id } : null,
     key_ids: keyIds,

@@ -106,13 +106,16 @@ export function createFastify(opts: AppOptions): FastifyInstance {
         Fastify({ ...common, http2: true, https: { allowHTTP1: true, cert: opts.tls.cert, key: opts.tls.key, settings: { maxConcurrentStreams: HTTP2_MAX_STREAMS } } })
       : Fastify({ ...common, serverFactory: ((handler: Handler) => new DualProtocolServer(refuseUnknownMethods(opts.shedder ? opts.shedder.wrap(handler) : handler))) as unknown as FastifyServerFactory })
   ) as unknown as FastifyInstance;
-  if (opts.tls && opts.shedder) {
+  if (opts.tls) {
     // The TLS server was made by Fastify with its handler as the 'request' listener.
     const server = app.server as unknown as http.Server;
     for (const l of server.listeners('request') as Handler[]) {
       server.off('request', l);
-      server.on('request', refuseUnknownMethods(opts.shedder.wrap(l)));
+      server.on('request', refuseUnknownMethods(opts.shedder ? opts.shedder.wrap(l) : l));
     }
+    server.on('checkExpectation', refuseExpectation);
+  } else {
+    (app.server as unknown as DualProtocolServer).http1.on('checkExpectation', refuseExpectation);
   }
 
   app.setValidatorCompiler(schemaCompiler);
@@ -149,6 +152,7 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     // win over 413 and over the body checks of preValidation.
     if (req.is404) throw unmatched(req);
     if (BODY_METHODS.has(req.method)) {
+      if (req.headers['content-encoding'] !== undefined) refuseContentEncoding(req.headers['content-encoding']);
       if (routeOf(req).url && !isJsonContentType(req.headers['content-type'])) {
         // An action that takes no body (redeliver, new key, cancel) may be sent without one.
         if (!(bodyOptional(req) && !announcesBody(req.headers))) throw Errors.unsupportedMediaType('Content-Type must be application/json');
@@ -232,6 +236,7 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     // NUL and lone surrogates can only arrive percent-encoded in the URL or as \\u escapes in
     // JSON (raw bytes of either are refused earlier): skip the walk when neither is present.
     if (req.url.includes('%')) {
+      rejectBadPercentEncoding(req.url);
       rejectUnstorable(req.params, 'path parameter ');
       rejectUnstorable(req.query, 'query parameter ');
     }
@@ -276,11 +281,27 @@ const KNOWN_METHODS = new Set(http.METHODS);
  */
 function refuseUnknownMethods(handler: Handler): Handler {
   return (req, res) => {
-    if (KNOWN_METHODS.has(req.method ?? '')) return handler(req, res);
-    const body = JSON.stringify({ error: 'invalid_request', message: 'the request method is not an HTTP method this service knows' });
-    res.writeHead(400, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-trace-id': newTraceId() });
-    res.end(body);
+    if (!KNOWN_METHODS.has(req.method ?? '')) return answerBeforeRouting(res, 400, 'the request method is not an HTTP method this service knows');
+    // Node's own check (requireHostHeader, off) would answer 400 with no body at all.
+    if (req.headers.host === undefined && req.httpVersion === '1.1') return answerBeforeRouting(res, 400, 'an HTTP/1.1 request needs a Host header');
+    handler(req, res);
   };
+}
+
+/**
+ * An Expect other than 100-continue: Node answers 417 with no body unless someone listens;
+ * answered as every other error is (RFC 9110 10.1.1 allows refusing it).
+ */
+function refuseExpectation(_req: http.IncomingMessage, res: http.ServerResponse): void {
+  res.shouldKeepAlive = false;
+  answerBeforeRouting(res, 417, 'Expect: only 100-continue is supported');
+}
+
+/** An ErrorResponse for a request refused before Fastify sees it. */
+function answerBeforeRouting(res: http.ServerResponse, status: number, message: string): void {
+  const body = JSON.stringify({ error: 'invalid_request', message });
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-trace-id': newTraceId() });
+  res.end(body);
 }
 
 /**
@@ -343,11 +364,46 @@ function bodyText(raw: Buffer | undefined): string {
 }
 
 /**
+ * Bodies are read as sent, never decompressed, and the signature covers those bytes: a coded
+ * body is a media-type problem (415, RFC 9110 15.5.16), not malformed JSON, and a plain body
+ * labelled as coded is not taken on trust.
+ */
+function refuseContentEncoding(value: string): void {
+  if (value.trim().toLowerCase() === 'identity') return;
+  throw Errors.unsupportedMediaType(`Content-Encoding ${JSON.stringify(value.slice(0, 32))} is not supported; send the body uncompressed`);
+}
+
+/**
+ * The router's query parser keeps a sequence it cannot decode (`%FF`, `%zz`, an encoded lone
+ * surrogate) as literal text, so `%FF` and `%25FF` would name the same value: a parameter
+ * error instead, as the path's own check answers it.
+ */
+function rejectBadPercentEncoding(url: string): void {
+  const q = url.indexOf('?');
+  if (q < 0 || !url.includes('%', q)) return;
+  for (const pair of url.slice(q + 1).split('&')) {
+    try {
+      decodeURIComponent(pair);
+    } catch {
+      const name = pair.split('=')[0] as string;
+      let shown = name;
+      try {
+        shown = decodeURIComponent(name.replace(/\+/g, ' '));
+      } catch {
+        // the name itself is the bad part: shown as sent
+      }
+      throw Errors.invalidRequest(`query parameter ${shown.slice(0, 64)} is not valid percent-encoded UTF-8`);
+    }
+  }
+}
+
+/**
  * A body sent with a method whose routes take none (GET, DELETE): PROTOCOL 2's media type and
  * size checks apply to it as to any body (415, 413); once the signature, which covers its bytes,
  * has been checked, it is refused as a parameter error (400, in prepareBody).
  */
 function screenUnwantedBody(req: FastifyRequest): void {
+  if (req.headers['content-encoding'] !== undefined) refuseContentEncoding(req.headers['content-encoding']);
   if (!isJsonContentType(req.headers['content-type'])) throw Errors.unsupportedMediaType('a request body needs Content-Type: application/json');
   const len = Number(req.headers['content-length']);
   if (len > BODY_LIMIT) throw bodyTooLarge();

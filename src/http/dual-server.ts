@@ -22,11 +22,18 @@ export class DualProtocolServer extends net.Server {
   /** How long a new connection may stay silent before its protocol is known (then closed). */
   private readonly firstBytesTimeoutMs: number;
 
-  constructor(handler: Handler, options: { firstBytesTimeoutMs?: number; http2IdleTimeoutMs?: number } = {}) {
+  constructor(handler: Handler, options: { firstBytesTimeoutMs?: number; http2IdleTimeoutMs?: number; headersTimeoutMs?: number } = {}) {
     // The accepting server applies socket options: without noDelay, Nagle + delayed ACK stall answers.
     super({ pauseOnConnect: false, noDelay: true, keepAlive: true });
     this.firstBytesTimeoutMs = options.firstBytesTimeoutMs ?? 20_000;
-    this.http1 = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 30_000, headersTimeout: 20_000 }, handler);
+    // requireHostHeader off: the handler answers a missing Host itself, as an ErrorResponse.
+    // Node checks the header and request time-outs every connectionsCheckingInterval (30 s by
+    // default), so they fired up to 30 s late; checked every second, they hold to a second.
+    const headersTimeout = options.headersTimeoutMs ?? 20_000;
+    this.http1 = http.createServer(
+      { keepAliveTimeout: 65_000, requestTimeout: Math.max(30_000, headersTimeout), headersTimeout, connectionsCheckingInterval: 1000, requireHostHeader: false },
+      handler,
+    );
     // Node's HTTP/2 server has no time-outs of its own and allows ~4 billion streams per
     // session: an idle session (or one that only sent the preface) would stay open forever.
     // Idle sessions end as idle HTTP/1.1 connections do; a session gets 128 streams at once.
@@ -75,6 +82,12 @@ export class DualProtocolServer extends net.Server {
     super.close(cb);
     this.http1.close();
     this.http1.closeIdleConnections();
+    // A keep-alive connection whose request is in flight turns idle only once it is answered,
+    // and Node closes idle ones at close() only: without this it stayed open until the grace
+    // period ran out (SHUTDOWN_TIMEOUT_MS), holding the exit.
+    const sweep = setInterval(() => this.http1.closeIdleConnections(), 50);
+    sweep.unref();
+    this.once('close', () => clearInterval(sweep));
     this.http2.close();
     for (const s of this.sessions) s.close();
     return this;

@@ -14,10 +14,11 @@ export const EmptyObject = Type.Object({}, { additionalProperties: false });
 /**
  * Any route can answer these, whatever it does: a request to it may carry a body (GET ones
  * too: its media type, size and arrival are checked, 415, 413, 408, then it is refused, 400) or
- * a %00 in its URL (400); its path answers another method 405; 500 on a bug, 503 while the
- * service drains, sheds load or cannot reach its database (README, "HTTP").
+ * a %00 in its URL (400); its path answers another method 405; an Expect other than
+ * 100-continue 417; 500 on a bug, 503 while the service drains, sheds load or cannot reach its
+ * database (README, "HTTP").
  */
-const ALWAYS = [400, 405, 408, 413, 415, 500, 503];
+const ALWAYS = [400, 405, 408, 413, 415, 417, 500, 503];
 
 /**
  * Response map for a route: the 200 shape, ALWAYS, and the error statuses only it answers

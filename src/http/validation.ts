@@ -3,7 +3,7 @@ import type { FastifySchemaCompiler } from 'fastify';
 
 const CURRENCIES = new Set(Intl.supportedValuesOf('currency'));
 const FORMAT_NAMES: Record<string, string> = {
-  'http-url': 'an absolute http(s) URL',
+  'http-url': 'an absolute http(s) URL (whose path does not start with //)',
   iso4217: 'an ISO 4217 currency code in use (CNY, USD, ...)',
 };
 
@@ -25,7 +25,9 @@ function makeAjv(coerce: boolean) {
       if (!/^https?:\/\//i.test(v)) return false;
       try {
         const u = new URL(v);
-        return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname.length > 0;
+        // A path starting with // reads as a host to a receiver that resolves the request
+        // target as a relative URL (the Node.js SDK does), so it could never verify a signature.
+        return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname.length > 0 && !u.pathname.startsWith('//');
       } catch {
         return false;
       }

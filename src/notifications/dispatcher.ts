@@ -68,6 +68,10 @@ export class NotificationDispatcher {
   /** Claimed notifications waiting for a slot of their host (see launch). */
   private readonly waiting = new Map<string, Claimed[]>();
   private queued = 0;
+  /** Hosts whose last attempt took half the time-out or more (hanging, or nearly). */
+  private readonly slowHosts = new Set<string>();
+  /** Attempts in flight to slow hosts: together at most half of NOTIFY_CONCURRENCY. */
+  private slowInflight = 0;
 
   constructor(private readonly d: DispatcherDeps) {}
 
@@ -144,9 +148,9 @@ export class NotificationDispatcher {
   private async launch(c: Claimed): Promise<void> {
     const host = hostOf(c.n.notify_url);
     if (!this.running) return this.giveBack(c, this.d.clock.now());
-    if ((this.perHost.get(host) ?? 0) < this.d.settings.perHostConcurrency) return this.send(c, host);
+    if (this.mayStart(host)) return this.send(c, host);
     const queue = this.waiting.get(host) ?? [];
-    if (queue.length < this.d.settings.perHostConcurrency * 4) {
+    if (queue.length < this.hostCap(host) * 4) {
       queue.push(c);
       this.waiting.set(host, queue);
       this.queued++;
@@ -156,14 +160,40 @@ export class NotificationDispatcher {
     return this.giveBack(c, later);
   }
 
+  /**
+   * A host that hangs holds a slot for the whole time-out per attempt: such hosts get one
+   * attempt in flight each, and half the slots between them, so that a few games whose
+   * receivers hang (or one game spreading its notify_urls over many such hosts) cannot hold
+   * every slot while other games' notifications wait. A host is slow from an attempt that took
+   * half the time-out or more until one that took less.
+   */
+  private hostCap(host: string): number {
+    return this.slowHosts.has(host) ? 1 : this.d.settings.perHostConcurrency;
+  }
+
+  private mayStart(host: string): boolean {
+    if ((this.perHost.get(host) ?? 0) >= this.hostCap(host)) return false;
+    return !this.slowHosts.has(host) || this.slowInflight < Math.max(1, Math.floor(this.d.settings.concurrency / 2));
+  }
+
+  private noteSpeed(host: string, latencyMs: number): void {
+    if (latencyMs >= this.d.settings.timeoutMs / 2) this.slowHosts.add(host);
+    else this.slowHosts.delete(host);
+    // Bounded: hosts are forgotten oldest first (a forgotten slow host is found out again).
+    if (this.slowHosts.size > 10_000) this.slowHosts.delete(this.slowHosts.values().next().value as string);
+  }
+
   private send(c: Claimed, host: string): void {
     this.perHost.set(host, (this.perHost.get(host) ?? 0) + 1);
+    const slow = this.slowHosts.has(host);
+    if (slow) this.slowInflight++;
     // The host's slot frees when its answer is in, not after the attempt is recorded: the
     // per-host cap limits open requests to the game, and recording waits for a commit.
     let released = false;
     const release = () => {
       if (released) return;
       released = true;
+      if (slow) this.slowInflight--;
       const left = (this.perHost.get(host) ?? 1) - 1;
       if (left > 0) this.perHost.set(host, left);
       else this.perHost.delete(host);
@@ -186,13 +216,20 @@ export class NotificationDispatcher {
   /** A slot of `host` freed up: send its next queued notification while its lease still holds. */
   private next(host: string): void {
     const queue = this.waiting.get(host);
-    const c = queue?.shift();
-    if (!c) return;
+    if (!queue?.length || !this.mayStart(host)) return this.drainSlowQueues();
+    const c = queue.shift() as Claimed;
     this.queued--;
-    if (!queue!.length) this.waiting.delete(host);
+    if (!queue.length) this.waiting.delete(host);
     const now = this.d.clock.now();
     if (!this.running || c.leaseUntil - now <= this.d.settings.timeoutMs) void this.giveBack(c, now);
     else this.send(c, host);
+  }
+
+  /** A slow host's slot freed up, or the slow hosts' budget did: another slow host's queue may go. */
+  private drainSlowQueues(): void {
+    for (const host of this.waiting.keys()) {
+      if (this.slowHosts.has(host) && this.mayStart(host)) return this.next(host);
+    }
   }
 
   private async giveBack(c: Claimed, at: number): Promise<void> {
@@ -215,6 +252,7 @@ export class NotificationDispatcher {
     const result: SendResult = secret
       ? await sendNotification(outbound, { gameId: n.game_id, notifyUrl: n.notify_url, body: n.body }, secret, clock.now(), settings.timeoutMs)
       : { statusCode: null, complete: false, error: keyProblem, snippet: null, latencyMs: 0 };
+    if (secret) this.noteSpeed(hostOf(n.notify_url), result.latencyMs);
     answered();
     const now = clock.now();
     const outcome = this.outcomeOf(n, result, now);

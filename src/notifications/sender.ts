@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { OutboundBlockedError, readUpTo, type OutboundClient } from '../lib/outbound.js';
 import { authorizationHeader } from '../signing/signer.js';
+import { wireUrl } from '../lib/wire-url.js';
 
 /** The first bytes of an answer kept in the attempt record (PROTOCOL 5: 1 KiB). */
 export const SNIPPET_BYTES = 1024;
@@ -43,11 +44,11 @@ export async function sendNotification(
   const latency = () => Math.round(performance.now() - t0);
   let statusCode: number | null = null;
   try {
-    const u = new URL(d.notifyUrl);
+    const u = wireUrl(d.notifyUrl);
     const authorization = authorizationHeader({ kind: 'game', id: d.gameId }, secret, 'POST', u.pathname + u.search, d.body, nowMs);
     const headers = { 'content-type': 'application/json', authorization, 'user-agent': 'combo-platform-notifier/1' };
     // Status first, body after: an answer whose body stalls still leaves its status on record.
-    const res = await outbound.open(d.notifyUrl, d.body, headers, timeoutMs);
+    const res = await outbound.open(u.href, d.body, headers, timeoutMs);
     statusCode = res.statusCode;
     const { body, truncated } = await readUpTo(res.body, SNIPPET_BYTES);
     const ok = statusCode >= 200 && statusCode < 300;

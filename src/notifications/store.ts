@@ -1,4 +1,4 @@
-import { type Kysely, type QueryCreator, type Selectable, type Transaction } from 'kysely';
+import { type Expression, type ExpressionBuilder, type Kysely, type QueryCreator, type Selectable, type SqlBool, type Transaction } from 'kysely';
 import type { TransactionOptions, TransactionRunner } from '../db/group-commit.js';
 import type { Dialect } from '../db/index.js';
 import type { DB, NotificationAttemptsTable, NotificationsTable, NotificationStatus, OrderStatus } from '../db/schema.js';
@@ -259,7 +259,22 @@ export class NotificationStore {
     where: { notificationId?: string; gameId?: string; createdSince?: number; statuses: NotificationStatus[] },
     now: number,
   ): Promise<number> {
-    let u = q
+    // PostgreSQL (read committed): the guard below reads the order as of the statement's start,
+    // and a refund committing meanwhile conflicts with no notification row, so the ship_order
+    // would go out again after the refund. Locking the orders first waits for such a refund
+    // (the guard then sees it), or makes a later refund wait until this is committed (its
+    // refund is then held behind the pending ship_order). SQLite has one writer at a time.
+    if (this.dialect === 'postgres') {
+      await q
+        .selectFrom('orders')
+        .select('orders.order_id')
+        .where('orders.order_id', 'in', (eb) =>
+          eb.selectFrom('notifications').select('notifications.order_id').where('type', '=', 'ship_order').where('status', 'in', where.statuses).where(redelivered(where)),
+        )
+        .forShare()
+        .execute();
+    }
+    const u = q
       .updateTable('notifications')
       .set({
         status: 'pending',
@@ -286,12 +301,20 @@ export class NotificationStore {
           ),
         ]),
       );
-    if (where.notificationId !== undefined) u = u.where('notification_id', '=', where.notificationId);
-    if (where.gameId !== undefined) u = u.where('game_id', '=', where.gameId);
-    if (where.createdSince !== undefined) u = u.where('created_at', '>=', where.createdSince);
-    const r = await u.executeTakeFirst();
+    const r = await u.where(redelivered(where)).executeTakeFirst();
     return Number(r.numUpdatedRows);
   }
+}
+
+/** The notifications a redeliver is about: one, or a game's since a time. */
+function redelivered(where: { notificationId?: string; gameId?: string; createdSince?: number }) {
+  return (eb: ExpressionBuilder<DB, 'notifications'>) => {
+    const all: Expression<SqlBool>[] = [];
+    if (where.notificationId !== undefined) all.push(eb('notifications.notification_id', '=', where.notificationId));
+    if (where.gameId !== undefined) all.push(eb('notifications.game_id', '=', where.gameId));
+    if (where.createdSince !== undefined) all.push(eb('notifications.created_at', '>=', where.createdSince));
+    return eb.and(all);
+  };
 }
 
 /** The notification's new state, guarded by the lease: changes nothing when the lease was lost. */

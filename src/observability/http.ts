@@ -40,6 +40,10 @@ export function registerMetricsRoute(app: FastifyInstance, metrics: ServiceMetri
       ),
     },
     handler: async (req, reply) => {
+      // Only as spelled: a proxy that keeps /metrics off the internet by its raw path (as
+      // deploy/haproxy.cfg and deploy/Caddyfile do) must not be passed by /%6Detrics, which the
+      // router decodes to this route.
+      if (!req.url.startsWith('/metrics')) throw Errors.notFound(`no endpoint at ${req.url.split('?')[0]}`);
       if (token) checkBearer(req, token);
       const text = await metrics.render();
       return reply.type(metrics.contentType).send(text);

@@ -80,3 +80,38 @@ async function rotateColumn(
   }
   return { name: `${c.table}.${c.column}`, resealed, current };
 }
+
+/** SECRETS_KEY (with SECRETS_KEY_PREVIOUS) cannot open what the database holds. */
+export class SecretsKeyMismatchError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SecretsKeyMismatchError';
+  }
+}
+
+/**
+ * Opens one stored value per key that sealed them (per key id; the key-less v1 form once), so
+ * an instance started with the wrong SECRETS_KEY stops at start instead of reporting ready and
+ * answering every signed request 500 (and using up notifications' retry windows).
+ */
+export async function checkSealedSecrets(db: Kysely<DB>, box: SecretBox): Promise<void> {
+  const q = db as unknown as Kysely<Record<string, Record<string, string | null>>>;
+  for (const c of SEALED_COLUMNS) {
+    const rows = await q.selectFrom(c.table).select(c.column).where(c.column, 'is not', null).execute();
+    const oneOfEach = new Map<string, string>();
+    for (const r of rows) {
+      const sealed = r[c.column] as string;
+      const kid = sealed.startsWith('v2:') ? (sealed.split(':')[1] as string) : 'v1';
+      if (!oneOfEach.has(kid)) oneOfEach.set(kid, sealed);
+    }
+    for (const [kid, sealed] of oneOfEach) {
+      try {
+        box.open(sealed);
+      } catch {
+        throw new SecretsKeyMismatchError(
+          `${c.table}.${c.column} holds values sealed with ${kid === 'v1' ? 'an older key' : `key id ${kid}`}, which SECRETS_KEY (key id ${box.currentKeyId}) and SECRETS_KEY_PREVIOUS do not open: start with the key they were sealed with (docs/operations.md, "Rotating SECRETS_KEY")`,
+        );
+      }
+    }
+  }
+}

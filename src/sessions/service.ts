@@ -225,6 +225,7 @@ export class SessionService {
       locked_until: 0,
       locked_by: null,
       sent_ot: null,
+      sent_pi: null,
       errcode: null,
       retime: 0,
     });

@@ -9,9 +9,9 @@ export interface NppaGame extends TestGame {
 }
 
 /** A game with national-system credentials that the stand-in knows. */
-export async function createNppaGame(t: TestService, standIn: StandIn): Promise<NppaGame> {
+export async function createNppaGame(t: TestService, standIn: StandIn, opts: { secretKey?: string } = {}): Promise<NppaGame> {
   const game = await createGame(t);
-  const creds = { appId: `app${randomBytes(6).toString('hex')}`, bizId: `biz${randomBytes(4).toString('hex')}`, secretKey: randomBytes(16).toString('hex') };
+  const creds = { appId: `app${randomBytes(6).toString('hex')}`, bizId: `biz${randomBytes(4).toString('hex')}`, secretKey: opts.secretKey ?? randomBytes(16).toString('hex') };
   const r = await admin(t, 'PATCH', `/admin/v1/games/${game.gameId}`, { nppa: { app_id: creds.appId, biz_id: creds.bizId, secret_key: creds.secretKey } });
   if (r.status !== 200) throw new Error(`patch nppa: ${r.status} ${r.text}`);
   standIn.addApp(creds);

@@ -33,6 +33,14 @@ export interface StartOptions {
   beforeListen?: (service: Service) => void;
 }
 
+/** The secrets key of the first service started on each test database. */
+const keysByDatabase = new Map<string, Buffer>();
+function keyOf(url: string): Buffer {
+  let key = keysByDatabase.get(url);
+  if (!key) keysByDatabase.set(url, (key = randomBytes(32)));
+  return key;
+}
+
 export async function startService(opts: StartOptions = {}): Promise<TestService> {
   const db = opts.db ?? (await createTestDatabase());
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'combo-data-'));
@@ -56,8 +64,10 @@ export async function startService(opts: StartOptions = {}): Promise<TestService
   const service = await createService({
     config,
     logger: createLogger(config.logLevel, opts.logDestination),
-    // Instances sharing a database (db given) must share the key that seals secrets at rest.
-    secretsKey: opts.secretsKey ?? config.secretsKey ?? randomBytes(32),
+    // Instances sharing a database (db given) must share the key that seals secrets at rest:
+    // the one the first instance on it used, unless the test gives one (a service whose key
+    // cannot open the stored secrets does not start).
+    secretsKey: opts.secretsKey ?? config.secretsKey ?? keyOf(db.url),
     clock: opts.clock,
   });
   opts.beforeListen?.(service);

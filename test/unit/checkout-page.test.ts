@@ -9,6 +9,10 @@ describe('checkout page formatting', () => {
     [1234, 'JPY', 'JPY 1,234'],
     [1234, 'KWD', 'KWD 1.234'],
     [500, 'XYZ', 'XYZ 5.00'],
+    [123456, 'HUF', 'HUF 1,234.56'],
+    [1000, 'IQD', 'IQD 1.000'],
+    [12345, 'IDR', 'IDR 123.45'],
+    [990, 'CLP', 'CLP 990'],
   ])('formats %d minor units of %s as %s', (amount, currency, text) => {
     expect(formatMinorUnits(amount, currency)).toBe(text);
   });

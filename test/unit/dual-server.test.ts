@@ -11,11 +11,27 @@ describe('DualProtocolServer', () => {
     await new Promise((r) => server?.close(r as () => void) ?? r(null));
   });
 
-  async function listen(options: { firstBytesTimeoutMs?: number; http2IdleTimeoutMs?: number }): Promise<number> {
+  async function listen(options: { firstBytesTimeoutMs?: number; http2IdleTimeoutMs?: number; headersTimeoutMs?: number }): Promise<number> {
     server = new DualProtocolServer((_req, res) => res.end('ok'), options);
     await new Promise<void>((r) => server?.listen(0, '127.0.0.1', r));
     return (server.address() as net.AddressInfo).port;
   }
+
+  it('answers 408 to headers that never end within about a second of the headers time-out, not up to 30 s late', async () => {
+    const port = await listen({ headersTimeoutMs: 500 });
+    // What the service's clientErrorHandler (Fastify's clientError listener) does with it.
+    server!.on('clientError', (e: NodeJS.ErrnoException, s: net.Socket) => s.end(`HTTP/1.1 ${e.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : '400 Bad Request'}\r\nConnection: close\r\n\r\n`));
+    const socket = net.connect(port, '127.0.0.1');
+    let out = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (c: string) => (out += c));
+    const started = Date.now();
+    socket.write('GET / HTTP/1.1\r\nHost: x\r\n'); // the head is never finished
+    await new Promise((r) => socket.once('close', r));
+    expect(out).toMatch(/^HTTP\/1\.1 408 /);
+    // Checked every second (Node's default: every 30 s).
+    expect(Date.now() - started).toBeLessThan(3000);
+  });
 
   it('closes a connection that stays silent before its first bytes', async () => {
     const port = await listen({ firstBytesTimeoutMs: 50 });

@@ -21,7 +21,7 @@ function ev(session: string, bt: number, otMs: number, extra: Partial<NppaEventR
     uploaded_at: null,
     locked_until: 0,
     locked_by: null,
-    sent_ot: null,
+    sent_ot: null, sent_pi: null,
     errcode: null,
     retime: 0,
     ...extra,

@@ -33,3 +33,36 @@ describe('RoleCache keys', () => {
     }
   });
 });
+
+describe('RoleCache answers', () => {
+  it('serves the first of a role id listed twice, fresh and from the cache alike', async () => {
+    const cache = new RoleCache({ clock: new ManualClock(1_000), ttlMs: 300_000, staleTtlMs: 3_600_000 });
+    const fetch = async () => [role('r1', 'first'), role('r1', 'second')];
+    expect((await cache.get('g', 'c', 'r1', fetch)).role.role_name).toBe('first');
+    expect((await cache.get('g', 'c', 'r1', () => Promise.reject(new Error('not cached')))).role.role_name).toBe('first');
+  });
+
+  it('holds at most maxRoles roles over all players, dropping the oldest players first', async () => {
+    const cache = new RoleCache({ clock: new ManualClock(1_000), ttlMs: 300_000, staleTtlMs: 3_600_000, maxRoles: 10 });
+    const many = (n: number) => async () => Array.from({ length: n }, (_, i) => role(`r${i}`, `n${i}`));
+    await cache.get('g', 'a', 'r0', many(4));
+    await cache.get('g', 'b', 'r0', many(4));
+    expect(cache.heldRoles()).toBe(8);
+    await cache.get('g', 'c', 'r0', many(4)); // 12 > 10: player a goes
+    expect(cache.heldRoles()).toBe(8);
+    let calls = 0;
+    const counted = async () => (calls++, [role('r0', 'again')]);
+    expect((await cache.get('g', 'b', 'r0', counted)).role.role_name).toBe('n0');
+    expect(calls).toBe(0);
+    expect((await cache.get('g', 'a', 'r0', counted)).role.role_name).toBe('again');
+    expect(calls).toBe(1);
+    // An answer larger than the whole budget is served, not kept.
+    expect((await cache.get('g', 'd', 'r0', many(11))).role.role_name).toBe('n0');
+    expect((await cache.get('g', 'd', 'r0', counted)).role.role_name).toBe('again');
+    // Replacing a player's list counts its new size, not both.
+    await cache.get('g', 'e', 'r0', many(2));
+    const before = cache.heldRoles();
+    await cache.get('g', 'e', 'r2', many(3)); // r2 not in the cached list: fetched again
+    expect(cache.heldRoles()).toBe(before + 1);
+  });
+});

@@ -7,6 +7,8 @@ import * as m0003 from './0003_orders_drop_redundant_index.js';
 import * as m0004 from './0004_admin_listing_indexes.js';
 import * as m0005 from './0005_sessions_open_closed_indexes.js';
 import * as m0006 from './0006_nppa_backlog_order.js';
+import * as m0007 from './0007_nppa_sent_identity.js';
+import * as m0008 from './0008_nppa_leases_shift_at.js';
 
 /**
  * Versioned migrations, applied in name order, forward only. Add a new file
@@ -21,4 +23,6 @@ export const migrations: Record<string, Migration> = {
   '0004_admin_listing_indexes': m0004,
   '0005_sessions_open_closed_indexes': m0005,
   '0006_nppa_backlog_order': m0006,
+  '0007_nppa_sent_identity': m0007,
+  '0008_nppa_leases_shift_at': m0008,
 };
