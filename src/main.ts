@@ -24,7 +24,15 @@ async function main(): Promise<void> {
   const logOutput = pino.destination(process.stdout.fd);
   const logger = createLogger(config.logLevel, logOutput);
   for (const warning of config.warnings) logger.warn(warning);
-  const { key, source } = resolveSecretsKey(config.secretsKey, config.dataDir, config.production);
+  let secretsKey;
+  try {
+    secretsKey = resolveSecretsKey(config.secretsKey, config.dataDir, config.production);
+  } catch (e) {
+    // A DATA_DIR that cannot hold the key file, or a key file that is not a key: configuration.
+    process.stderr.write(`${(e as Error).message}\n`);
+    process.exit(2);
+  }
+  const { key, source } = secretsKey;
   let service;
   try {
     service = await createService({ config, logger, secretsKey: key });

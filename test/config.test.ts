@@ -123,7 +123,12 @@ describe('loadConfig', () => {
   it('TLS_CERT and TLS_KEY go together; unreadable files are named', () => {
     expect(problems({ DATA_DIR: dir, TLS_CERT: '/x/cert.pem' })[0]).toMatch(/TLS_CERT.*TLS_KEY/);
     expect(problems({ DATA_DIR: dir, TLS_KEY: '/x/key.pem' })[0]).toMatch(/TLS_CERT.*TLS_KEY/);
-    expect(problems({ DATA_DIR: dir, TLS_CERT: '/x/cert.pem', TLS_KEY: '/x/key.pem' })[0]).toMatch(/TLS_CERT\/TLS_KEY could not be read/);
+    expect(problems({ DATA_DIR: dir, TLS_CERT: '/x/cert.pem', TLS_KEY: '/x/key.pem' })).toEqual([
+      expect.stringMatching(/^TLS_CERT could not be read \(\/x\/cert\.pem\): .*ENOENT/),
+      expect.stringMatching(/^TLS_KEY could not be read \(\/x\/key\.pem\): .*ENOENT/),
+    ]);
+    // A directory where a file should be: named too.
+    expect(problems({ DATA_DIR: dir, TLS_CERT: dir, TLS_KEY: '/x/key.pem' })[0]).toMatch(/^TLS_CERT could not be read .*EISDIR/);
   });
 
   it('reads TLS files when both are set', () => {

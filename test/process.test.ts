@@ -441,6 +441,14 @@ describe('bad configuration', () => {
     }
   });
 
+  it('a DATA_DIR that cannot hold the secrets key file -> exit 2 with one line naming it, no stack', async () => {
+    const s = spawnEntry('src/main.ts', { ...env({ DATA_DIR: '/etc/hostname/combo' }), PORT: '0', HOST: '127.0.0.1' });
+    running.push(s);
+    expect(await s.exited).toBe(2);
+    expect(s.stderr()).toMatch(/^cannot use DATA_DIR=\/etc\/hostname\/combo for the secrets key file \(or set SECRETS_KEY\): .*(ENOTDIR|EEXIST)/m);
+    expect(s.stderr()).not.toMatch(/\n\s+at /);
+  });
+
   it('NODE_ENV=prod starts with a warning that the production rules are off', async () => {
     const s = await start({ NODE_ENV: 'prod' });
     const warning = await s.logLine('NODE_ENV is "prod", not "production": the production rules (ADMIN_TOKEN and SECRETS_KEY required, internal URLs refused) are off');

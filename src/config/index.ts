@@ -165,11 +165,17 @@ export function loadConfig(env: Env = process.env): Config {
   const keyPath = env.TLS_KEY;
   if (Boolean(certPath) !== Boolean(keyPath)) problems.push('TLS_CERT and TLS_KEY must be set together');
   else if (certPath && keyPath) {
-    try {
-      tls = { cert: readFileSync(certPath), key: readFileSync(keyPath) };
-    } catch (e) {
-      problems.push(`TLS_CERT/TLS_KEY could not be read: ${(e as Error).message}`);
-    }
+    const read = (name: string, file: string): Buffer | null => {
+      try {
+        return readFileSync(file);
+      } catch (e) {
+        problems.push(`${name} could not be read (${file}): ${(e as Error).message}`);
+        return null;
+      }
+    };
+    const cert = read('TLS_CERT', certPath);
+    const key = read('TLS_KEY', keyPath);
+    if (cert && key) tls = { cert, key };
     if (tls) {
       try {
         createSecureContext(tls); // not PEM, or a key that does not belong to the certificate

@@ -11,11 +11,17 @@ export function resolveSecretsKey(configured: Buffer | null, dataDir: string, pr
   if (configured) return { key: configured, source: 'SECRETS_KEY' };
   if (production) throw new Error('SECRETS_KEY must be set when NODE_ENV=production (openssl rand -base64 32)');
   const file = path.join(dataDir, 'secrets.key');
-  if (!existsSync(file)) {
-    mkdirSync(dataDir, { recursive: true });
-    writeFileSync(file, randomBytes(32).toString('base64') + '\n', { mode: 0o600, flag: 'wx' });
+  let text: string;
+  try {
+    if (!existsSync(file)) {
+      mkdirSync(dataDir, { recursive: true });
+      writeFileSync(file, randomBytes(32).toString('base64') + '\n', { mode: 0o600, flag: 'wx' });
+    }
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new Error(`cannot use DATA_DIR=${dataDir} for the secrets key file (or set SECRETS_KEY): ${(e as Error).message}`);
   }
-  const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
+  const key = Buffer.from(text.trim(), 'base64');
   if (key.length !== 32) throw new Error(`${file} must hold 32 base64-encoded bytes`);
   return { key, source: file };
 }
