@@ -128,6 +128,7 @@ function typeRows(): Row[] {
     ['notify_url', 'http://'.padEnd(20, ' ')],
     ['notify_url', 12345678901234],
     ['notify_url', 'https://game.example.com//notify'],
+    ['notify_url', 'http://game.example.com:0/notify'],
     ['quantity', 0],
     ['quantity', 101],
     ['quantity', -1],

@@ -27,7 +27,8 @@ function makeAjv(coerce: boolean) {
         const u = new URL(v);
         // A path starting with // reads as a host to a receiver that resolves the request
         // target as a relative URL (the Node.js SDK does), so it could never verify a signature.
-        return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname.length > 0 && !u.pathname.startsWith('//');
+        // Port 0 can never be connected to: nothing would ever be delivered there.
+        return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname.length > 0 && !u.pathname.startsWith('//') && u.port !== '0';
       } catch {
         return false;
       }
