@@ -517,6 +517,9 @@ describe('health', () => {
         return a.status === 503 && /migrations are pending/.test(body.message) ? body : null;
       }, 'readyz to see the empty database');
       expect(r.error).toBe('service_unavailable');
+      // Requests too: 503 (retryable), not 500, while the tables are missing.
+      const list = await admin(s, 'GET', '/admin/v1/games');
+      expect([list.status, list.body.error]).toEqual([503, 'service_unavailable']);
     } finally {
       await s.stop();
     }

@@ -149,6 +149,17 @@ describe('notify test', () => {
     }
   });
 
+  it('sends | and ^ in the URL path escaped and signed so, as the dispatcher does', async () => {
+    const rx = await startReceiver(game.secret, game.id, { status: 200, body: '' });
+    try {
+      const r = await runCli(['notify', 'test', '--game', game.id, '--secret', game.secret, '--url', rx.url.replace('/combo/notify', '/combo/a|b^c')]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(rx.received[0]).toMatchObject({ url: '/combo/a%7Cb%5Ec?shard=1', verified: true });
+    } finally {
+      await rx.close();
+    }
+  });
+
   it('refund notifications carry no is_sandbox; --json gives the result for scripts', async () => {
     const rx = await startReceiver(game.secret, game.id, { status: 204, body: '' });
     try {

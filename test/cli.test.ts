@@ -204,6 +204,14 @@ describe('api', () => {
     expect(down.stderr + none.stderr + wrong.stderr).not.toContain(ADMIN_TOKEN);
   });
 
+  it('an --operator the audit log cannot hold is refused (exit 2), not dropped or sent as a broken header', async () => {
+    for (const name of ['José', '李雷', 'x'.repeat(65)]) {
+      const r = await runCli(['games', 'list', '--operator', name], env);
+      expect(r.code, name).toBe(2);
+      expect(r.stderr).toContain('printable ASCII');
+    }
+  });
+
   it('--operator names the person in the audit log', async () => {
     const id = newGameId();
     const r = await runCli(['games', 'create', id, '--name', 'Audited', '--operator', 'alice'], env);

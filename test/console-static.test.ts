@@ -67,7 +67,7 @@ describe('console static files', () => {
     expect(r.headers['cache-control']).toContain('immutable');
   });
 
-  it.each(['/console/orders', '/console/orders/ord_123', '/console/games/g1?x=1'])('falls back to index.html for the client route %s', async (url) => {
+  it.each(['/console/orders', '/console/orders/ord_123', '/console/games/g1?x=1', '/console/games/com.example.demo', '/console/partners/partner.cn'])('falls back to index.html for the client route %s', async (url) => {
     const r = await app.inject({ method: 'GET', url });
     expect(r.statusCode).toBe(200);
     expect(r.headers['content-type']).toBe('text/html; charset=utf-8');
@@ -78,6 +78,8 @@ describe('console static files', () => {
     const r = await app.inject({ method: 'GET', url: '/console/assets/missing.js' });
     expect(r.statusCode).toBe(404);
     expect(r.json()).toEqual({ error: 'not_found', message: 'no console file at /console/assets/missing.js' });
+    expect((await app.inject({ method: 'GET', url: '/console/missing.png' })).statusCode).toBe(404);
+    expect((await app.inject({ method: 'GET', url: '/console/assets/chunk' })).statusCode).toBe(404);
   });
 
   it.each(['/console/../secret.txt', '/console/%2e%2e/secret.txt', '/console/assets/%2e%2e/%2e%2e/secret.txt', '/console/..%2fsecret.txt', '/console/..%5csecret.txt'])(

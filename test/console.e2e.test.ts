@@ -387,19 +387,32 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
     const game = await gameWithKeys();
     await failedNotification(game, `/n/${game.gameId}/overview-fail`);
     const good = await paidOrder(t, game, `${receiver.url}/n/${game.gameId}/overview-ok`);
-    await until('the good notification to succeed', async () => {
-      const r = await admin(t, 'GET', `/admin/v1/notifications/${good.notificationId}`);
-      return r.body.status === 'succeeded' ? r.body : null;
-    });
+    const succeeded = (id: string) =>
+      until(`notification ${id} to succeed`, async () => {
+        const r = await admin(t, 'GET', `/admin/v1/notifications/${id}`);
+        return r.body.status === 'succeeded' ? r.body : null;
+      });
+    await succeeded(good.notificationId);
+    // Refunded: paid back, so neither a paid order nor revenue.
+    const refunded = await paidOrder(t, game, `${receiver.url}/n/${game.gameId}/overview-refunded`);
+    await succeeded(refunded.notificationId);
+    expect((await admin(t, 'POST', `/admin/v1/orders/${refunded.order.order_id}/refund`, {})).status).toBe(200);
+    const refund = (await admin(t, 'GET', `/admin/v1/orders/${refunded.order.order_id}`)).body.notifications.find((n: { type: string }) => n.type === 'refund');
+    await succeeded(refund.notification_id);
+    // Created two days ago and failed: not in the 24 hours, but failed now, so counted.
+    receiver.script(`/n/${game.gameId}/overview-old`, () => status(500, 'boom'));
+    const old = await paidOrder(t, game, `${receiver.url}/n/${game.gameId}/overview-old`, { now: Date.now() - 2 * 86_400_000 });
+    await until('the old notification to fail', async () => ((await admin(t, 'GET', `/admin/v1/notifications/${old.notificationId}`)).body.status === 'failed' ? true : null));
     await go(`/?game_id=${game.gameId}`);
     const tiles = page.getByTestId('overview-tiles');
     await tiles.waitFor();
     const tile = (label: string) => tiles.locator('.tile', { hasText: label }).locator('.tile-value').textContent();
-    expect(await tile('Orders (24 h)')).toBe('2');
+    expect(await tile('Orders (24 h)')).toBe('3');
     expect(await tile('Paid orders')).toBe('2');
     expect(await tiles.locator('.tile', { hasText: 'Revenue' }).textContent()).toContain('sandbox: 24.00 CNY');
-    expect(await tile('Delivery success')).toBe('50.0 %');
-    expect(await tile('Failed')).toBe('1');
+    // In the 24 hours: one failed, three succeeded (two ship_orders, one refund).
+    expect(await tile('Delivery success')).toBe('75.0 %');
+    expect(await tile('Failed')).toBe('2');
     expect(await tile('Backlog')).toBe('0');
     await shot('overview');
   });

@@ -321,6 +321,11 @@ describe('two instances given one NODE_ID', () => {
       });
       expect(view.status).toBe(200);
       expect(((await view.json()) as { order_id: string }).order_id).toBe(second.body.order_id);
+      // The other one keeps handing out the following ids (a burst): the next id is taken too,
+      // and the one after; a collision jumps to a random point instead of walking into them.
+      for (let i = 0; i < 5; i++) expect((await signed(a, game, 'POST', CREATE, orderBody())).status).toBe(200);
+      const third = await signed(b, game, 'POST', CREATE, orderBody());
+      expect(third.status, third.text).toBe(200);
     } finally {
       await b.stop();
       await a.stop();

@@ -606,6 +606,28 @@ describe('HTTP/2 and HTTP/1.1 on one cleartext port', () => {
       session.close();
     }
   });
+
+  it('an Expect other than 100-continue over cleartext h2 is a 417 ErrorResponse too', async () => {
+    const session = http2.connect(t.url);
+    try {
+      const r = await new Promise<{ status: number; headers: http2.IncomingHttpHeaders; text: string }>((resolve, reject) => {
+        const req = session.request({ ':path': '/healthz', expect: '200-ok' });
+        let text = '';
+        let headers: http2.IncomingHttpHeaders = {};
+        req.setEncoding('utf8');
+        req.on('response', (h) => (headers = h));
+        req.on('data', (c: string) => (text += c));
+        req.on('end', () => resolve({ status: Number(headers[':status']), headers, text }));
+        req.on('error', reject);
+        req.end();
+      });
+      expect(r.status).toBe(417);
+      expect(r.headers['x-trace-id']).toBeTruthy();
+      expect(JSON.parse(r.text)).toMatchObject({ error: 'invalid_request' });
+    } finally {
+      session.close();
+    }
+  });
 });
 
 describe('TLS: ALPN offers h2 and http/1.1', () => {

@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueNotification } from '../src/notifications/outbox.js';
@@ -51,6 +52,21 @@ describe('GET /metrics', () => {
       expect(r.status, spelled).toBe(404);
       expect(await r.json()).toMatchObject({ error: 'not_found' });
     }
+  });
+
+  it('serves /metrics to an HTTP/1.1 request in absolute form (GET http://host/metrics)', async () => {
+    const { hostname, port } = new URL(t.url);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect(Number(port), hostname, () =>
+        socket.write(`GET http://${hostname}:${port}/metrics HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${METRICS_TOKEN}\r\nConnection: close\r\n\r\n`),
+      );
+      let out = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (c: string) => (out += c));
+      socket.on('end', () => resolve(out));
+      socket.on('error', reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
   });
 
   it('counts requests by route pattern (never the raw path) and status, with latency histograms', async () => {

@@ -3,7 +3,7 @@ import { nppaSessionId } from '../src/compliance/identity.js';
 import { ManualClock } from '../src/lib/clock.js';
 import { createNppaGame, enter, leave } from './helpers/nppa-game.js';
 import { startNppaStandIn, type StandIn } from './helpers/nppa-stand-in.js';
-import { admin, createGame, startService, type TestService } from './helpers/service.js';
+import { ADMIN_TOKEN, admin, createGame, startService, type TestService } from './helpers/service.js';
 import { waitFor } from './helpers/wait.js';
 
 const bj = (s: string) => Date.parse(`${s}+08:00`);
@@ -93,6 +93,11 @@ describe('sessions: timeout sweep, operator listing, online time per Beijing day
     const closed = await sessions(`game_id=${game.gameId}&open=false`);
     expect(closed.data.map((s: any) => s.session_id)).toEqual(['never-entered', 'page-1']);
     expect(closed.data[0]).toMatchObject({ entered_at: null, online_seconds: null, close_reason: 'leave' });
+    // A forged cursor whose time is not a safe integer is 400 (PostgreSQL's bigint refused it: 500).
+    for (const forged of [[1.5, 'a', 'b'], [1e20, 'a', 'b'], [-1e300, 'a', 'b']]) {
+      const r = await fetch(`${ctx.t.url}/admin/v1/sessions?game_id=${game.gameId}&cursor=${Buffer.from(JSON.stringify(forged)).toString('base64url')}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      expect(r.status, JSON.stringify(forged)).toBe(400);
+    }
   });
 
   it('without game_id, lists every game newest first (ties by game, then session), paged', async () => {

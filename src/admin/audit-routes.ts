@@ -19,7 +19,7 @@ type AuditQuery = Static<typeof AuditQuery>;
 const AuditEntry = Type.Object({
   audit_id: Type.String(),
   at: Type.Integer({ description: 'Unix ms' }),
-  actor: Type.String({ description: '"admin", or "admin:<name>" from the X-Operator header' }),
+  actor: Type.String({ description: '"admin", or "admin:<name>" from the X-Operator header; "cli" for rotate-secrets' }),
   action: Type.String(),
   target: Type.String(),
   detail: Type.Unknown({ description: 'what was changed (secrets never appear)' }),

@@ -43,7 +43,13 @@ export class AdminClient {
     if (!token) throw new UsageError('--token (or ADMIN_TOKEN in the environment) is required: the admin token');
     const timeout = str(values, 'timeout') ?? '30';
     if (!/^\d+$/.test(timeout) || Number(timeout) < 1) throw new UsageError('--timeout must be a whole number of seconds >= 1');
-    return new AdminClient(base, token, str(values, 'operator') ?? io.env.COMBO_OPERATOR, Number(timeout) * 1000);
+    const operator = str(values, 'operator') ?? io.env.COMBO_OPERATOR;
+    // What the service takes as X-Operator (README): anything else would be dropped from the
+    // audit log without a word, or not be sendable as a header at all.
+    if (operator !== undefined && operator !== '' && !/^[\x20-\x7e]{1,64}$/.test(operator)) {
+      throw new UsageError('--operator (or COMBO_OPERATOR) must be 1 to 64 printable ASCII characters: it names you in the audit log');
+    }
+    return new AdminClient(base, token, operator || undefined, Number(timeout) * 1000);
   }
 
   /** Any request; the answer whatever its status. Network failures are CommandErrors. */

@@ -7,6 +7,7 @@ import { authorizationHeader } from '../signing/signer.js';
 import { bool, CommandError, group, int, parse, str, UsageError, type Command, type Io, type Values } from './io.js';
 import { keyValue } from './output.js';
 import { secretOf } from './sign.js';
+import { wireUrl } from '../lib/wire-url.js';
 
 const MAX_ANSWER_BYTES = 64 * 1024;
 
@@ -74,7 +75,8 @@ async function test(args: string[], io: Io): Promise<number> {
   if (!url) throw new UsageError('--url is required (the game\'s notify URL)');
   let target: URL;
   try {
-    target = new URL(url);
+    // Sent and signed as the dispatcher sends them (| and ^ escaped: see lib/wire-url.ts).
+    target = wireUrl(url);
   } catch {
     throw new UsageError(`--url must be an absolute http(s) URL (got "${url}")`);
   }
@@ -90,7 +92,7 @@ async function test(args: string[], io: Io): Promise<number> {
   const started = performance.now();
   let answer;
   try {
-    answer = await client.post(url, body, { 'content-type': 'application/json', authorization }, { timeoutMs, maxBytes: MAX_ANSWER_BYTES });
+    answer = await client.post(target.href, body, { 'content-type': 'application/json', authorization }, { timeoutMs, maxBytes: MAX_ANSWER_BYTES });
   } catch (e) {
     throw new CommandError(`POST ${url} failed: ${(e as { code?: string }).code ?? (e as Error).message}`);
   } finally {

@@ -14,7 +14,7 @@ export const PutPlayerBody = Type.Object({
     Type.Union([Type.String({ pattern: '^[0-9A-Za-z]{38}$', description: 'The 38-character pi of the real-name check' }), Type.Null()]),
   ),
   birth_date: Type.Optional(Type.Union([Type.String({ format: 'date', description: 'YYYY-MM-DD' }), Type.Null()])),
-  banned: Type.Optional(Type.Boolean()),
+  banned: Type.Optional(Type.Union([Type.Boolean(), Type.Null()], { description: 'null clears it (not banned), as for the other fields' })),
 }, { additionalProperties: false });
 export type PutPlayerBody = Static<typeof PutPlayerBody>;
 
@@ -33,7 +33,7 @@ export const Player = Type.Object({
   spending: Type.Object({
     month: Type.String({ description: 'YYYY-MM, Beijing time' }),
     currency: Type.Literal('CNY'),
-    paid: Type.Integer({ description: 'Paid and delivered orders created this month' }),
+    paid: Type.Integer({ description: 'Paid and delivered orders, by the Beijing month they were paid in' }),
     reserved: Type.Integer({ description: 'Unexpired orders awaiting payment' }),
     remaining: Type.Union([Type.Integer(), Type.Null()], { description: 'What a minor may still spend this month' }),
   }),

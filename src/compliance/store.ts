@@ -109,7 +109,8 @@ export class ComplianceStore {
       .select(['session_id', 'sent_pi'])
       .where('game_id', '=', gameId)
       .where('session_id', 'in', sessionIds)
-      .where('bt', '=', 1)
+      // A literal, as in the partial index nppa_events_login (a bound 1 would not match it).
+      .where(sql<boolean>`bt = 1`)
       .where('sent_pi', 'is not', null)
       .execute();
     return new Map(rows.map((r) => [r.session_id, r.sent_pi as string]));

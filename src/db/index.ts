@@ -261,8 +261,9 @@ export function isStorageUnavailable(e: unknown): boolean {
   const code = typeof err?.code === 'string' ? err.code : '';
   if (UNREACHABLE_ERRNO.has(code)) return true;
   // PostgreSQL SQLSTATE: 08 connection exception, 53 insufficient resources, 57P operator
-  // intervention (shutdown), 3D000 database does not exist, 28 authorization failure.
-  if (/^(08[0-9A-Z]{3}|53[0-9A-Z]{3}|57P[0-9A-Z]{2}|28[0-9A-Z]{3}|3D000)$/.test(code)) return true;
+  // intervention (shutdown), 3D000 database does not exist, 28 authorization failure, 42P01
+  // undefined table (the database was replaced by an unmigrated one: /readyz says so too).
+  if (/^(08[0-9A-Z]{3}|53[0-9A-Z]{3}|57P[0-9A-Z]{2}|28[0-9A-Z]{3}|3D000|42P01)$/.test(code)) return true;
   if (/^SQLITE_(BUSY|LOCKED|CANTOPEN|IOERR|FULL|READONLY)/.test(code)) return true;
-  return typeof err?.message === 'string' && UNREACHABLE_MESSAGE.test(err.message);
+  return typeof err?.message === 'string' && (UNREACHABLE_MESSAGE.test(err.message) || /^no such table: /.test(err.message));
 }

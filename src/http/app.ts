@@ -115,7 +115,9 @@ export function createFastify(opts: AppOptions): FastifyInstance {
     }
     server.on('checkExpectation', refuseExpectation);
   } else {
-    (app.server as unknown as DualProtocolServer).http1.on('checkExpectation', refuseExpectation);
+    const dual = app.server as unknown as DualProtocolServer;
+    dual.http1.on('checkExpectation', refuseExpectation);
+    dual.http2.on('checkExpectation', refuseExpectation as never);
   }
 
   app.setValidatorCompiler(schemaCompiler);

@@ -66,8 +66,10 @@ async function sendFile(reply: FastifyReply, root: string, rel: string): Promise
   let file = resolveInside(root, rel);
   if (file === null) throw Errors.notFound(`no console file at /console/${rel}`);
   if (!(await isFile(file))) {
-    // Client routes (/console/orders/ord_1) have no extension; a missing asset is a real 404.
-    if (path.extname(file) !== '') throw Errors.notFound(`no console file at /console/${rel}`);
+    // Client routes (/console/orders/ord_1, /console/games/com.example.demo: ids may hold a
+    // dot) get the app; a missing asset (under assets/, or a file type the console serves) is
+    // a real 404.
+    if (rel.startsWith('assets/') || Object.hasOwn(CONTENT_TYPES, path.extname(file).toLowerCase())) throw Errors.notFound(`no console file at /console/${rel}`);
     file = indexFile;
   }
   const body = await readFile(file);

@@ -38,6 +38,22 @@ export class IdGenerator {
     writeDigits(target, end, this.lastMs - EPOCH_MS, this.nodeId * 4096 + this.seq, 36, 13);
   }
 
+  /**
+   * After an id this generator handed out was found taken (another process given the same
+   * NODE_ID hands out the same sequence): go on from a random later point of this millisecond,
+   * where that process is unlikely to be, instead of the next id, which it is likely handing
+   * out too.
+   */
+  jump(): void {
+    const room = 4095 - this.seq;
+    if (room < 2) {
+      this.lastMs += 1;
+      this.seq = randomInt(0, 2048);
+    } else {
+      this.seq += 1 + randomInt(0, room - 1);
+    }
+  }
+
   private advance(now: number): void {
     let ms = Math.max(now, this.lastMs);
     if (ms === this.lastMs) {

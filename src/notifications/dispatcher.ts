@@ -149,8 +149,11 @@ export class NotificationDispatcher {
     const host = hostOf(c.n.notify_url);
     if (!this.running) return this.giveBack(c, this.d.clock.now());
     if (this.mayStart(host)) return this.send(c, host);
+    // Nothing waits behind a slow host: a queue there would hold claims (and the queue budget
+    // of every host, see tick) for a time-out per entry. Due again in about one time-out.
+    if (this.slowHosts.has(host)) return this.giveBack(c, this.d.clock.now() + Math.round(this.d.settings.timeoutMs * (0.5 + this.random())));
     const queue = this.waiting.get(host) ?? [];
-    if (queue.length < this.hostCap(host) * 4) {
+    if (queue.length < this.d.settings.perHostConcurrency * 4) {
       queue.push(c);
       this.waiting.set(host, queue);
       this.queued++;

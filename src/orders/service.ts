@@ -51,7 +51,7 @@ export interface OrderServiceDeps {
 }
 
 /** A taken order id is replaced this many times at most (each time by the next id). */
-const MAX_ID_ATTEMPTS = 3;
+const MAX_ID_ATTEMPTS = 8;
 
 /** The validated, defaulted parameters of a create-order request, in a fixed key order. */
 function canonicalParams(body: CreateOrderBody) {
@@ -107,9 +107,12 @@ export class OrderService {
         const winner = await this.d.store.findByReference(this.d.store.db, game.game_id, params.reference_id);
         if (winner) return replay(winner, row);
         // Not the reference_id: the order id is taken. Two instances given one NODE_ID, or a
-        // clock stepped back across a restart, hand out the same ids; the next one is free.
-        if (attempt >= MAX_ID_ATTEMPTS) throw e;
+        // clock stepped back across a restart, hand out the same ids: go on from a random
+        // point (the next id is likely being handed out by the other one too). Out of tries:
+        // 503, retryable (a retry with this reference_id is safe), not 500.
+        if (attempt >= MAX_ID_ATTEMPTS) throw Errors.serviceUnavailable('could not find a free order id (is NODE_ID shared by two instances?); retry');
         this.d.onIdCollision?.(row.order_id);
+        this.d.ids.jump();
         row = { ...row, order_id: this.d.ids.next(now) };
       }
     }

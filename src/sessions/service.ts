@@ -262,7 +262,8 @@ function sessionCursor(r: SessionRow): string {
 }
 
 function parseSessionCursor(c: string): { createdAt: number; gameId: string; sessionId: string } {
-  const valid = (v: unknown) => Array.isArray(v) && v.length === 3 && typeof v[0] === 'number' && typeof v[1] === 'string' && typeof v[2] === 'string';
+  // created_at is a bigint on PostgreSQL: 1.5 or 1e20 in a forged cursor must be 400, not a database error.
+  const valid = (v: unknown) => Array.isArray(v) && v.length === 3 && Number.isSafeInteger(v[0]) && typeof v[1] === 'string' && typeof v[2] === 'string';
   const [createdAt, gameId, sessionId] = decodeCursor<SessionCursor>(c, valid);
   return { createdAt, gameId, sessionId };
 }

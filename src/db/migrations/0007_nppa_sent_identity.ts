@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 
 /**
  * nppa_events.sent_pi: the identity an accepted event was sent with: the player's `pi`, or ''
@@ -9,6 +9,9 @@ import type { Kysely } from 'kysely';
  */
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('nppa_events').addColumn('sent_pi', 'text').execute();
+  // The logins of a batch's sessions, found without reading the game's whole history (events
+  // are never deleted): logins only, so logouts cost no index entry.
+  await db.schema.createIndex('nppa_events_login').on('nppa_events').columns(['game_id', 'session_id']).where(sql.ref('bt'), '=', 1).execute();
 }
 
 export async function down(): Promise<void> {
