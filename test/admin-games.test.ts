@@ -603,6 +603,13 @@ describe('GET /admin/v1/games', () => {
       expect([q, r.status, r.body.error]).toEqual([q, 400, 'invalid_request']);
     }
     expect((await fetch(`${t.url}/admin/v1/games`)).status).toBe(401);
+    // Another listing's cursor (an id too) is not a games cursor, and a games cursor is not a partners one.
+    await createGame(t);
+    const audit = await admin(t, 'GET', '/admin/v1/audit?limit=1');
+    const games = await admin(t, 'GET', '/admin/v1/games?limit=1');
+    expect((await admin(t, 'GET', `/admin/v1/games?cursor=${audit.body.next_cursor}`)).status).toBe(400);
+    expect((await admin(t, 'GET', `/admin/v1/partners?cursor=${games.body.next_cursor}`)).status).toBe(400);
+    expect((await admin(t, 'GET', `/admin/v1/games?cursor=${games.body.next_cursor}`)).status).toBe(200);
   });
 });
 

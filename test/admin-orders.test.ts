@@ -164,6 +164,7 @@ describe('GET /admin/v1/orders', () => {
     ['combo_id=a%zz', 'combo_id is not valid percent-encoded UTF-8'],
     ['combo_id=a%', 'combo_id is not valid percent-encoded UTF-8'],
     ['limit=1&combo%FF=x', 'combo%FF is not valid percent-encoded UTF-8'],
+    ['game_i=x', 'game_i is not a known parameter'],
   ])('400 invalid_request for %s', async (q, field) => {
     const r = await list(`?${q}`);
     expect(r.status).toBe(400);

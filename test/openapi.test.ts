@@ -99,6 +99,16 @@ describe('GET /openapi.json', () => {
     }
   });
 
+  it('marks a request body optional exactly where the service takes none as {} (no required field)', () => {
+    const required = (path: string, method: string) => doc.paths[path][method].requestBody?.required;
+    expect(required('/admin/v1/games/{game_id}/keys', 'post')).toBe(false);
+    expect(required('/admin/v1/games/{game_id}', 'patch')).toBe(false);
+    expect(required('/admin/v1/orders/{order_id}/refund', 'post')).toBe(false);
+    expect(required('/v1/server/create-order', 'post')).toBe(true);
+    expect(required('/admin/v1/games', 'post')).toBe(true);
+    expect(required('/v1/server/enter-game', 'post')).toBe(true);
+  });
+
   it('documents /metrics as the Prometheus text format it is served in', async () => {
     const documented = Object.keys(doc.paths['/metrics'].get.responses['200'].content);
     const res = await fetch(`${t.url}/metrics`);

@@ -183,6 +183,18 @@ describe('client purchase API, per order token', () => {
     expect((await view(token)).status).toBe(200);
   });
 
+  it('a 200 carries both buckets it drew from, per IP and per token, so the emptier one is seen', async () => {
+    const token = await newOrder();
+    const same = { 'x-forwarded-for': '198.51.100.9' };
+    const first = await client(t, '/v1/client/order', { order_token: token }, same);
+    expect(first.status).toBe(200);
+    expect(first.headers.get('ratelimit-policy')).toBe('"ip";q=2;w=1, "token";q=2;w=1');
+    expect(first.headers.get('ratelimit')).toMatch(/^"ip";r=1;t=\d+, "token";r=1;t=\d+$/);
+    const other = await client(t, '/v1/client/order', { order_token: await newOrder() }, same);
+    expect(other.headers.get('ratelimit')).toMatch(/^"ip";r=0;t=\d+, "token";r=1;t=\d+$/);
+    clock.advance(1000);
+  });
+
   it('forged tokens of one order draw from that order\'s bucket', async () => {
     const token = await newOrder();
     const forged = token.replace(/_[0-9A-Za-z]{32}$/, `_${'x'.repeat(32)}`);

@@ -13,7 +13,7 @@ const AuditQuery = Type.Object({
   actor: Type.Optional(Type.String({ minLength: 1, maxLength: 80 })),
   limit: PageLimit,
   cursor: PageCursor,
-});
+}, { additionalProperties: false });
 type AuditQuery = Static<typeof AuditQuery>;
 
 const AuditEntry = Type.Object({

@@ -134,6 +134,16 @@ function describeResponses(op: Operation, auth: AuthKind, codes: Map<number, str
   }
 }
 
+/**
+ * A body with no required field may be left out altogether (the service takes no body as `{}`,
+ * app.ts bodyOptional): the generator marks every body required.
+ */
+function markOptionalBody(op: Operation): void {
+  const body = (op as { requestBody?: { required?: boolean; content?: Record<string, { schema?: { required?: string[] } }> } }).requestBody;
+  const schema = body?.content?.['application/json']?.schema;
+  if (body && schema && !(schema.required?.length)) body.required = false;
+}
+
 /** "get /a/{b}" (and `*` as `{*}`, as the generator writes it) for both Fastify's `/a/:b` and OpenAPI's `/a/{b}`. */
 const operationKey = (method: string, url: string) => `${method.toLowerCase()} ${url.replace(/:([A-Za-z0-9_]+)/g, '{$1}').replace(/\*/g, '{*}')}`;
 
@@ -169,7 +179,10 @@ export async function registerOpenApi(app: FastifyInstance, opts: OpenApiOptions
         .openapiObject;
       doc.components.schemas = { ...doc.components.schemas, ErrorResponse: ERROR_SCHEMA };
       for (const [path, item] of Object.entries(doc.paths ?? {})) {
-        for (const [method, op] of Object.entries(item)) describeResponses(op, authByOperation.get(operationKey(method, path)) ?? 'none', codes);
+        for (const [method, op] of Object.entries(item)) {
+          describeResponses(op, authByOperation.get(operationKey(method, path)) ?? 'none', codes);
+          markOptionalBody(op);
+        }
       }
       return doc as never;
     },

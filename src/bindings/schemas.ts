@@ -44,7 +44,7 @@ export const ListBindingsQuery = Type.Object({
   combo_id: Type.Optional(Field),
   limit: PageLimit,
   cursor: PageCursor,
-});
+}, { additionalProperties: false });
 export type ListBindingsQuery = Static<typeof ListBindingsQuery>;
 
 export const AdminBinding = Type.Object({

@@ -48,7 +48,7 @@ export const NppaEventsQuery = Type.Object({
   status: Type.Optional(Type.Enum(['pending', 'uploaded', 'failed', 'skipped'])),
   limit: PageLimit,
   cursor: PageCursor,
-});
+}, { additionalProperties: false });
 export type NppaEventsQuery = Static<typeof NppaEventsQuery>;
 
 export const NppaEvent = Type.Object({

@@ -53,7 +53,7 @@ export type Game = Static<typeof Game>;
 
 export const GamePage = Type.Object({ data: Type.Array(Game), next_cursor: Type.Union([Type.String(), Type.Null()]) });
 
-export const ListGamesQuery = Type.Object({ limit: PageLimit, cursor: PageCursor });
+export const ListGamesQuery = Type.Object({ limit: PageLimit, cursor: PageCursor }, { additionalProperties: false });
 export type ListGamesQuery = Static<typeof ListGamesQuery>;
 
 export const GameWithSecret = Type.Intersect([Game, Type.Object({ key_id: Type.String(), secret_key: Type.String() })]);

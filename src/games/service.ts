@@ -124,12 +124,14 @@ export class GameService {
   async list(query: ListGamesQuery): Promise<{ data: Game[]; next_cursor: string | null }> {
     const { store } = this.d;
     const limit = query.limit ?? 50;
-    const after = query.cursor === undefined ? null : decodeCursor<string>(query.cursor, (v) => typeof v === 'string');
+    // Tagged with its listing: another listing's cursor (also an id) is a 400, not a page.
+    const tagged = (v: unknown) => Array.isArray(v) && v.length === 2 && v[0] === 'game' && typeof v[1] === 'string';
+    const after = query.cursor === undefined ? null : decodeCursor<[string, string]>(query.cursor, tagged)[1];
     const rows = await store.listGames(store.db, after, limit + 1);
     const page = rows.slice(0, limit);
     const keys = await store.keyIdsOf(store.db, page.map((r) => r.game_id));
     const last = page[page.length - 1];
-    return { data: page.map((r) => toGame(r, keys.get(r.game_id) ?? [])), next_cursor: rows.length > limit && last ? encodeCursor(last.game_id) : null };
+    return { data: page.map((r) => toGame(r, keys.get(r.game_id) ?? [])), next_cursor: rows.length > limit && last ? encodeCursor(['game', last.game_id]) : null };
   }
 
   async get(gameId: string): Promise<Game> {

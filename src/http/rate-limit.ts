@@ -40,9 +40,17 @@ function apply(o: Limits, policy: RateLimitPolicy, reply: FastifyReply, result: 
   // Failing open, the service knows nothing true to advertise: no headers rather than made-up ones.
   if (result.degraded) return;
   if (result.allowed) {
-    // The common case sets the two headers directly: no intermediate object per request.
-    reply.header('ratelimit-policy', policyHeader(policy));
-    reply.header('ratelimit', remainingHeader(policy, result));
+    // The common case sets the two headers directly: no intermediate object per request. A
+    // second bucket on one request (the client API's per-IP, then per-token) joins the list
+    // (structured-field lists): the client sees both, the emptier one included.
+    const earlier = reply.getHeader('ratelimit');
+    if (earlier === undefined) {
+      reply.header('ratelimit-policy', policyHeader(policy));
+      reply.header('ratelimit', remainingHeader(policy, result));
+    } else {
+      reply.header('ratelimit-policy', `${String(reply.getHeader('ratelimit-policy'))}, ${policyHeader(policy)}`);
+      reply.header('ratelimit', `${String(earlier)}, ${remainingHeader(policy, result)}`);
+    }
     return;
   }
   const headers = rateLimitHeaders(policy, result);

@@ -152,7 +152,8 @@ export function describeValidationError(errors: ErrorObject[], part: string): st
     case 'pattern':
       return `${where}${base} has an invalid format`;
     case 'additionalProperties':
-      return `${where}${join(base, String(p.additionalProperty))} is not a known field`;
+      // A misspelt filter (?game_i=) must not pass as no filter at all.
+      return `${where}${join(base, String(p.additionalProperty))} is not a known ${part === 'body' ? 'field' : 'parameter'}`;
     case 'repeated':
       return `${where}${base} must be given once`;
     case 'minItems':

@@ -47,7 +47,7 @@ export const ListNotificationsQuery = Type.Object({
   game_id: Type.Optional(GameId),
   limit: PageLimit,
   cursor: PageCursor,
-});
+}, { additionalProperties: false });
 export type ListNotificationsQuery = Static<typeof ListNotificationsQuery>;
 
 export const NotificationPage = Type.Object({

@@ -18,7 +18,7 @@ export const ListOrdersQuery = Type.Object({
   reference_id: Type.Optional(Filter(64)),
   limit: PageLimit,
   cursor: PageCursor,
-});
+}, { additionalProperties: false });
 export type ListOrdersQuery = Static<typeof ListOrdersQuery>;
 
 /** Order ids are decimal (PROTOCOL 3). */

@@ -44,7 +44,7 @@ export const PartnerPage = Type.Object({ data: Type.Array(Partner), next_cursor:
 export const ListPartnersQuery = Type.Object({
   limit: PageLimit,
   cursor: PageCursor,
-});
+}, { additionalProperties: false });
 export type ListPartnersQuery = Static<typeof ListPartnersQuery>;
 
 export const PartnerParams = Type.Object({ partner_id: Type.String({ minLength: 1, maxLength: 64 }) });

@@ -102,14 +102,16 @@ export class PartnerService {
   async list(query: ListPartnersQuery): Promise<{ data: Partner[]; next_cursor: string | null }> {
     const { store } = this.d;
     const limit = query.limit ?? 50;
-    const after = query.cursor === undefined ? null : decodeCursor<string>(query.cursor, (v) => typeof v === 'string');
+    // Tagged with its listing: another listing's cursor (also an id) is a 400, not a page.
+    const tagged = (v: unknown) => Array.isArray(v) && v.length === 2 && v[0] === 'partner' && typeof v[1] === 'string';
+    const after = query.cursor === undefined ? null : decodeCursor<[string, string]>(query.cursor, tagged)[1];
     const rows = await store.listPartners(store.db, after, limit + 1);
     const page = rows.slice(0, limit);
     const ids = page.map((r) => r.partner_id);
     const [games, keys] = await Promise.all([store.gamesOf(store.db, ids), store.keyIdsOf(store.db, ids)]);
     const data = page.map((r) => toPartner(r, games.get(r.partner_id) ?? [], keys.get(r.partner_id) ?? []));
     const last = page[page.length - 1];
-    return { data, next_cursor: rows.length > limit && last ? encodeCursor(last.partner_id) : null };
+    return { data, next_cursor: rows.length > limit && last ? encodeCursor(['partner', last.partner_id]) : null };
   }
 
   async patch(partnerId: string, body: PatchPartnerBody, actor: string): Promise<Partner> {

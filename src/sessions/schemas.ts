@@ -15,7 +15,7 @@ export const SessionListQuery = Type.Object({
   open: Type.Optional(Type.Boolean()),
   limit: PageLimit,
   cursor: PageCursor,
-});
+}, { additionalProperties: false });
 export type SessionListQuery = Static<typeof SessionListQuery>;
 
 export const SessionView = Type.Object({
