@@ -101,6 +101,18 @@ describe.skipIf(!haveChromium)('hosted checkout page in headless Chromium', () =
     }
   });
 
+  it('an order canceled while its page is open: Pay answers the 409 and the button goes (trying again cannot help)', async () => {
+    const o = await createOrder(t, game);
+    const page = await browser.newPage();
+    await page.goto(`${t.url}/checkout/${o.order_token}`);
+    expect((await admin(t, 'POST', `/admin/v1/orders/${o.order_id}/cancel`, {})).status).toBe(200);
+    await page.click('#pay');
+    await page.waitForSelector('#status.error');
+    expect(await page.textContent('#status')).toContain('canceled');
+    expect(await page.$('#pay')).toBeNull();
+    await page.close();
+  });
+
   it('offers no pay button when the game does not allow sandbox payments', async () => {
     const g = await createGame(t, { sandbox_payments: false });
     const o = await createOrder(t, g);

@@ -62,13 +62,17 @@ const SCRIPT = `
     btn.disabled=true; out.className='status'; out.textContent='Paying…';
     fetch(btn.getAttribute('data-pay-url'),{method:'POST',headers:{'content-type':'application/json'},
       body:JSON.stringify({order_token:btn.getAttribute('data-token'),channel:btn.getAttribute('data-channel')})})
-    .then(function(r){return r.json().then(function(b){return {ok:r.ok,body:b};});})
+    .then(function(r){return r.json().then(function(b){return {ok:r.ok,status:r.status,body:b};});})
     .then(function(res){
       if(res.ok){
         var st=res.body.status; out.setAttribute('data-status',st); out.textContent=labels[st]||st;
         out.className='status'+(st==='paid'||st==='delivered'?' paid':'');
         if(st!=='created'){ btn.remove(); var n=document.getElementById('note'); if(n) n.remove(); } else btn.disabled=false;
-      } else { out.className='status error'; out.textContent=res.body.message||'Payment failed'; btn.disabled=false; }
+      } else {
+        out.className='status error'; out.textContent=res.body.message||'Payment failed';
+        // Expired or canceled meanwhile (409), no channel (403), token refused (401): trying again cannot help.
+        if(res.status===409||res.status===403||res.status===401) btn.remove(); else btn.disabled=false;
+      }
     })
     .catch(function(){ out.className='status error'; out.textContent='Network error, try again'; btn.disabled=false; });
   });
