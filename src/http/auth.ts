@@ -5,6 +5,7 @@ import { checkTimestamp, parseAuthorization, sha256Hex, signatureMatches, EMPTY_
 import { isPromise, type MaybePromise } from '../lib/maybe-promise.js';
 import { GameId } from '../games/schemas.js';
 import { PartnerId } from '../partners/schemas.js';
+import { originForm } from './request-target.js';
 
 /** What a signed caller resolves to: its record and its active secret keys. */
 export interface SignedCaller<T> {
@@ -70,22 +71,9 @@ function checkSignature<C extends SignedCaller<unknown>>(req: FastifyRequest, pa
   const bodyHash = req.rawBody && req.rawBody.length > 0 ? sha256Hex(req.rawBody) : EMPTY_BODY_SHA256;
   // An unknown caller is checked against a dummy key, so both failures take the same time.
   const secrets = caller?.secrets.length ? caller.secrets : ['sk_unknown_caller'];
-  const ok = signatureMatches(secrets, parsed.signature, req.method, signedUri(req.url), parsed.timestamp, bodyHash);
+  const ok = signatureMatches(secrets, parsed.signature, req.method, originForm(req.url), parsed.timestamp, bodyHash);
   if (!caller || !ok) throw Errors.invalidSignature('signature does not match');
   return caller;
-}
-
-/**
- * The URI the signature covers: path and raw query, no scheme, no host (PROTOCOL 1). An HTTP/1.1
- * request may name its target in absolute form (`POST http://host/v1/... HTTP/1.1`, RFC 9112
- * 3.2.2), which Node leaves in `req.url` as sent.
- */
-function signedUri(url: string): string {
-  if (url.charCodeAt(0) === 47 /* '/' */) return url;
-  const m = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(url);
-  if (!m) return url;
-  const rest = url.slice(m[0].length);
-  return rest.startsWith('/') ? rest : `/${rest}`;
 }
 
 /** Bearer ADMIN_TOKEN check for the operator API, in constant time. */

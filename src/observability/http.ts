@@ -6,6 +6,7 @@ import { responses } from '../http/errors-schema.js';
 import { routeOf } from '../http/app.js';
 import type { Logger } from 'pino';
 import type { ServiceMetrics } from './metrics.js';
+import { originForm } from '../http/request-target.js';
 
 /** Label and log value for requests that matched no route (never the raw path: it may hold a token). */
 export const UNMATCHED_ROUTE = '(unmatched)';
@@ -28,9 +29,6 @@ export function installRequestObservability(app: FastifyInstance, metrics: Servi
   });
 }
 
-/** An HTTP/1.1 absolute-form request target's scheme and authority (RFC 9112 3.2.2). */
-const ABSOLUTE_FORM = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/;
-
 /** GET /metrics (Prometheus text format); with METRICS_TOKEN set, only with that bearer token. */
 export function registerMetricsRoute(app: FastifyInstance, metrics: ServiceMetrics, token: string | null): void {
   app.get('/metrics', {
@@ -46,7 +44,7 @@ export function registerMetricsRoute(app: FastifyInstance, metrics: ServiceMetri
       // Only as spelled: a proxy that keeps /metrics off the internet by its raw path (as
       // deploy/haproxy.cfg and deploy/Caddyfile do) must not be passed by /%6Detrics, which the
       // router decodes to this route.
-      const rawPath = req.url.replace(ABSOLUTE_FORM, '').split('?')[0] as string;
+      const rawPath = originForm(req.url).split('?')[0] as string;
       if (rawPath !== '/metrics') throw Errors.notFound(`no endpoint at ${rawPath}`);
       if (token) checkBearer(req, token);
       const text = await metrics.render();
