@@ -166,6 +166,7 @@ describe('games', () => {
     ['rate_limit_per_second 0', { game_id: 'ok', name: 'x', rate_limit_per_second: 0 }, 'rate_limit_per_second'],
     ['gm_url not http(s)', { game_id: 'ok', name: 'x', gm_url: 'ftp://gm.example.com/x' }, 'gm_url'],
     ['gm_url with a path starting with //', { game_id: 'ok', name: 'x', gm_url: 'https://gm.example.com//gm' }, 'gm_url'],
+    ['gm_url with a % that starts no escape', { game_id: 'ok', name: 'x', gm_url: 'https://gm.example.com/g%m' }, 'gm_url'],
     ['gm_url with a password', { game_id: 'ok', name: 'x', gm_url: 'https://gmuser:gmpass@gm.example.com/gm' }, 'gm_url'],
     ['gm_url with a user name', { game_id: 'ok', name: 'x', gm_url: 'https://gmuser@gm.example.com/gm' }, 'gm_url'],
     ['secret_key without sk_', { game_id: 'ok', name: 'x', secret_key: 'abcdefghijklmnopqrstuvwxyz' }, 'secret_key'],

@@ -186,6 +186,60 @@ describe('requests Node cannot parse are ErrorResponses too', () => {
     const r = await rawRequest(t, 'GET /healthz HTTP/1.0\r\n');
     expect(r.status).toBe(200);
   });
+
+  it('pipelined after a valid request, the refusal comes after that request\'s own answer', async () => {
+    const game = await createGame(t);
+    const { hostname, port } = new URL(t.url);
+    for (const bad of ['GARBAGE\r\n\r\n', `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`]) {
+      const body = JSON.stringify(orderBody());
+      const auth = authorizationHeader({ kind: 'game', id: game.gameId }, game.secret, 'POST', CREATE, body, Date.now());
+      const first = `POST ${CREATE} HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+      const bytes = await new Promise<string>((resolve, reject) => {
+        const socket = net.connect({ host: hostname, port: Number(port) });
+        const chunks: Buffer[] = [];
+        socket.on('data', (c) => chunks.push(c));
+        socket.on('error', reject);
+        socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
+        socket.end(first + bad);
+      });
+      const statuses = [...bytes.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
+      expect(statuses).toEqual([200, bad.startsWith('GARBAGE') ? 400 : 431]);
+      expect(bytes.indexOf('"order_id"')).toBeLessThan(bytes.lastIndexOf('HTTP/1.1 4'));
+    }
+  });
+
+  it('CONNECT: 405 with Allow on a served path, 404 elsewhere, 400 for an authority; over HTTP/1.1 and HTTP/2', async () => {
+    const cases: [string, number, string, string | undefined][] = [
+      ['/v1/server/create-order', 405, 'method_not_allowed', 'POST'],
+      ['/nope', 404, 'not_found', undefined],
+      ['127.0.0.1:443', 400, 'invalid_request', undefined],
+    ];
+    for (const [target, status, error, allow] of cases) {
+      const r = await rawRequest(t, `CONNECT ${target} HTTP/1.1\r\nHost: x\r\n`);
+      expectErrorResponse(r, status, error);
+      expect(r.headers['allow']).toBe(allow);
+    }
+    const session = http2.connect(t.url);
+    try {
+      const r = await new Promise<{ status: number; headers: Record<string, string>; body: string }>((resolve, reject) => {
+        const req = session.request({ ':method': 'CONNECT', ':authority': '127.0.0.1:443' });
+        let status = 0;
+        let headers: Record<string, string> = {};
+        let body = '';
+        req.on('response', (h) => {
+          status = Number(h[':status']);
+          headers = h as Record<string, string>;
+        });
+        req.setEncoding('utf8');
+        req.on('data', (c: string) => (body += c));
+        req.on('end', () => resolve({ status, headers, body }));
+        req.on('error', reject);
+      });
+      expectErrorResponse(r, 400, 'invalid_request');
+    } finally {
+      session.close();
+    }
+  });
 });
 
 describe('check order: 405 > 415 > 413 > 401 > 403 > 400 > 422 (PROTOCOL 2)', () => {
@@ -709,6 +763,26 @@ describe('TLS: ALPN offers h2 and http/1.1', () => {
     expect(status).toBe(404);
     expect(traceId).toBeTruthy();
     expect(JSON.parse(text).error).toBe('not_found');
+  });
+
+  it('CONNECT over TLS is an ErrorResponse on HTTP/1.1 and on h2', async () => {
+    const { hostname, port } = new URL(st.url);
+    const h1 = await new Promise<string>((resolve, reject) => {
+      const socket = tls.connect({ host: hostname, port: Number(port), ALPNProtocols: ['http/1.1'], rejectUnauthorized: false, servername: 'localhost' }, () => {
+        socket.write('CONNECT /v1/server/create-order HTTP/1.1\r\nHost: x\r\n\r\n');
+      });
+      const chunks: Buffer[] = [];
+      socket.on('data', (c) => chunks.push(c));
+      socket.on('error', reject);
+      socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
+    });
+    expect(h1).toMatch(/^HTTP\/1\.1 405 /);
+    expect(h1).toMatch(/\r\nallow: POST\r\n/i);
+    expect(h1).toContain('"error":"method_not_allowed"');
+    const h2 = await h2request(st.url, { ':method': 'CONNECT', ':authority': 'example.com:443' }, undefined, { rejectUnauthorized: false });
+    expect(h2.status).toBe(400);
+    expect(h2.headers['x-trace-id']).toBeTruthy();
+    expect(JSON.parse(h2.text).error).toBe('invalid_request');
   });
 
   it.each([

@@ -129,6 +129,8 @@ function typeRows(): Row[] {
     ['notify_url', 12345678901234],
     ['notify_url', 'https://game.example.com//notify'],
     ['notify_url', 'http://game.example.com:0/notify'],
+    ['notify_url', 'https://game.example.com/a%zz'],
+    ['notify_url', 'https://game.example.com/notify?x=%2'],
     ['quantity', 0],
     ['quantity', 101],
     ['quantity', -1],

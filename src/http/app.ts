@@ -10,6 +10,7 @@ import { announcesBody, bodyMayFollow } from './body-presence.js';
 import { DualProtocolServer, HTTP2_MAX_STREAMS, type Handler } from './dual-server.js';
 import type { LoadShedder } from './load-shedding.js';
 import { newTraceId } from './trace.js';
+import { answerConnect, type AllowedMethods } from './connect.js';
 import { isPromise, type MaybePromise } from '../lib/maybe-promise.js';
 import { trackRoutes } from './route-table.js';
 import { isJsonContentType } from '../lib/media-type.js';
@@ -124,11 +125,17 @@ export function createFastify(opts: AppOptions): FastifyInstance {
   trackRoutes(app);
   // Per-request fields declared up front: every request object keeps one shape.
   for (const field of ['rawBody', 'caller', 'routeInfo']) app.decorateRequest(field, null);
-  installPipeline(app, opts.hooks);
+  const allowedAt = installPipeline(app, opts.hooks);
+  if (opts.tls) answerConnect(app.server as unknown as http.Server, allowedAt);
+  else {
+    const dual = app.server as unknown as DualProtocolServer;
+    answerConnect(dual.http1, allowedAt);
+    answerConnect(dual.http2, allowedAt);
+  }
   return app;
 }
 
-function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
+function installPipeline(app: FastifyInstance, hooks: AppHooks): AllowedMethods {
   // Every route path with the methods it answers, to tell 405 (known path) from 404.
   const routes = new Map<string, Set<string>>();
   app.addHook('onRoute', (r) => {
@@ -272,6 +279,7 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): void {
     } else if (apiError.status >= 500) req.log.error({ err: error, traceId: req.id }, 'request failed');
     sendError(reply, apiError);
   });
+  return (path) => findAllowedMethods(routes, path);
 }
 
 const KNOWN_METHODS = new Set(http.METHODS);
@@ -313,6 +321,18 @@ function answerBeforeRouting(res: http.ServerResponse, status: number, message: 
 function clientErrorHandler(err: NodeJS.ErrnoException & { code?: string }, socket: import('node:net').Socket): void {
   if (!socket.writable) {
     socket.destroy();
+    return;
+  }
+  // Pipelined requests are answered in order: when a request before the bad one is still being
+  // answered, its answer goes first. Written at once, the refusal would be read as that
+  // request's answer (a 400 for an order that was in fact created).
+  const inFlight = (socket as { _httpMessage?: http.ServerResponse | null })._httpMessage;
+  if (inFlight && !inFlight.writableFinished) {
+    // Node's own 'finish' listener runs first and hands the socket to the next queued answer.
+    inFlight.once('finish', () => clientErrorHandler(err, socket));
+    inFlight.once('close', () => {
+      if (!inFlight.writableFinished) socket.destroy();
+    });
     return;
   }
   const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';

@@ -3,7 +3,7 @@ import type { FastifySchemaCompiler } from 'fastify';
 
 const CURRENCIES = new Set(Intl.supportedValuesOf('currency'));
 const FORMAT_NAMES: Record<string, string> = {
-  'http-url': 'an absolute http(s) URL (whose path does not start with //)',
+  'http-url': 'an absolute http(s) URL (whose path does not start with //, every % followed by two hex digits)',
   iso4217: 'an ISO 4217 currency code in use (CNY, USD, ...)',
 };
 
@@ -22,7 +22,9 @@ function makeAjv(coerce: boolean) {
   ajv.addFormat('http-url', {
     type: 'string',
     validate: (v: string) => {
-      if (!/^https?:\/\//i.test(v)) return false;
+      // A % that starts no escape (%zz): WHATWG parsing keeps it, but Go's HTTP server
+      // refuses such a request target (400), so a Go SDK receiver could never take a delivery.
+      if (!/^https?:\/\//i.test(v) || /%(?![0-9A-Fa-f]{2})/.test(v)) return false;
       try {
         const u = new URL(v);
         // A path starting with // reads as a host to a receiver that resolves the request
