@@ -396,16 +396,35 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
         force.unref();
         await app.close();
         clearTimeout(force);
-        await Promise.all(jobs.map((j) => j.stop()));
-        shedding.close();
-        await outbound.close();
-        await gmOutbound.close();
-        await limiter.close();
-        await nppaClient.close();
-        await metrics.close();
-        await database.close();
+        // A database that stopped answering would hold a job's last query, or the pool's close,
+        // for ever: what follows gets one more grace period (at least a second: 0 cuts the
+        // requests at once, not the close), then the stop fails (exit 1).
+        await withinGrace(Math.max(config.shutdownTimeoutMs, 1000), async () => {
+          await Promise.all(jobs.map((j) => j.stop()));
+          shedding.close();
+          await outbound.close();
+          await gmOutbound.close();
+          await limiter.close();
+          await nppaClient.close();
+          await metrics.close();
+          await database.close();
+        });
       })();
       return stopped;
     },
   };
+}
+
+/** Runs `work`; rejects if it has not finished within `ms`. */
+async function withinGrace(ms: number, work: () => Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`background jobs or the database did not stop within ${ms} ms (SHUTDOWN_TIMEOUT_MS, at least 1000)`)), ms);
+    timer.unref();
+  });
+  try {
+    await Promise.race([work(), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

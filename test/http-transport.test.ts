@@ -486,6 +486,14 @@ describe('bad input is refused and stores nothing', () => {
     await refused(() => send(absolute, 's-absolute-2'), 401, 'invalid_signature');
   });
 
+  it('a wrong method in absolute form is 405 with Allow, as in origin form', async () => {
+    for (const target of [`${t.url}/v1/client/order`, `HTTP://X/admin/v1/games/g/keys`]) {
+      const r = await rawRequest(t, head('GET', target, [], 0));
+      expectErrorResponse(r, 405, 'method_not_allowed');
+      expect(r.headers['allow']).toBe('POST');
+    }
+  });
+
   // PROTOCOL 2's order holds for a parameter only the URL can carry: U+0000 (%00) is a
   // parameter error, after media type, signature and caller state.
   it('%00 in a signed request\'s query is 400, after 415, 401 and 403', async () => {

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeGm, createPartner, partnerGet, queryUri, role } from './helpers/partners.js';
 import { createGame, signed, startService, type TestService } from './helpers/service.js';
 import { until } from './helpers/receiver.js';
+import { head, rawRequest } from './helpers/raw.js';
 
 let t: TestService;
 let gm: FakeGm;
@@ -44,6 +45,8 @@ describe('load shedding', () => {
     expect(shed.headers.get('retry-after')).toBe('1');
     expect(shed.headers.get('x-trace-id')).toBeTruthy();
     expect((await fetch(`${t.url}/healthz`)).status).toBe(200);
+    // Exempt also in absolute form (a scrape through a proxy).
+    for (const p of ['/healthz', '/readyz', '/metrics']) expect((await rawRequest(t, head('GET', `http://x${p}`, [], 0))).status).toBe(200);
     // refused before routing, so counted apart from the per-route request counters
     expect(await (await fetch(`${t.url}/metrics`)).text()).toMatch(/^combo_http_requests_shed_total 1$/m);
     // Nothing of the shed request was stored.

@@ -11,6 +11,7 @@ import { authorizationHeader } from '../src/signing/signer.js';
 import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
 import { ensureServiceBuilt, spawnCommand, spawnEntry, spawnService, type Spawned } from './helpers/spawn.js';
 import { orderBody } from './helpers/service.js';
+import { HangingRelay } from './helpers/hanging-relay.js';
 
 /** The real entry points (src/main.ts, src/cli.ts) as child processes. */
 const ADMIN = 'process-test-admin-token-0123';
@@ -206,6 +207,23 @@ describe('graceful shutdown', () => {
     });
     expect(await s.exited).toBe(0);
     expect(await cut).toMatch(/ECONNRESET|socket hang up|answered 5\d\d/);
+  });
+
+  it.runIf(TEST_DB === 'postgres')('a database that stopped answering cannot hold the exit: status 1 after one more SHUTDOWN_TIMEOUT_MS (at least 1 s), saying why', async () => {
+    const relay = await new HangingRelay(new URL(db.url)).start();
+    try {
+      const url = new URL(db.url);
+      url.host = `127.0.0.1:${relay.port}`;
+      const s = await start({ DATABASE_URL: url.toString(), SHUTDOWN_TIMEOUT_MS: '300' });
+      expect((await fetch(s.url + '/readyz')).status).toBe(200);
+      relay.hang();
+      s.child.kill('SIGTERM');
+      expect(await s.exited).toBe(1);
+      expect(s.stdout()).toContain('background jobs or the database did not stop within 1000 ms');
+    } finally {
+      relay.resume();
+      await relay.close();
+    }
   });
 
   it('SIGTERM when idle exits 0', async () => {

@@ -177,3 +177,52 @@ describe('rotate-secrets (SECRETS_KEY_PREVIOUS)', () => {
     }
   });
 });
+
+describe('rolling SECRETS_KEY rotation (docs/operations.md, steps 2 and 3)', () => {
+  const oldKey = randomBytes(32);
+  const newKey = randomBytes(32);
+  const b64 = (k: Buffer) => k.toString('base64');
+  let db: TestDatabase;
+  afterAll(async () => db?.drop());
+
+  it('instances that read the new key and instances that seal with it open each other\'s values', async () => {
+    db = await createTestDatabase();
+    const first = await startService({ db, env: { SECRETS_KEY: b64(oldKey) } });
+    let game: TestGame;
+    try {
+      game = await createGame(first);
+    } finally {
+      await first.stop();
+    }
+    // An instance left out of step 2 (it has only the old key).
+    const left = await startService({ db, env: { SECRETS_KEY: b64(oldKey) } });
+    // Step 2: every instance reads the new key, still sealing with the old one.
+    const reading = await startService({ db, env: { SECRETS_KEY: b64(oldKey), SECRETS_KEY_PREVIOUS: b64(newKey) } });
+    // Step 3, rolling: one instance already seals with the new key.
+    const sealing = await startService({ db, env: { SECRETS_KEY: b64(newKey), SECRETS_KEY_PREVIOUS: b64(oldKey) } });
+    try {
+      // Written through the new-key instance: a second key for the game, a new game.
+      const k = await admin(sealing, 'POST', `/admin/v1/games/${game.gameId}/keys`, {});
+      expect(k.status, k.text).toBe(201);
+      const later = await createGame(sealing);
+      // Written through the old-key instance: another game.
+      const earlier = await createGame(reading);
+      for (const t of [reading, sealing]) {
+        expect((await signed(t, game, 'POST', '/v1/server/enter-game', { session_id: `s-${randomBytes(4).toString('hex')}`, combo_id: 'p1' })).status).toBe(200);
+        expect((await signed(t, { ...game, secret: k.body.secret_key }, 'POST', '/v1/server/create-order', orderBody())).status).toBe(200);
+        for (const g of [later, earlier]) expect((await signed(t, g, 'POST', '/v1/server/create-order', orderBody())).status).toBe(200);
+      }
+      // The instance left out cannot open what the new key sealed: 503 (retry), not 500.
+      const r = await signed(left, later, 'POST', '/v1/server/create-order', orderBody());
+      expect(r.status, r.text).toBe(503);
+      expect(r.body.error).toBe('service_unavailable');
+      // An instance of step 2 restarting in the middle of step 3 still starts.
+      const restarted = await startService({ db, env: { SECRETS_KEY: b64(oldKey), SECRETS_KEY_PREVIOUS: b64(newKey) } });
+      await restarted.stop();
+    } finally {
+      await left.stop();
+      await reading.stop();
+      await sealing.stop();
+    }
+  });
+});

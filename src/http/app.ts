@@ -11,6 +11,8 @@ import { DualProtocolServer, HTTP2_MAX_STREAMS, type Handler } from './dual-serv
 import type { LoadShedder } from './load-shedding.js';
 import { newTraceId } from './trace.js';
 import { answerConnect, type AllowedMethods } from './connect.js';
+import { originForm } from './request-target.js';
+import { UnknownSealingKeyError } from '../lib/secret-box.js';
 import { isPromise, type MaybePromise } from '../lib/maybe-promise.js';
 import { trackRoutes } from './route-table.js';
 import { isJsonContentType } from '../lib/media-type.js';
@@ -255,7 +257,7 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): AllowedMethods 
   };
 
   const unmatched = (req: FastifyRequest): ApiError => {
-    const path = req.url.split('?')[0] as string;
+    const path = originForm(req.url).split('?')[0] as string;
     const allowed = findAllowedMethods(routes, path);
     return allowed
       ? Errors.methodNotAllowed(`${req.method} is not allowed on ${path}; use ${allowed.join(', ')}`, { allow: allowed.join(', ') })
@@ -552,6 +554,7 @@ function toApiError(error: FastifyError | ApiError): ApiError {
       return Errors.invalidRequest('request body must be a JSON object');
   }
   if (isStorageUnavailable(error)) return Errors.serviceUnavailable('storage is unavailable; retry later');
+  if (error instanceof UnknownSealingKeyError) return Errors.serviceUnavailable('this instance cannot open a stored key (SECRETS_KEY rotation in progress); retry later');
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     return new ApiError(e.statusCode, 'invalid_request', e.message);
   }

@@ -3,6 +3,7 @@ import { monitorEventLoopDelay, performance, type EventLoopUtilization, type Int
 import type { Logger } from 'pino';
 import type { Handler } from './dual-server.js';
 import { newTraceId } from './trace.js';
+import { originForm } from './request-target.js';
 import { AdaptiveLimit } from './adaptive-limit.js';
 import { bodyMayFollow } from './body-presence.js';
 
@@ -124,7 +125,9 @@ export class LoadShedder {
   }
 
   private admit(req: http.IncomingMessage, res: http.ServerResponse): boolean {
-    const url = req.url ?? '/';
+    // Health checks and scrapes are exempt however the target is written (a scrape through a
+    // proxy names it in absolute form).
+    const url = originForm(req.url ?? '/');
     const q = url.indexOf('?');
     if (EXEMPT.has(q < 0 ? url : url.slice(0, q))) return true;
     if (this.inflight >= this.limit || this.saturated) {

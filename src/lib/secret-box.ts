@@ -12,6 +12,14 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:
  * Rotation: the box seals with the current key and opens with the current or any previous key
  * (SECRETS_KEY_PREVIOUS); `rotate-secrets` re-seals every stored value with the current key.
  */
+/**
+ * A value sealed with a key this instance was not given: a rotation step taken out of order
+ * (docs/operations.md). A configuration state, not a fault of the request.
+ */
+export class UnknownSealingKeyError extends Error {
+  override readonly name = 'UnknownSealingKeyError';
+}
+
 export class SecretBox {
   private readonly cache = new Map<string, string>();
   private readonly keys: { kid: string; key: Buffer }[];
@@ -53,7 +61,7 @@ export class SecretBox {
       const [, kid, payload] = sealed.split(':');
       const entry = this.keys.find((k) => k.kid === kid);
       if (!entry || payload === undefined) {
-        throw new Error(`secret sealed with unknown key id ${kid}: set SECRETS_KEY_PREVIOUS to the key it was sealed with`);
+        throw new UnknownSealingKeyError(`secret sealed with unknown key id ${kid}: set SECRETS_KEY_PREVIOUS to the key it was sealed with`);
       }
       return gcmOpen(entry.key, payload);
     }
