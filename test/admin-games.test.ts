@@ -285,6 +285,16 @@ describe('products', () => {
     expect(inactive.body.message).toContain('product_id');
   });
 
+  it('the listing refuses a query parameter it does not know (it has no filter and no paging)', async () => {
+    const g = await createGame(t);
+    for (const q of ['active=true', 'limit=1&cursor=zzz']) {
+      const r = await admin(t, 'GET', `/admin/v1/games/${g.gameId}/products?${q}`);
+      expect([q, r.status, r.body.error]).toEqual([q, 400, 'invalid_request']);
+      expect(r.body.message).toMatch(/is not a known parameter/);
+    }
+    expect((await admin(t, 'GET', `/admin/v1/games/${g.gameId}/products`)).status).toBe(200);
+  });
+
   it('404 for an unknown product of a known game', async () => {
     const g = await createGame(t);
     const r = await admin(t, 'GET', `/admin/v1/games/${g.gameId}/products/nope`);

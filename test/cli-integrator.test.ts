@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkTimestamp, parseAuthorization, sha256Hex, signatureMatches } from '../src/signing/signer.js';
@@ -71,6 +71,7 @@ describe('sign', () => {
       [['sign', '--game', 'g', '--uri', '/x'], '--secret (or env COMBO_SECRET_KEY) is required'],
       [['sign', '--game', 'g', '--secret', 'sk_x', '--uri', '/x', '--timestamp', '20261322T093000Z'], '--timestamp must be YYYYMMDDTHHMMSSZ'],
       [['sign', '--game', 'g', '--secret', 'sk_x'], '--uri is required'],
+      [['sign', '--game', 'g', '--secret', 'sk_x', '--uri', 'v1/server/enter-game'], '--uri must start with /'],
     ];
     for (const [args, message] of cases) {
       const r = await runCli(args, {});
@@ -176,6 +177,17 @@ describe('notify test', () => {
     }
   });
 
+  it('a 410 is shown as the end of retries (status gone), exit 1', async () => {
+    const rx = await startReceiver(game.secret, game.id, { status: 410, body: '{}' });
+    try {
+      const r = await runCli(['notify', 'test', '--game', game.id, '--secret', game.secret, '--url', rx.url]);
+      expect(r.code).toBe(1);
+      expect(r.stdout).toMatch(/^delivered\s+no: 410 Gone, the service would stop retrying/m);
+    } finally {
+      await rx.close();
+    }
+  });
+
   it('a receiver that refuses (wrong key here) is shown with its status and body, exit 1', async () => {
     const rx = await startReceiver('sk_a_different_secret_0123456789', game.id, { status: 200, body: '{}' });
     try {
@@ -195,6 +207,17 @@ describe('notify test', () => {
     const down = await runCli(['notify', 'test', '--game', game.id, '--secret', game.secret, '--url', rx.url]);
     expect(down.code).toBe(1);
     expect(down.stderr).toMatch(/POST http:\/\/127\.0\.0\.1:\d+\/combo\/notify\?shard=1 failed: ECONNREFUSED/);
+    // A receiver that takes the connection and never answers: the time-out, in words.
+    const silent = net.createServer(() => {});
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/n`;
+      const hung = await runCli(['notify', 'test', '--game', game.id, '--secret', game.secret, '--url', url, '--timeout', '1']);
+      expect(hung.code).toBe(1);
+      expect(hung.stderr).toContain(`POST ${url} failed: timed out after 1000 ms`);
+    } finally {
+      silent.close();
+    }
     const badType = await runCli(['notify', 'test', '--game', game.id, '--secret', game.secret, '--url', rx.url, '--type', 'paid']);
     expect(badType.code).toBe(2);
     expect(badType.stderr).toContain('--type must be ship_order or refund');

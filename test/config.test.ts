@@ -37,6 +37,10 @@ describe('loadConfig', () => {
     expect(c.maxInflightRequests).toBe(256);
     expect(c.admissionLatencyTargetMs).toBe(0);
     expect(c.tls).toBeNull();
+    expect(c.publicBaseUrl).toBe('http://localhost:8080');
+    // PROTOCOL 5: a 2xx within 10 s; retried over 7 days by default.
+    expect(c.notify.timeoutMs).toBe(10_000);
+    expect(c.notify.maxAgeMs).toBe(7 * 86_400_000);
     expect(c.adminTokenGenerated).toBe(true);
     expect(c.adminToken).toMatch(/^adm_[A-Za-z0-9_-]{32}$/);
     expect(loadConfig({ DATA_DIR: dir }).adminToken).not.toBe(c.adminToken);
@@ -97,6 +101,10 @@ describe('loadConfig', () => {
     ['SHUTDOWN_TIMEOUT_MS', 'soon'],
     ['NODE_ID', '1024'],
     ['PUBLIC_BASE_URL', 'ftp://x'],
+    ['PUBLIC_BASE_URL', 'https://pay.example.com/combo?x=1'],
+    ['PUBLIC_BASE_URL', 'https://pay.example.com/combo#top'],
+    ['PUBLIC_BASE_URL', 'https://pay.example.com/combo?'],
+    ['PUBLIC_BASE_URL', 'https://user:pw@pay.example.com'],
     ['ADMISSION_LATENCY_TARGET_MS', '-1'],
     ['ADMISSION_LATENCY_TARGET_MS', '60001'],
     ['ADMISSION_LATENCY_TARGET_MS', '50ms'],
@@ -135,6 +143,8 @@ describe('loadConfig', () => {
     const { cert, key } = selfSignedCertificate(dir, 'ok');
     const c = loadConfig({ DATA_DIR: dir, TLS_CERT: cert, TLS_KEY: key });
     expect(c.tls?.cert.toString()).toContain('BEGIN CERTIFICATE');
+    // Links default to the scheme the port serves.
+    expect(c.publicBaseUrl).toBe('https://localhost:8080');
   });
 
   it('refuses TLS files that are not PEM, or a key of another certificate, naming both variables', () => {

@@ -175,3 +175,49 @@ describe('bodies that do not arrive (BODY_TIMEOUT_MS)', () => {
     }
   });
 });
+
+// A request stops holding its place when its answer is ended, whatever becomes of the
+// connection: answers that can never leave must not fill MAX_INFLIGHT_REQUESTS for good.
+describe('answers that cannot leave do not hold in-progress places', () => {
+  let s: TestService;
+  beforeAll(async () => {
+    s = await startService({ env: { MAX_INFLIGHT_REQUESTS: '4' } });
+  });
+  afterAll(async () => s?.stop());
+
+  const inProgress = async () => Number(/^combo_http_requests_in_progress (\d+)$/m.exec(await (await fetch(`${s.url}/metrics`)).text())?.[1]);
+
+  it('HTTP/1.1: a request pipelined behind a 417 (the connection closes, its answer never leaves)', async () => {
+    const { port } = new URL(s.url);
+    for (let i = 0; i < 6; i++) {
+      const answer = await new Promise<string>((resolve, reject) => {
+        const socket = net.connect(Number(port), '127.0.0.1');
+        let text = '';
+        socket.on('data', (c) => (text += c.toString('latin1')));
+        socket.on('close', () => resolve(text));
+        socket.on('error', reject);
+        socket.write('GET /v1/query-binding HTTP/1.1\r\nHost: x\r\nExpect: foo\r\n\r\nGET /v1/query-binding HTTP/1.1\r\nHost: x\r\n\r\n');
+      });
+      expect(answer).toMatch(/^HTTP\/1\.1 417 /);
+    }
+    await until('no request in progress', async () => ((await inProgress()) === 0 ? true : null));
+    expect((await fetch(`${s.url}/admin/v1/games`, { headers: { authorization: 'Bearer test-admin-token-0123456789' } })).status).toBe(200);
+  });
+
+  it('HTTP/2: a client that opens no flow-control window', async () => {
+    const session = http2.connect(s.url, { settings: { initialWindowSize: 0 } });
+    try {
+      const answered = [];
+      for (let i = 0; i < 6; i++) {
+        const req = session.request({ ':method': 'GET', ':path': '/v1/query-binding' });
+        answered.push(new Promise((resolve) => req.on('response', resolve)));
+        req.end();
+      }
+      await Promise.all(answered);
+      expect(await inProgress()).toBe(0);
+      expect((await fetch(`${s.url}/admin/v1/games`, { headers: { authorization: 'Bearer test-admin-token-0123456789' } })).status).toBe(200);
+    } finally {
+      session.destroy();
+    }
+  });
+});

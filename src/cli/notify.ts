@@ -8,6 +8,7 @@ import { bool, CommandError, group, int, parse, str, UsageError, type Command, t
 import { keyValue } from './output.js';
 import { secretOf } from './sign.js';
 import { wireUrl } from '../lib/wire-url.js';
+import { describeError } from '../notifications/sender.js';
 
 const MAX_ANSWER_BYTES = 64 * 1024;
 
@@ -94,7 +95,7 @@ async function test(args: string[], io: Io): Promise<number> {
   try {
     answer = await client.post(target.href, body, { 'content-type': 'application/json', authorization }, { timeoutMs, maxBytes: MAX_ANSWER_BYTES });
   } catch (e) {
-    throw new CommandError(`POST ${url} failed: ${(e as { code?: string }).code ?? (e as Error).message}`);
+    throw new CommandError(`POST ${url} failed: ${describeError(e, timeoutMs)}`);
   } finally {
     await client.close();
   }
@@ -105,7 +106,7 @@ async function test(args: string[], io: Io): Promise<number> {
     io.out(`${JSON.stringify({ url, notification_id: notificationId, request_body: JSON.parse(body), status: answer.status, delivered, latency_ms: latencyMs, response_body: text }, null, 2)}\n`);
   } else {
     io.out(`POST ${url}\n${body}\n\n`);
-    io.out(keyValue({ status: answer.status, delivered: delivered ? 'yes (a 2xx acknowledges the notification)' : 'no: the service would retry', latency_ms: latencyMs, response_body: text + (answer.truncated ? '…' : '') }));
+    io.out(keyValue({ status: answer.status, delivered: delivered ? 'yes (a 2xx acknowledges the notification)' : answer.status === 410 ? 'no: 410 Gone, the service would stop retrying (status gone)' : 'no: the service would retry', latency_ms: latencyMs, response_body: text + (answer.truncated ? '…' : '') }));
   }
   return delivered ? 0 : 1;
 }

@@ -24,6 +24,8 @@ export function shellQuote(s: string): string {
 function target(values: Values): { uri: string; url?: string } {
   const curl = str(values, 'curl');
   let uri = str(values, 'uri');
+  // A target without its leading / can never be sent as signed.
+  if (uri !== undefined && uri !== '' && !uri.startsWith('/')) throw new UsageError(`--uri must start with / (the path and query string as sent; got "${uri}")`);
   if (curl === undefined) {
     if (!uri) throw new UsageError('--uri is required (the path and query string, e.g. /v1/server/create-order)');
     return { uri };

@@ -135,11 +135,16 @@ export function loadConfig(env: Env = process.env): Config {
     if (!['0', '1', 'true', 'false'].includes(v)) problems.push(`${name} must be 0 or 1 (got "${v}")`);
     return v === '1' || v === 'true';
   };
+  // A base URL: paths are appended to it, so a query, a fragment or a user name in it would
+  // end up in the middle of every link (https://x/combo?a=1/checkout/...).
   const url = (name: string, def: string) => {
     const v = str(name, def);
     try {
       const u = new URL(v);
       if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
+      if (u.search || u.hash || v.includes('?') || v.includes('#') || u.username || u.password) {
+        problems.push(`${name} must be a base URL without a query, a fragment or a user name (got "${v}")`);
+      }
     } catch {
       problems.push(`${name} must be an absolute http(s) URL (got "${v}")`);
     }
@@ -221,7 +226,7 @@ export function loadConfig(env: Env = process.env): Config {
     adminTokenGenerated: adminTokenRaw === '',
     logLevel: oneOf('LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
     tls,
-    publicBaseUrl: url('PUBLIC_BASE_URL', `http://localhost:${port}`),
+    publicBaseUrl: url('PUBLIC_BASE_URL', `${tls ? 'https' : 'http'}://localhost:${port}`),
     sqliteSynchronous: oneOf('SQLITE_SYNCHRONOUS', 'NORMAL', ['NORMAL', 'FULL'] as const),
     sqliteCheckpointIntervalMs: int('SQLITE_CHECKPOINT_INTERVAL_MS', 20, 0, 60_000),
     secretsKey,

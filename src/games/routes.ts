@@ -85,7 +85,9 @@ export function registerGameRoutes(app: FastifyInstance, games: GameService): vo
 
   app.get('/admin/v1/games/:game_id/products', {
     config: admin,
-    schema: { tags: ['admin'], summary: "List a game's products", params: GameParams, response: responses({ 200: Type.Object({ data: Type.Array(Product) }) }, ADMIN_ERRORS) },
+    // No filters and no paging (a game has few products), but an unknown parameter is refused
+    // as on every listing: `?active=true` must not look like a filter that was applied.
+    schema: { tags: ['admin'], summary: "List a game's products", params: GameParams, querystring: Type.Object({}, { additionalProperties: false }), response: responses({ 200: Type.Object({ data: Type.Array(Product) }) }, ADMIN_ERRORS) },
     handler: async (req) => ({ data: await games.listProducts((req.params as Static<typeof GameParams>).game_id) }),
   });
 }

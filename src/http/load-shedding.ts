@@ -1,4 +1,5 @@
-import type http from 'node:http';
+import http from 'node:http';
+import http2 from 'node:http2';
 import { monitorEventLoopDelay, performance, type EventLoopUtilization, type IntervalHistogram } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Handler } from './dual-server.js';
@@ -36,7 +37,30 @@ const WINDOW_DELAY_RESOLUTION_MS = 5;
 /** Event-loop utilization from which a window counts as saturated. */
 const SATURATED_ELU = 0.9;
 const ADMITTED_AT = Symbol('admittedAt');
-type Timed = http.ServerResponse & { [ADMITTED_AT]?: number };
+/** An admitted response's release, until it has run (then null). */
+const RELEASE = Symbol('release');
+type Timed = http.ServerResponse & { [ADMITTED_AT]?: number; [RELEASE]?: ((this: Timed) => void) | null };
+
+let endReleases = false;
+/**
+ * A request stops counting as in progress when its answer is ended, not when the answer has
+ * left: an HTTP/2 client that opens no flow-control window (or an HTTP/1.1 answer queued behind
+ * a connection that then closed) would otherwise hold its place for as long as its connection
+ * lives, and 256 such requests shut the service for everyone. 'close' stays the fallback for a
+ * request that is never answered (its client went away).
+ */
+function releaseOnEnd(): void {
+  if (endReleases) return;
+  endReleases = true;
+  for (const proto of [http.ServerResponse.prototype, http2.Http2ServerResponse.prototype] as unknown as { end: (...a: unknown[]) => unknown }[]) {
+    const end = proto.end;
+    proto.end = function endAndRelease(this: Timed, ...args: unknown[]) {
+      const release = this[RELEASE];
+      if (release) release.call(this);
+      return end.apply(this, args);
+    };
+  }
+}
 
 const BODY = Buffer.from(JSON.stringify({ error: 'service_unavailable', message: 'the service is over capacity; retry shortly' }));
 const EXEMPT = new Set(['/healthz', '/readyz', '/metrics']);
@@ -67,17 +91,20 @@ export class LoadShedder {
   private elu: EventLoopUtilization = performance.eventLoopUtilization();
   /** Event-loop delay over the current adaptive window. */
   private readonly windowDelay: IntervalHistogram | null;
-  /** Ends an admitted request; a plain function: 'close' listeners run with the response as `this`. */
+  /** Ends an admitted request, once; a plain function: it runs with the response as `this`. */
   private readonly release: (this: Timed) => void;
 
   constructor(private readonly o: LoadSheddingOptions) {
     const shedder = this;
     this.release = function release(this: Timed) {
+      if (this[RELEASE] === null) return;
+      this[RELEASE] = null;
       shedder.inflight--;
       const at = this[ADMITTED_AT];
       if (at !== undefined) shedder.adaptive?.record(performance.now() - at);
     };
     this.limit = o.maxInflight;
+    releaseOnEnd();
     this.adaptive = o.latencyTargetMs > 0 ? new AdaptiveLimit({ max: o.maxInflight, min: Math.min(8, o.maxInflight), targetMs: o.latencyTargetMs }) : null;
     this.delay = monitorEventLoopDelay({ resolution: 10 });
     this.delay.enable();
@@ -141,6 +168,7 @@ export class LoadShedder {
     }
     this.inflight++;
     if (this.adaptive) (res as Timed)[ADMITTED_AT] = performance.now();
+    (res as Timed)[RELEASE] = this.release;
     res.once('close', this.release);
     if (this.o.bodyTimeoutMs && !req.complete && bodyMayFollow(req)) watchBody(req, res, this.o.bodyTimeoutMs);
     return true;
