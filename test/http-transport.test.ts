@@ -124,6 +124,21 @@ describe('ErrorResponse, trace id and status of each error type', () => {
     expect((await send(body, 'identity')).status).toBe(200);
   });
 
+  it('415 for a transfer coding other than chunked (gzip, chunked), and accepts chunked', async () => {
+    const body = JSON.stringify(orderBody());
+    const send = (coding: string) => {
+      const auth = authorizationHeader({ kind: 'game', id: game.gameId }, game.secret, 'POST', CREATE, body);
+      const h = [`POST ${CREATE} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: close', `Transfer-Encoding: ${coding}`, `Authorization: ${auth}`, 'Content-Type: application/json', ''].join('\r\n');
+      return rawRequest(t, h, `${Buffer.byteLength(body).toString(16)}\r\n${body}\r\n0\r\n\r\n`);
+    };
+    const before = await storedRows(t, game.gameId);
+    const r = await send('gzip, chunked');
+    expectErrorResponse(r, 415, 'unsupported_media_type');
+    expect(JSON.parse(r.body).message).toContain('Transfer-Encoding');
+    expect(await storedRows(t, game.gameId)).toEqual(before);
+    expect((await send('chunked')).status).toBe(200);
+  });
+
   it.each(['application/json; charset=utf-8', 'Application/JSON', 'application/json;charset=UTF-8', 'application/json ; charset=utf-8', 'application/json;'])('accepts Content-Type %s', async (ct) => {
     const r = await signed(t, game, 'POST', CREATE, orderBody(), { 'content-type': ct });
     expect(r.status, r.text).toBe(200);
@@ -206,6 +221,21 @@ describe('requests Node cannot parse are ErrorResponses too', () => {
       expect(statuses).toEqual([200, bad.startsWith('GARBAGE') ? 400 : 431]);
       expect(bytes.indexOf('"order_id"')).toBeLessThan(bytes.lastIndexOf('HTTP/1.1 4'));
     }
+    // After a request with Connection: close, what follows is ignored (RFC 9112 9.6): its
+    // answer is the only one.
+    const body = JSON.stringify(orderBody());
+    const auth = authorizationHeader({ kind: 'game', id: game.gameId }, game.secret, 'POST', CREATE, body, Date.now());
+    const closing = `POST ${CREATE} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    const bytes = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect({ host: hostname, port: Number(port) });
+      const chunks: Buffer[] = [];
+      socket.on('data', (c) => chunks.push(c));
+      socket.on('error', reject);
+      socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
+      socket.end(`${closing}GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n`);
+    });
+    expect([...bytes.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]))).toEqual([200]);
+    expect(bytes).toContain('"order_id"');
   });
 
   it('CONNECT: 405 with Allow on a served path, 404 elsewhere, 400 for an authority; over HTTP/1.1 and HTTP/2', async () => {

@@ -164,6 +164,7 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): AllowedMethods 
     if (req.is404) throw unmatched(req);
     if (BODY_METHODS.has(req.method)) {
       if (req.headers['content-encoding'] !== undefined) refuseContentEncoding(req.headers['content-encoding']);
+      if (req.headers['transfer-encoding'] !== undefined) refuseTransferCoding(req.headers['transfer-encoding']);
       if (routeOf(req).url && !isJsonContentType(req.headers['content-type'])) {
         // An action that takes no body (redeliver, new key, cancel) may be sent without one.
         if (!(bodyOptional(req) && !announcesBody(req.headers))) throw Errors.unsupportedMediaType('Content-Type must be application/json');
@@ -392,6 +393,16 @@ function bodyText(raw: Buffer | undefined): string {
  * body is a media-type problem (415, RFC 9110 15.5.16), not malformed JSON, and a plain body
  * labelled as coded is not taken on trust.
  */
+/**
+ * Node's parser takes `Transfer-Encoding: gzip, chunked` and undoes only the chunking: the
+ * gzip bytes would be read as the body. Like a Content-Encoding, any coding but chunked is
+ * refused (415) instead of failing later as a bad signature or bad JSON.
+ */
+function refuseTransferCoding(value: string): void {
+  if (value.trim().toLowerCase() === 'chunked') return;
+  throw Errors.unsupportedMediaType(`Transfer-Encoding ${JSON.stringify(value.slice(0, 32))} is not supported: only chunked; send the body uncompressed`);
+}
+
 function refuseContentEncoding(value: string): void {
   if (value.trim().toLowerCase() === 'identity') return;
   throw Errors.unsupportedMediaType(`Content-Encoding ${JSON.stringify(value.slice(0, 32))} is not supported; send the body uncompressed`);
