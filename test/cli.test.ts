@@ -278,10 +278,13 @@ describe('orders tail', () => {
     }
   });
 
-  it('orders tail needs --game', async () => {
+  it('orders tail needs --game, of a game that exists', async () => {
     const r = await runCli(['orders', 'tail'], env);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('--game is required');
+    const unknown = await runCli(['orders', 'tail', '--game', 'no_such_game'], env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('no game "no_such_game"');
   });
 });
 

@@ -52,6 +52,9 @@ async function tail(args: string[], io: Io): Promise<number> {
   const interrupted = io.interrupted().then(() => {
     stop = true;
   });
+  // An unknown game lists nothing, for ever: said at once instead (a typo in --game).
+  const known = await client.request('GET', `/admin/v1/games/${encodeURIComponent(game)}`);
+  if (known.status === 404 && (known.body as { error?: string } | null)?.error === 'not_found') throw new CommandError(`no game "${game}"`);
   let seen = new Map<string, string>();
   let first = true;
   if (!json) io.out(line(COLUMNS.map(([c]) => c.toUpperCase())));
