@@ -58,7 +58,7 @@ import { registerSessionRoutes } from './sessions/routes.js';
 import { SessionSweeper } from './sessions/sweeper.js';
 import { ComplianceStore } from './compliance/store.js';
 import { ComplianceGuard, PlayerService } from './compliance/players.js';
-import { NppaClient } from './compliance/nppa-client.js';
+import { NPPA_TIMEOUT_MS, NppaClient } from './compliance/nppa-client.js';
 import { NppaUploader } from './compliance/uploader.js';
 import { registerAuditRoutes } from './admin/audit-routes.js';
 import { registerComplianceRoutes } from './compliance/routes.js';
@@ -397,9 +397,11 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
         await app.close();
         clearTimeout(force);
         // A database that stopped answering would hold a job's last query, or the pool's close,
-        // for ever: what follows gets one more grace period (at least a second: 0 cuts the
-        // requests at once, not the close), then the stop fails (exit 1).
-        await withinGrace(Math.max(config.shutdownTimeoutMs, 1000), async () => {
+        // for ever: what follows gets one more grace period, then the stop fails (exit 1). It
+        // is never shorter than a notification attempt or a national-system request in flight
+        // (each has its own time-out), so a healthy stop is never cut.
+        const jobsGrace = Math.max(config.shutdownTimeoutMs, config.notify.timeoutMs + 2000, NPPA_TIMEOUT_MS + 2000);
+        await withinGrace(jobsGrace, async () => {
           await Promise.all(jobs.map((j) => j.stop()));
           shedding.close();
           await outbound.close();
@@ -419,7 +421,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
 async function withinGrace(ms: number, work: () => Promise<void>): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`background jobs or the database did not stop within ${ms} ms (SHUTDOWN_TIMEOUT_MS, at least 1000)`)), ms);
+    timer = setTimeout(() => reject(new Error(`background jobs or the database did not stop within ${ms} ms (SHUTDOWN_TIMEOUT_MS, at least NOTIFY_TIMEOUT_MS + 2 s)`)), ms);
     timer.unref();
   });
   try {

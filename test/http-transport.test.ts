@@ -191,6 +191,8 @@ describe('requests Node cannot parse are ErrorResponses too', () => {
     ['headers over the size limit', 431, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`],
     ['an HTTP/1.1 request without Host', 400, 'GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n'],
     ['a signed route without Host', 400, 'POST /v1/server/enter-game HTTP/1.1\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}'],
+    // Its headers were read and its handler started: the refusal is its own answer, at once.
+    ['an invalid chunk size in a body being read', 400, 'POST /admin/v1/games HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-admin-token-0123456789\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"gam\r\nZZ\r\nxx\r\n'],
     ['an Expect other than 100-continue', 417, 'POST /v1/server/enter-game HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}'],
   ])('%s -> %i invalid_request with x-trace-id', async (_n, status, bytes) => {
     const r = await rawRequest(t, bytes.endsWith('\r\n\r\n') ? bytes.slice(0, -2) : bytes);
@@ -249,6 +251,22 @@ describe('requests Node cannot parse are ErrorResponses too', () => {
       expectErrorResponse(r, status, error);
       expect(r.headers['allow']).toBe(allow);
     }
+    // Pipelined after a request, its answer comes after that request's.
+    const { hostname, port } = new URL(t.url);
+    const gameId = `pipe_connect_${Date.now().toString(36)}`;
+    const create = JSON.stringify({ game_id: gameId, name: 'x' });
+    const both = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect({ host: hostname, port: Number(port) });
+      const chunks: Buffer[] = [];
+      socket.on('data', (c) => chunks.push(c));
+      socket.on('error', reject);
+      socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
+      socket.write(
+        `POST /admin/v1/games HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-admin-token-0123456789\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(create)}\r\n\r\n${create}` +
+          'CONNECT /admin/v1/games HTTP/1.1\r\nHost: x\r\n\r\n',
+      );
+    });
+    expect([...both.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]))).toEqual([201, 405]);
     const session = http2.connect(t.url);
     try {
       const r = await new Promise<{ status: number; headers: Record<string, string>; body: string }>((resolve, reject) => {

@@ -47,6 +47,8 @@ describe('load shedding', () => {
     expect((await fetch(`${t.url}/healthz`)).status).toBe(200);
     // Exempt also in absolute form (a scrape through a proxy).
     for (const p of ['/healthz', '/readyz', '/metrics']) expect((await rawRequest(t, head('GET', `http://x${p}`, [], 0))).status).toBe(200);
+    // So are the console's static files (streamed: a client that reads nothing would hold the place).
+    expect((await fetch(`${t.url}/console/assets/none.js`)).status).not.toBe(503);
     // refused before routing, so counted apart from the per-route request counters
     expect(await (await fetch(`${t.url}/metrics`)).text()).toMatch(/^combo_http_requests_shed_total 1$/m);
     // Nothing of the shed request was stored.

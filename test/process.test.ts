@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -209,20 +210,52 @@ describe('graceful shutdown', () => {
     expect(await cut).toMatch(/ECONNRESET|socket hang up|answered 5\d\d/);
   });
 
-  it.runIf(TEST_DB === 'postgres')('a database that stopped answering cannot hold the exit: status 1 after one more SHUTDOWN_TIMEOUT_MS (at least 1 s), saying why', async () => {
+  it.runIf(TEST_DB === 'postgres')('a database that stopped answering cannot hold the exit: status 1 after one more grace period, saying why', async () => {
     const relay = await new HangingRelay(new URL(db.url)).start();
     try {
       const url = new URL(db.url);
       url.host = `127.0.0.1:${relay.port}`;
-      const s = await start({ DATABASE_URL: url.toString(), SHUTDOWN_TIMEOUT_MS: '300' });
+      const s = await start({ DATABASE_URL: url.toString(), SHUTDOWN_TIMEOUT_MS: '300', NOTIFY_TIMEOUT_MS: '100' });
       expect((await fetch(s.url + '/readyz')).status).toBe(200);
       relay.hang();
       s.child.kill('SIGTERM');
       expect(await s.exited).toBe(1);
-      expect(s.stdout()).toContain('background jobs or the database did not stop within 1000 ms');
+      // The grace: at least a national-system request's time-out (5 s) + 2 s.
+      expect(s.stdout()).toContain('background jobs or the database did not stop within 7000 ms');
     } finally {
       relay.resume();
       await relay.close();
+    }
+  });
+
+  it('a notification delivery in flight longer than SHUTDOWN_TIMEOUT_MS is waited for: exit 0, delivered once', async () => {
+    // The receiver (a game's notify endpoint) answers 1.5 s after the notification arrives.
+    let arrived!: () => void;
+    const delivering = new Promise<void>((r) => (arrived = r));
+    let received = 0;
+    const receiver = http.createServer((req, res) => {
+      received++;
+      req.resume();
+      arrived();
+      setTimeout(() => res.end('{}'), 1500);
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    try {
+      const s = await start({ SHUTDOWN_TIMEOUT_MS: '0', ALLOW_PRIVATE_NOTIFY_URLS: '1' });
+      const game = await newGame(s.url);
+      const uri = '/v1/server/create-order';
+      const body = JSON.stringify(orderBody({ notify_url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/notify` }));
+      const created = await fetch(s.url + uri, { method: 'POST', headers: signedInit(game, uri, body), body });
+      expect(created.status).toBe(200);
+      const { order_token } = await created.json();
+      const paid = await fetch(`${s.url}/v1/client/pay`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ order_token, channel: 'sandbox' }) });
+      expect(paid.status).toBe(200);
+      await delivering;
+      s.child.kill('SIGTERM');
+      expect(await s.exited).toBe(0);
+      expect(received).toBe(1);
+    } finally {
+      receiver.close();
     }
   });
 

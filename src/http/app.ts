@@ -12,6 +12,7 @@ import type { LoadShedder } from './load-shedding.js';
 import { newTraceId } from './trace.js';
 import { answerConnect, type AllowedMethods } from './connect.js';
 import { originForm } from './request-target.js';
+import { answerLast } from './raw-answer.js';
 import { UnknownSealingKeyError } from '../lib/secret-box.js';
 import { isPromise, type MaybePromise } from '../lib/maybe-promise.js';
 import { trackRoutes } from './route-table.js';
@@ -322,29 +323,15 @@ function answerBeforeRouting(res: http.ServerResponse, status: number, message: 
  * ErrorResponse shape (with a trace id) and close the connection, instead of Fastify's default.
  */
 function clientErrorHandler(err: NodeJS.ErrnoException & { code?: string }, socket: import('node:net').Socket): void {
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
-  // Pipelined requests are answered in order: when a request before the bad one is still being
-  // answered, its answer goes first. Written at once, the refusal would be read as that
-  // request's answer (a 400 for an order that was in fact created).
-  const inFlight = (socket as { _httpMessage?: http.ServerResponse | null })._httpMessage;
-  if (inFlight && !inFlight.writableFinished) {
-    // Node's own 'finish' listener runs first and hands the socket to the next queued answer.
-    inFlight.once('finish', () => clientErrorHandler(err, socket));
-    inFlight.once('close', () => {
-      if (!inFlight.writableFinished) socket.destroy();
-    });
-    return;
-  }
-  const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
-  const status = tooLarge ? '431 Request Header Fields Too Large' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : '400 Bad Request';
-  const body = JSON.stringify({ error: 'invalid_request', message: `malformed HTTP request (${err.code ?? 'parse error'})` });
-  socket.end(
-    `HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-      `x-trace-id: ${newTraceId()}\r\nConnection: close\r\n\r\n${body}`,
-  );
+  answerLast(socket, () => {
+    const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+    const status = tooLarge ? '431 Request Header Fields Too Large' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : '400 Bad Request';
+    const body = JSON.stringify({ error: 'invalid_request', message: `malformed HTTP request (${err.code ?? 'parse error'})` });
+    return (
+      `HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `x-trace-id: ${newTraceId()}\r\nConnection: close\r\n\r\n${body}`
+    );
+  });
 }
 
 /**

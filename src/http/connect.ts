@@ -3,6 +3,7 @@ import http2 from 'node:http2';
 import type net from 'node:net';
 import { Errors, type ApiError } from '../errors.js';
 import { newTraceId } from './trace.js';
+import { answerLast } from './raw-answer.js';
 
 /** The methods a path is served with, or null for a path no route serves. */
 export type AllowedMethods = (path: string) => string[] | null;
@@ -40,6 +41,7 @@ export function answerConnect(server: http.Server | http2.Http2Server | http2.Ht
       return;
     }
     const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-    second.end(`HTTP/1.1 ${err.status} ${http.STATUS_CODES[err.status]}\r\n${lines}connection: close\r\n\r\n${body}`);
+    // After the answers of requests pipelined before it, as every last answer on a connection.
+    answerLast(second, () => `HTTP/1.1 ${err.status} ${http.STATUS_CODES[err.status]}\r\n${lines}connection: close\r\n\r\n${body}`);
   });
 }

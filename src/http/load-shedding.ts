@@ -156,7 +156,10 @@ export class LoadShedder {
     // proxy names it in absolute form).
     const url = originForm(req.url ?? '/');
     const q = url.indexOf('?');
-    if (EXEMPT.has(q < 0 ? url : url.slice(0, q))) return true;
+    const path = q < 0 ? url : url.slice(0, q);
+    // The console's files are static and streamed: a client that reads nothing (an HTTP/2
+    // window of 0) would hold a streamed answer's place until its connection ends.
+    if (EXEMPT.has(path) || path.startsWith('/console/')) return true;
     if (this.inflight >= this.limit || this.saturated) {
       this.shedSinceLog++;
       this.o.onShed?.();
