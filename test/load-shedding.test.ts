@@ -206,12 +206,12 @@ describe('answers that cannot leave do not hold in-progress places', () => {
     expect((await fetch(`${s.url}/admin/v1/games`, { headers: { authorization: 'Bearer test-admin-token-0123456789' } })).status).toBe(200);
   });
 
-  it('HTTP/2: a client that opens no flow-control window', async () => {
+  it('HTTP/2: a client that opens no flow-control window (small answers, and large ones written in chunks)', async () => {
     const session = http2.connect(s.url, { settings: { initialWindowSize: 0 } });
     try {
       const answered = [];
       for (let i = 0; i < 6; i++) {
-        const req = session.request({ ':method': 'GET', ':path': '/v1/query-binding' });
+        const req = session.request({ ':method': 'GET', ':path': i % 2 ? '/openapi.json' : '/v1/query-binding' });
         answered.push(new Promise((resolve) => req.on('response', resolve)));
         req.end();
       }

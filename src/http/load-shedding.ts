@@ -41,24 +41,27 @@ const ADMITTED_AT = Symbol('admittedAt');
 const RELEASE = Symbol('release');
 type Timed = http.ServerResponse & { [ADMITTED_AT]?: number; [RELEASE]?: ((this: Timed) => void) | null };
 
-let endReleases = false;
+let answerReleases = false;
 /**
- * A request stops counting as in progress when its answer is ended, not when the answer has
- * left: an HTTP/2 client that opens no flow-control window (or an HTTP/1.1 answer queued behind
- * a connection that then closed) would otherwise hold its place for as long as its connection
- * lives, and 256 such requests shut the service for everyone. 'close' stays the fallback for a
- * request that is never answered (its client went away).
+ * A request stops counting as in progress when it is answered (its head written, or its answer
+ * ended), not when the answer has left: an HTTP/2 client that opens no flow-control window (a
+ * large answer is written in chunks, each waiting for the window), or an HTTP/1.1 answer queued
+ * behind a connection that then closed, would otherwise hold its place for as long as its
+ * connection lives, and 256 such requests shut the service for everyone. 'close' stays the
+ * fallback for a request that is never answered (its client went away).
  */
-function releaseOnEnd(): void {
-  if (endReleases) return;
-  endReleases = true;
-  for (const proto of [http.ServerResponse.prototype, http2.Http2ServerResponse.prototype] as unknown as { end: (...a: unknown[]) => unknown }[]) {
-    const end = proto.end;
-    proto.end = function endAndRelease(this: Timed, ...args: unknown[]) {
-      const release = this[RELEASE];
-      if (release) release.call(this);
-      return end.apply(this, args);
-    };
+function releaseOnAnswer(): void {
+  if (answerReleases) return;
+  answerReleases = true;
+  for (const proto of [http.ServerResponse.prototype, http2.Http2ServerResponse.prototype] as unknown as Record<'end' | 'writeHead', (...a: unknown[]) => unknown>[]) {
+    for (const method of ['writeHead', 'end'] as const) {
+      const original = proto[method];
+      proto[method] = function releaseFirst(this: Timed, ...args: unknown[]) {
+        const release = this[RELEASE];
+        if (release) release.call(this);
+        return original.apply(this, args);
+      };
+    }
   }
 }
 
@@ -104,7 +107,7 @@ export class LoadShedder {
       if (at !== undefined) shedder.adaptive?.record(performance.now() - at);
     };
     this.limit = o.maxInflight;
-    releaseOnEnd();
+    releaseOnAnswer();
     this.adaptive = o.latencyTargetMs > 0 ? new AdaptiveLimit({ max: o.maxInflight, min: Math.min(8, o.maxInflight), targetMs: o.latencyTargetMs }) : null;
     this.delay = monitorEventLoopDelay({ resolution: 10 });
     this.delay.enable();
