@@ -315,7 +315,7 @@ describe('role cache', () => {
     expect([r.status, r.body.error]).toEqual([404, 'role_not_found']);
   });
 
-  it('reads a GM\'s 404 role_not_found (the Go SDK\'s GmError_RoleNotFound) as an answer, not an outage', async () => {
+  it('reads a GM\'s role_not_found (the Go SDK\'s 404, the Node SDK\'s 500) as an answer, not an outage', async () => {
     const { game, partner, uri } = await bound();
     const notFound = { kind: 'status', status: 404, body: JSON.stringify({ error: 'role_not_found', message: 'no such role' }) } as const;
     // Nothing cached: 404, not 500.
@@ -331,6 +331,11 @@ describe('role cache', () => {
     gm.mode = notFound;
     const gone = await partnerGet(t, partner, uri);
     expect([gone.status, gone.body.error]).toEqual([404, 'role_not_found']);
+    // The Node SDK answers an error it has no status for (role_not_found among them) with 500.
+    expect((await bind(game, { partner_id: partner.partnerId, partner_user_id: 'pu-5', combo_id: 'c-node', role_id: 'r9' })).status).toBe(200);
+    gm.mode = { kind: 'status', status: 500, body: JSON.stringify({ error: 'role_not_found', message: 'no such role' }) };
+    const node = await partnerGet(t, partner, queryUri(game.gameId, 'pu-5'));
+    expect([node.status, node.body.error]).toEqual([404, 'role_not_found']);
     // Another 404 (no role_not_found in it) is still an outage.
     expect((await bind(game, { partner_id: partner.partnerId, partner_user_id: 'pu-4', combo_id: 'c-down', role_id: 'r9' })).status).toBe(200);
     gm.mode = { kind: 'status', status: 404, body: JSON.stringify({ error: 'not_found', message: 'no such path' }) };

@@ -72,8 +72,9 @@ export class GmClient {
     const json = isJsonContentType(typeof contentType === 'string' ? contentType : undefined) ? parseJson(res.body) : undefined;
     if (res.status !== 200) {
       const err = json && typeof json === 'object' ? (json as { error?: unknown }).error : undefined;
-      // The Go SDK's GmError_RoleNotFound: the game answered, and the player has no such role.
-      if (res.status === 404 && err === 'role_not_found') return ROLE_NOT_FOUND;
+      // The game answered that the player has no such role: the Go SDK's GmError_RoleNotFound
+      // (404); the Node SDK sends an error it has no status for as 500.
+      if (err === 'role_not_found' && res.status >= 400) return ROLE_NOT_FOUND;
       throw new GmUnavailableError(`GM of ${target.gameId} answered ${res.status}${typeof err === 'string' ? ` ${err.slice(0, 64)}` : ''}`);
     }
     if (json === undefined) {
