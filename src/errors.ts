@@ -46,6 +46,7 @@ export const Errors = {
   invalidState: make(409, 'invalid_state'),
   rateLimited: make(429, 'rate_limited'),
   internal: make(500, 'internal_error'),
+  notImplemented: make(501, 'not_implemented'),
   serviceUnavailable: make(503, 'service_unavailable'),
 } as const;
 

@@ -27,6 +27,7 @@ import { NotificationStore } from './notifications/store.js';
 import { OrderService } from './orders/service.js';
 import { OrderStore } from './orders/store.js';
 import { registerOrderRoutes } from './orders/routes.js';
+import { registerUnsupportedSdkRoutes } from './games/unsupported-routes.js';
 import { BindingService } from './bindings/service.js';
 import { BindingStore } from './bindings/store.js';
 import { registerBindingRoutes } from './bindings/routes.js';
@@ -329,6 +330,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   });
   registerGameRoutes(app, games);
   registerOrderRoutes(app, orders);
+  registerUnsupportedSdkRoutes(app);
   registerOrderAdminRoutes(app, orderAdmin);
   registerCheckoutRoutes(app, checkout, limitToken);
   registerSessionRoutes(app, sessions);

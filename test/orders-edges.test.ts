@@ -289,3 +289,16 @@ describe('README NODE_ID: an order whose id is taken gets another; after 8 tries
     expect(retry.status).toBe(200);
   });
 });
+
+describe('Combo SDK methods this service does not provide', () => {
+  it.each(['send-otp', 'verify-otp', 'minigame-weixin-access-token', 'voice-moderation-request'])('%s: 501 not_implemented naming it (after the signature), on /v1 and /v3', async (method) => {
+    for (const prefix of ['/v1/server', '/v3/server']) {
+      const r = await signed(t, game, 'POST', `${prefix}/${method}`, { phone_number: '+8613800000000' });
+      expect([r.status, r.body.error]).toEqual([501, 'not_implemented']);
+      expect(r.body.message).toContain(method);
+      expect(r.headers.get('x-trace-id')).toBeTruthy();
+      const unsigned = await fetch(`${t.url}${prefix}/${method}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      expect(unsigned.status).toBe(401);
+    }
+  });
+});

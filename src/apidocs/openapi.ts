@@ -66,6 +66,7 @@ const AUDIENCE: Record<string, AuthKind[]> = {
   binding_not_found: ['partner'],
   role_not_found: ['partner'],
   channel_unavailable: ['client'],
+  not_implemented: ['game'],
 };
 
 /** Every error code of the catalogue, by HTTP status (read from the factories themselves). */
