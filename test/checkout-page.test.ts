@@ -90,6 +90,17 @@ describe.skipIf(!haveChromium)('hosted checkout page in headless Chromium', () =
     await page.close();
   });
 
+  it('a product name of 128 characters without a space wraps on a phone: the amount stays in view', async () => {
+    expect((await admin(t, 'PUT', `/admin/v1/games/${game.gameId}/products/long`, { name: 'x'.repeat(128), price: 600, currency: 'CNY' })).status).toBe(200);
+    const o = await createOrder(t, game, { product_id: 'long' });
+    const page = await browser.newPage({ viewport: { width: 375, height: 700 } });
+    await page.goto(`${t.url}/checkout/${o.order_token}`);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth)).toBe(true);
+    const amount = await page.locator('#amount').boundingBox();
+    expect(amount && amount.x + amount.width).toBeLessThanOrEqual(375);
+    await page.close();
+  });
+
   it('shows amounts in the decimals of the currency\'s ISO 4217 minor unit, not Intl\'s display habit', async () => {
     for (const [currency, price, text] of [['HUF', 123456, 'HUF 1,234.56'], ['IQD', 1000, 'IQD 1.000'], ['KWD', 1234, 'KWD 1.234'], ['CLP', 990, 'CLP 990']] as const) {
       const id = `p-${currency.toLowerCase()}`;

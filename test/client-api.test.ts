@@ -177,6 +177,8 @@ describe('GET /checkout/<order_token> with a token that is not valid', () => {
     ['no Accept header', undefined],
     ['Accept: */*', '*/*'],
     ['Accept: application/json', 'application/json'],
+    ['HTML refused (q=0)', 'application/json, text/html;q=0'],
+    ['JSON preferred over HTML', 'application/json;q=1, text/html;q=0.1'],
   ])('anything else (%s) gets the ErrorResponse 401 invalid_token (rest-interface 1.6)', async (_n, accept) => {
     for (const [what, token] of tokens()) {
       const r = await fetch(`${t.url}/checkout/${encodeURIComponent(token)}`, { headers: accept ? { accept } : {} });

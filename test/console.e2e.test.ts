@@ -353,6 +353,20 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
     await page.getByTestId('notification').filter({ hasText: 'refund' }).waitFor();
   });
 
+  it('a refund refused because the order was refunded meanwhile shows the order as it is now', async () => {
+    const game = await gameWithKeys();
+    const o = await createOrder(t, game, { notify_url: `${receiver.url}/n/${game.gameId}/refunded-elsewhere` });
+    expect((await pay(t, o.order_token)).status).toBe(200);
+    await go(`/orders/${o.order_id}`);
+    await page.getByRole('heading', { name: /paid|delivered/ }).waitFor();
+    expect((await admin(t, 'POST', `/admin/v1/orders/${o.order_id}/refund`, {})).status).toBe(200);
+    await page.getByRole('button', { name: 'Refund' }).click();
+    await page.getByRole('button', { name: 'Confirm' }).click();
+    await page.getByRole('alert').filter({ hasText: '409' }).waitFor();
+    await page.getByRole('heading', { name: /refunded/ }).waitFor();
+    expect(await page.getByRole('button', { name: 'Refund' }).count()).toBe(0);
+  });
+
   it('pages through orders with Load more (cursor paging, 50 a page)', async () => {
     const game = await gameWithKeys();
     const made: string[] = [];

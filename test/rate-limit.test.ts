@@ -195,6 +195,17 @@ describe('client purchase API, per order token', () => {
     clock.advance(1000);
   });
 
+  it('a 429 of the token bucket still lists the IP bucket it drew from first', async () => {
+    const token = await newOrder();
+    const answers = [];
+    for (const ip of ['198.51.100.21', '198.51.100.22', '198.51.100.23']) answers.push(await client(t, '/v1/client/order', { order_token: token }, { 'x-forwarded-for': ip }));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 429]);
+    const refused = answers[2]!;
+    expect(refused.headers.get('ratelimit-policy')).toBe('"ip";q=2;w=1, "token";q=2;w=1');
+    expect(refused.headers.get('ratelimit')).toMatch(/^"ip";r=1;t=\d+, "token";r=0;t=\d+$/);
+    clock.advance(1000);
+  });
+
   it('forged tokens of one order draw from that order\'s bucket', async () => {
     const token = await newOrder();
     const forged = token.replace(/_[0-9A-Za-z]{32}$/, `_${'x'.repeat(32)}`);

@@ -1,5 +1,5 @@
 import { useState, type ReactNode } from 'react';
-import { ORDER_STATUSES, api, notificationType, recentGames, type Notification, type OrderDetail } from './api';
+import { ApiError, ORDER_STATUSES, api, notificationType, recentGames, type Notification, type OrderDetail } from './api';
 import { FilterCard, PagedTable, SelectFilter, TextFilter, useUrlFilters, usePaged } from './lists';
 import { Link } from './router';
 import { Card, ConfirmButton, ErrorBox, Field, Json, StatusBadge, money, time, useAction, useLoad, Unloaded } from './ui';
@@ -52,10 +52,18 @@ export function OrderDetailPage({ orderId }: { orderId: string }) {
   if (!order.data) return <Unloaded loaded={order} title={`Order ${orderId}`} back={{ to: '/orders', label: 'Back to orders' }} />;
   const o = order.data;
   const act = async (f: () => Promise<unknown>) => {
-    if ((await action.run(f)) !== undefined) {
-      setReason('');
-      order.reload();
-    }
+    let conflict = false;
+    const done = await action.run(async () => {
+      try {
+        return await f();
+      } catch (e) {
+        conflict = e instanceof ApiError && e.status === 409;
+        throw e;
+      }
+    });
+    if (done !== undefined) setReason('');
+    // A 409: the order changed meanwhile (refunded, paid, canceled elsewhere): show it as it is now.
+    if (done !== undefined || conflict) order.reload();
   };
   const canRefund = o.status === 'paid' || o.status === 'delivered';
   const canCancel = o.status === 'created';

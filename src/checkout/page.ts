@@ -45,8 +45,8 @@ const STYLE = `
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;background:#f4f5f7;margin:0;color:#1d2129}
 main{max-width:420px;margin:48px auto;background:#fff;border-radius:12px;padding:28px;box-shadow:0 2px 12px rgba(0,0,0,.08)}
 h1{font-size:20px;margin:0 0 20px}
-dl{display:grid;grid-template-columns:auto 1fr;gap:10px 16px;margin:0 0 24px}
-dt{color:#6b7280}dd{margin:0;text-align:right;font-weight:600}
+dl{display:grid;grid-template-columns:auto minmax(0,1fr);gap:10px 16px;margin:0 0 24px}
+dt{color:#6b7280}dd{margin:0;text-align:right;font-weight:600;overflow-wrap:anywhere}
 button{width:100%;padding:14px;font-size:16px;border:0;border-radius:8px;background:#2563eb;color:#fff;cursor:pointer}
 button:disabled{background:#9ca3af;cursor:default}
 .status{margin-top:16px;text-align:center;font-weight:600}

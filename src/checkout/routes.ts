@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { isApiError } from '../errors.js';
 import { ErrorResponse, responses } from '../http/errors-schema.js';
+import { prefersHtml } from '../lib/media-type.js';
 import { pageHeaders, renderCheckoutPage, renderErrorPage } from './page.js';
 import { CheckoutParams, ClientOrder, ClientOrderBody, ClientPayBody, ClientPayResponse } from './schemas.js';
 import type { CheckoutService } from './service.js';
@@ -74,7 +75,7 @@ export function registerCheckoutRoutes(app: FastifyInstance, checkout: CheckoutS
       try {
         return renderCheckoutPage(await checkout.page(token), token, nonce);
       } catch (e) {
-        if (!isApiError(e) || e.status !== 401 || !acceptsHtml(req.headers.accept)) throw e;
+        if (!isApiError(e) || e.status !== 401 || !prefersHtml(req.headers.accept)) throw e;
         reply.code(401);
         return renderErrorPage('Order not found', 'This checkout link is not valid. Ask the game for a new one.', nonce);
       }
@@ -82,7 +83,3 @@ export function registerCheckoutRoutes(app: FastifyInstance, checkout: CheckoutS
   });
 }
 
-// A browser asks for text/html by name; curl, fetch and the SDKs send "*/*" or nothing.
-function acceptsHtml(accept: string | undefined): boolean {
-  return accept !== undefined && accept.includes('text/html');
-}

@@ -54,6 +54,12 @@ function apply(o: Limits, policy: RateLimitPolicy, reply: FastifyReply, result: 
     return;
   }
   const headers = rateLimitHeaders(policy, result);
+  // Refused by a second bucket: the first one (already drawn from) stays listed before it.
+  const earlier = reply.getHeader('ratelimit');
+  if (earlier !== undefined) {
+    headers['ratelimit-policy'] = `${String(reply.getHeader('ratelimit-policy'))}, ${headers['ratelimit-policy']}`;
+    headers.ratelimit = `${String(earlier)}, ${headers.ratelimit}`;
+  }
   o.onLimited?.(policy);
   const retryAfter = Math.max(1, Math.ceil(result.retryAfterMs / 1000));
   throw Errors.rateLimited(`over the rate limit of ${policy.perSecond} requests per second; retry after ${retryAfter} s`, {
