@@ -240,6 +240,43 @@ describe('requests Node cannot parse are ErrorResponses too', () => {
     expect(bytes).toContain('"order_id"');
   });
 
+  it('one answer per request: a request answered before its body (404, 415) whose body then cannot be parsed gets no second one', async () => {
+    const { hostname, port } = new URL(t.url);
+    const BAD_CHUNKS = 'Transfer-Encoding: chunked\r\n\r\n5\r\n{"gam\r\nZZ\r\nxx\r\n';
+    for (const [request, status] of [
+      [`POST /admin/v1/nope HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${BAD_CHUNKS}`, 404],
+      [`POST /admin/v1/games HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-admin-token-0123456789\r\nContent-Type: text/plain\r\n${BAD_CHUNKS}`, 415],
+      [`POST /admin/v1/games HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-admin-token-0123456789\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\n{"game_id":"te-x","name":"G"}`, 415],
+    ] as const) {
+      const bytes = await new Promise<string>((resolve, reject) => {
+        const socket = net.connect({ host: hostname, port: Number(port) });
+        const chunks: Buffer[] = [];
+        socket.on('data', (c) => chunks.push(c));
+        socket.on('error', reject);
+        socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
+        socket.write(request);
+      });
+      expect([request.slice(0, 40), [...bytes.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]))]).toEqual([request.slice(0, 40), [status]]);
+    }
+  });
+
+  it('requests pipelined behind a 417 (Connection: close) are not run', async () => {
+    const { hostname, port } = new URL(t.url);
+    const gameId = `behind_417_${Date.now().toString(36)}`;
+    const create = JSON.stringify({ game_id: gameId, name: 'x' });
+    const head = 'POST /admin/v1/games HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-admin-token-0123456789\r\nContent-Type: application/json\r\n';
+    const bytes = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect({ host: hostname, port: Number(port) });
+      const chunks: Buffer[] = [];
+      socket.on('data', (c) => chunks.push(c));
+      socket.on('error', reject);
+      socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
+      socket.write(`${head}Expect: foo\r\nContent-Length: 2\r\n\r\n{}${head}Content-Length: ${Buffer.byteLength(create)}\r\n\r\n${create}`);
+    });
+    expect([...bytes.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]))).toEqual([417]);
+    expect((await admin(t, 'GET', `/admin/v1/games/${gameId}`)).status).toBe(404);
+  });
+
   it('CONNECT: 405 with Allow on a served path, 404 elsewhere, 400 for an authority; over HTTP/1.1 and HTTP/2', async () => {
     const cases: [string, number, string, string | undefined][] = [
       ['/v1/server/create-order', 405, 'method_not_allowed', 'POST'],

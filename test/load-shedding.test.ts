@@ -183,7 +183,8 @@ describe('bodies that do not arrive (BODY_TIMEOUT_MS)', () => {
 describe('answers that cannot leave do not hold in-progress places', () => {
   let s: TestService;
   beforeAll(async () => {
-    s = await startService({ env: { MAX_INFLIGHT_REQUESTS: '4' } });
+    // No body deadline: nothing but the answer itself may give a place back.
+    s = await startService({ env: { MAX_INFLIGHT_REQUESTS: '4', BODY_TIMEOUT_MS: '0' } });
   });
   afterAll(async () => s?.stop());
 
@@ -204,6 +205,25 @@ describe('answers that cannot leave do not hold in-progress places', () => {
     }
     await until('no request in progress', async () => ((await inProgress()) === 0 ? true : null));
     expect((await fetch(`${s.url}/admin/v1/games`, { headers: { authorization: 'Bearer test-admin-token-0123456789' } })).status).toBe(200);
+  });
+
+  it('HTTP/1.1: a request whose body cannot be parsed, answered 400 while its client keeps the connection open', async () => {
+    const { port } = new URL(s.url);
+    const open: net.Socket[] = [];
+    try {
+      for (let i = 0; i < 4; i++) {
+        // Half-open, as a client that reads the answer and keeps its side open.
+        const socket = net.connect({ port: Number(port), host: '127.0.0.1', allowHalfOpen: true });
+        open.push(socket);
+        const answer = new Promise<string>((resolve) => socket.once('data', (c) => resolve(c.toString('latin1'))));
+        socket.write('POST /admin/v1/games HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-admin-token-0123456789\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"gam\r\nZZ\r\nxx\r\n');
+        expect(await answer).toMatch(/^HTTP\/1\.1 400 /);
+      }
+      await until('no request in progress', async () => ((await inProgress()) === 0 ? true : null));
+      expect((await fetch(`${s.url}/admin/v1/games`, { headers: { authorization: 'Bearer test-admin-token-0123456789' } })).status).toBe(200);
+    } finally {
+      for (const socket of open) socket.destroy();
+    }
   });
 
   it('HTTP/2: a client that opens no flow-control window (small answers, and large ones written in chunks)', async () => {

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import http2 from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +13,7 @@ import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js'
 import { ensureServiceBuilt, spawnCommand, spawnEntry, spawnService, type Spawned } from './helpers/spawn.js';
 import { orderBody } from './helpers/service.js';
 import { HangingRelay } from './helpers/hanging-relay.js';
+import { selfSignedCertificate } from './helpers/certificates.js';
 
 /** The real entry points (src/main.ts, src/cli.ts) as child processes. */
 const ADMIN = 'process-test-admin-token-0123';
@@ -258,6 +259,35 @@ describe('graceful shutdown', () => {
       receiver.close();
     }
   });
+
+  it('with TLS, open HTTP/2 sessions and a connection that never shook hands do not hold the exit', async () => {
+    const { cert, key } = selfSignedCertificate(dataDir, 'proc-tls');
+    const s = await start({ TLS_CERT: cert, TLS_KEY: key, SHUTDOWN_TIMEOUT_MS: '500' });
+    expect(s.url).toMatch(/^https:/);
+    const session = http2.connect(s.url, { rejectUnauthorized: false });
+    const { port } = new URL(s.url);
+    const silent = net.connect(Number(port), '127.0.0.1');
+    silent.on('error', () => {});
+    session.on('error', () => {});
+    try {
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = session.request({ ':path': '/healthz' });
+        req.on('response', (h) => resolve(Number(h[':status'])));
+        req.on('error', reject);
+        req.resume();
+        req.end();
+      });
+      expect(status).toBe(200);
+      await new Promise<void>((r) => (silent.connecting ? silent.once('connect', () => r()) : r()));
+      s.child.kill('SIGTERM');
+      // Without the shutdown's hold on them, the session lasted its 72 s idle time-out, and the
+      // silent connection until its client closed it.
+      expect(await s.exited).toBe(0);
+    } finally {
+      session.destroy();
+      silent.destroy();
+    }
+  }, 30_000);
 
   it('SIGTERM when idle exits 0', async () => {
     const s = await start();

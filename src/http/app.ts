@@ -1,5 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import http from 'node:http';
+import http2 from 'node:http2';
+import net from 'node:net';
 import Fastify, { LogController, type FastifyContextConfig, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerFactory } from 'fastify';
 import type { Logger } from 'pino';
 import { isStorageUnavailable } from '../db/index.js';
@@ -107,7 +109,7 @@ export function createFastify(opts: AppOptions): FastifyInstance {
   const app = (
     opts.tls
       ? // Fastify ends idle HTTP/2 sessions itself (http2SessionTimeout, 72 s); the stream cap is ours.
-        Fastify({ ...common, http2: true, https: { allowHTTP1: true, cert: opts.tls.cert, key: opts.tls.key, settings: { maxConcurrentStreams: HTTP2_MAX_STREAMS } } })
+        Fastify({ ...common, http2: true, https: { allowHTTP1: true, cert: opts.tls.cert, key: opts.tls.key, handshakeTimeout: 20_000, settings: { maxConcurrentStreams: HTTP2_MAX_STREAMS } } })
       : Fastify({ ...common, serverFactory: ((handler: Handler) => new DualProtocolServer(refuseUnknownMethods(opts.shedder ? opts.shedder.wrap(handler) : handler))) as unknown as FastifyServerFactory })
   ) as unknown as FastifyInstance;
   if (opts.tls) {
@@ -118,6 +120,7 @@ export function createFastify(opts: AppOptions): FastifyInstance {
       server.on('request', refuseUnknownMethods(opts.shedder ? opts.shedder.wrap(l) : l));
     }
     server.on('checkExpectation', refuseExpectation);
+    trackTlsConnections(server as unknown as http2.Http2SecureServer);
   } else {
     const dual = app.server as unknown as DualProtocolServer;
     dual.http1.on('checkExpectation', refuseExpectation);
@@ -272,7 +275,9 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): AllowedMethods 
   let last503Log = 0;
   let quiet503 = 0;
   app.setErrorHandler((error: FastifyError | ApiError, req, reply) => {
-    const apiError = toApiError(error);
+    // A client that went away while sending its body: its own doing, not an unreachable store
+    // (its ECONNRESET read as the database's), and no one reads the answer.
+    const apiError = !isApiError(error) && req.raw.readableAborted ? Errors.invalidRequest('the connection closed before the request body arrived') : toApiError(error);
     if (apiError.status === 503) {
       const now = Date.now();
       if (now - last503Log >= 1000) {
@@ -286,6 +291,41 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): AllowedMethods 
   return (path) => findAllowedMethods(routes, path);
 }
 
+/**
+ * The TLS server (Fastify's Http2SecureServer) has none of what DualProtocolServer gives the
+ * cleartext port: its idle HTTP/2 sessions held a graceful close until their 72 s time-out, and
+ * the shutdown's force (closeAllConnections) did not exist, so a silent connection (even one
+ * that never finished its handshake) held the exit for ever. Connections are tracked; close()
+ * ends the sessions (GOAWAY) as it does in cleartext; closeAllConnections destroys everything.
+ * The time-outs are the cleartext port's: a handshake (first bytes) within 20 s, headers within
+ * 20 s, a whole HTTP/1.1 request within 30 s, checked every second.
+ */
+function trackTlsConnections(server: http2.Http2SecureServer): void {
+  const sockets = new Set<net.Socket>();
+  const sessions = new Set<http2.Http2Session>();
+  server.on('connection', (socket: net.Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  server.on('session', (session: http2.Http2Session) => {
+    sessions.add(session);
+    session.once('close', () => sessions.delete(session));
+  });
+  const t = server as unknown as { headersTimeout: number; requestTimeout: number; closeAllConnections?: () => void };
+  t.headersTimeout = 20_000;
+  t.requestTimeout = 30_000;
+  const close = server.close.bind(server);
+  server.close = ((cb?: (err?: Error) => void) => {
+    close(cb);
+    for (const session of sessions) session.close();
+    return server;
+  }) as typeof server.close;
+  t.closeAllConnections = () => {
+    for (const session of sessions) session.destroy();
+    for (const socket of sockets) socket.destroy();
+  };
+}
+
 const KNOWN_METHODS = new Set(http.METHODS);
 
 /**
@@ -295,6 +335,9 @@ const KNOWN_METHODS = new Set(http.METHODS);
  */
 function refuseUnknownMethods(handler: Handler): Handler {
   return (req, res) => {
+    // Pipelined behind a request refused with Connection: close (417): not run (RFC 9112 9.6).
+    // Its answer is never sent; Node closes the connection after the refusal.
+    if (closingConnections.has(req.socket)) return;
     if (!KNOWN_METHODS.has(req.method ?? '')) return answerBeforeRouting(res, 400, 'the request method is not an HTTP method this service knows');
     // Node's own check (requireHostHeader, off) would answer 400 with no body at all.
     if (req.headers.host === undefined && req.httpVersion === '1.1') return answerBeforeRouting(res, 400, 'an HTTP/1.1 request needs a Host header');
@@ -306,8 +349,12 @@ function refuseUnknownMethods(handler: Handler): Handler {
  * An Expect other than 100-continue: Node answers 417 with no body unless someone listens;
  * answered as every other error is (RFC 9110 10.1.1 allows refusing it).
  */
-function refuseExpectation(_req: http.IncomingMessage, res: http.ServerResponse): void {
+/** HTTP/1.1 connections answered with Connection: close while more requests may follow on them. */
+const closingConnections = new WeakSet<object>();
+
+function refuseExpectation(req: http.IncomingMessage, res: http.ServerResponse): void {
   res.shouldKeepAlive = false;
+  if (req.httpVersionMajor === 1) closingConnections.add(req.socket);
   answerBeforeRouting(res, 417, 'Expect: only 100-continue is supported');
 }
 
