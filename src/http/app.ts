@@ -311,9 +311,11 @@ function trackTlsConnections(server: http2.Http2SecureServer): void {
     sessions.add(session);
     session.once('close', () => sessions.delete(session));
   });
-  const t = server as unknown as { headersTimeout: number; requestTimeout: number; closeAllConnections?: () => void };
+  const t = server as unknown as { headersTimeout: number; requestTimeout: number; connectionsCheckingInterval: number; closeAllConnections?: () => void };
   t.headersTimeout = 20_000;
   t.requestTimeout = 30_000;
+  // Read when the server starts listening (Node's default for this server: every 30 s).
+  t.connectionsCheckingInterval = 1000;
   const close = server.close.bind(server);
   server.close = ((cb?: (err?: Error) => void) => {
     close(cb);

@@ -35,9 +35,10 @@ function writeWhenDue(socket: ParsedSocket, raw: () => string, refused: http.Inc
     return;
   }
   const inFlight = socket._httpMessage;
-  if (inFlight && !inFlight.writableFinished && inFlight.req !== refused) {
-    // An earlier request's answer. Node's own 'finish' listener runs first and hands the socket
-    // to the next queued answer.
+  if (inFlight && inFlight.req !== refused) {
+    // An earlier request's answer. Still attached, it has not emitted 'finish' yet, even when
+    // all of it was written (writableFinished): Node's own 'finish' listener detaches it and
+    // hands the socket to the next queued answer, and runs before this one.
     inFlight.once('finish', () => writeWhenDue(socket, raw, refused));
     inFlight.once('close', () => {
       if (!inFlight.writableFinished) socket.destroy();
