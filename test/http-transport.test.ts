@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/lib/clock.js';
 import { authorizationHeader, formatTimestamp } from '../src/signing/signer.js';
 import { selfSignedCertificate } from './helpers/certificates.js';
-import { head, rawRequest, storedRows } from './helpers/raw.js';
+import { exchange, head, rawRequest, statusesOf, storedRows } from './helpers/raw.js';
 import { admin, createGame, orderBody, signed, startService, type Answer, type TestGame, type TestService } from './helpers/service.js';
 
 /** PROTOCOL 2 (errors, check order), the transport rules of rest-interface 1, bad input. */
@@ -206,22 +206,12 @@ describe('requests Node cannot parse are ErrorResponses too', () => {
 
   it('pipelined after a valid request, the refusal comes after that request\'s own answer', async () => {
     const game = await createGame(t);
-    const { hostname, port } = new URL(t.url);
     for (const bad of ['GARBAGE\r\n\r\n', `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`]) {
       const body = JSON.stringify(orderBody());
       const auth = authorizationHeader({ kind: 'game', id: game.gameId }, game.secret, 'POST', CREATE, body, Date.now());
       const first = `POST ${CREATE} HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
-      const bytes = await new Promise<string>((resolve, reject) => {
-        const socket = net.connect({ host: hostname, port: Number(port) });
-        const chunks: Buffer[] = [];
-        socket.on('data', (c) => chunks.push(c));
-        socket.on('error', reject);
-        socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
-        // Not end(): a client that half-closes gets nothing for requests still being answered
-        // (Node's HTTP server ends the connection at its FIN, httpAllowHalfOpen off).
-        socket.write(first + bad);
-      });
-      const statuses = [...bytes.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
+      const bytes = await exchange(t, first + bad);
+      const statuses = statusesOf(bytes);
       expect(statuses).toEqual([200, bad.startsWith('GARBAGE') ? 400 : 431]);
       expect(bytes.indexOf('"order_id"')).toBeLessThan(bytes.lastIndexOf('HTTP/1.1 4'));
     }
@@ -230,20 +220,12 @@ describe('requests Node cannot parse are ErrorResponses too', () => {
     const body = JSON.stringify(orderBody());
     const auth = authorizationHeader({ kind: 'game', id: game.gameId }, game.secret, 'POST', CREATE, body, Date.now());
     const closing = `POST ${CREATE} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
-    const bytes = await new Promise<string>((resolve, reject) => {
-      const socket = net.connect({ host: hostname, port: Number(port) });
-      const chunks: Buffer[] = [];
-      socket.on('data', (c) => chunks.push(c));
-      socket.on('error', reject);
-      socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
-      socket.write(`${closing}GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n`);
-    });
-    expect([...bytes.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]))).toEqual([200]);
+    const bytes = await exchange(t, `${closing}GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n`);
+    expect(statusesOf(bytes)).toEqual([200]);
     expect(bytes).toContain('"order_id"');
   });
 
   it('one answer per request: a request answered before its body (404, 415) whose body then cannot be parsed gets no second one', async () => {
-    const { hostname, port } = new URL(t.url);
     const BAD_CHUNKS = 'Transfer-Encoding: chunked\r\n\r\n5\r\n{"gam\r\nZZ\r\nxx\r\n';
     for (const [request, status] of [
       [`POST /admin/v1/nope HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${BAD_CHUNKS}`, 404],
@@ -253,32 +235,17 @@ describe('requests Node cannot parse are ErrorResponses too', () => {
       ['GET /nope HTTP/1.1\r\nHost: x\r\n\r\nPOST /v1/server/create-order HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n', [404, 400]],
       ['GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\nPOST /v1/server/create-order HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n', [200, 400]],
     ] as const) {
-      const bytes = await new Promise<string>((resolve, reject) => {
-        const socket = net.connect({ host: hostname, port: Number(port) });
-        const chunks: Buffer[] = [];
-        socket.on('data', (c) => chunks.push(c));
-        socket.on('error', reject);
-        socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
-        socket.write(request);
-      });
-      expect([request.slice(0, 40), [...bytes.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]))]).toEqual([request.slice(0, 40), [status].flat()]);
+      const bytes = await exchange(t, request);
+      expect([request.slice(0, 40), statusesOf(bytes)]).toEqual([request.slice(0, 40), [status].flat()]);
     }
   });
 
   it('requests pipelined behind a 417 (Connection: close) are not run', async () => {
-    const { hostname, port } = new URL(t.url);
     const gameId = `behind_417_${Date.now().toString(36)}`;
     const create = JSON.stringify({ game_id: gameId, name: 'x' });
     const head = 'POST /admin/v1/games HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-admin-token-0123456789\r\nContent-Type: application/json\r\n';
-    const bytes = await new Promise<string>((resolve, reject) => {
-      const socket = net.connect({ host: hostname, port: Number(port) });
-      const chunks: Buffer[] = [];
-      socket.on('data', (c) => chunks.push(c));
-      socket.on('error', reject);
-      socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
-      socket.write(`${head}Expect: foo\r\nContent-Length: 2\r\n\r\n{}${head}Content-Length: ${Buffer.byteLength(create)}\r\n\r\n${create}`);
-    });
-    expect([...bytes.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]))).toEqual([417]);
+    const bytes = await exchange(t, `${head}Expect: foo\r\nContent-Length: 2\r\n\r\n{}${head}Content-Length: ${Buffer.byteLength(create)}\r\n\r\n${create}`);
+    expect(statusesOf(bytes)).toEqual([417]);
     expect((await admin(t, 'GET', `/admin/v1/games/${gameId}`)).status).toBe(404);
   });
 
@@ -294,21 +261,14 @@ describe('requests Node cannot parse are ErrorResponses too', () => {
       expect(r.headers['allow']).toBe(allow);
     }
     // Pipelined after a request, its answer comes after that request's.
-    const { hostname, port } = new URL(t.url);
     const gameId = `pipe_connect_${Date.now().toString(36)}`;
     const create = JSON.stringify({ game_id: gameId, name: 'x' });
-    const both = await new Promise<string>((resolve, reject) => {
-      const socket = net.connect({ host: hostname, port: Number(port) });
-      const chunks: Buffer[] = [];
-      socket.on('data', (c) => chunks.push(c));
-      socket.on('error', reject);
-      socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
-      socket.write(
-        `POST /admin/v1/games HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-admin-token-0123456789\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(create)}\r\n\r\n${create}` +
-          'CONNECT /admin/v1/games HTTP/1.1\r\nHost: x\r\n\r\n',
-      );
-    });
-    expect([...both.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]))).toEqual([201, 405]);
+    const both = await exchange(
+      t,
+      `POST /admin/v1/games HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-admin-token-0123456789\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(create)}\r\n\r\n${create}` +
+        'CONNECT /admin/v1/games HTTP/1.1\r\nHost: x\r\n\r\n',
+    );
+    expect(statusesOf(both)).toEqual([201, 405]);
     const session = http2.connect(t.url);
     try {
       const r = await new Promise<{ status: number; headers: Record<string, string>; body: string }>((resolve, reject) => {

@@ -13,22 +13,8 @@ export interface RawAnswer {
  * the HTTP/1.1 answer. For what fetch refuses to send: duplicated headers, odd Content-Types,
  * bodies that are not valid UTF-8.
  */
-export function rawRequest(t: TestService, head: string, body: Buffer | string = ''): Promise<RawAnswer> {
-  const { hostname, port } = new URL(t.url);
-  return new Promise((resolve, reject) => {
-    const socket = net.connect({ host: hostname, port: Number(port) });
-    const chunks: Buffer[] = [];
-    socket.on('data', (c) => chunks.push(c));
-    socket.on('error', reject);
-    socket.on('end', () => {
-      try {
-        resolve(parseAnswer(Buffer.concat(chunks)));
-      } catch (e) {
-        reject(e);
-      }
-    });
-    socket.write(Buffer.concat([Buffer.from(head.replace(/\r?\n/g, '\r\n') + '\r\n'), Buffer.from(body)]));
-  });
+export async function rawRequest(t: TestService, head: string, body: Buffer | string = ''): Promise<RawAnswer> {
+  return parseAnswer(await sendAndCollect(t, Buffer.concat([Buffer.from(head.replace(/\r?\n/g, '\r\n') + '\r\n'), Buffer.from(body)])));
 }
 
 /** Builds the head of a request line + headers (each "Name: value"), adding Host, Content-Length and Connection: close. */
@@ -79,4 +65,30 @@ export async function storedRows(t: TestService, gameId: string): Promise<{ orde
       ).n,
     );
   return { orders: await count('orders'), sessions: await count('sessions') };
+}
+
+/**
+ * Writes bytes as given on a fresh connection (several pipelined requests, say) without
+ * half-closing it (Node's server ends a connection at a client's FIN, dropping answers still
+ * being made), and resolves with everything the server sent until it closed the connection.
+ */
+export async function exchange(t: TestService, bytes: string): Promise<string> {
+  return (await sendAndCollect(t, Buffer.from(bytes))).toString('latin1');
+}
+
+function sendAndCollect(t: TestService, bytes: Buffer): Promise<Buffer> {
+  const { hostname, port } = new URL(t.url);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host: hostname, port: Number(port) });
+    const chunks: Buffer[] = [];
+    socket.on('data', (c) => chunks.push(c));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(Buffer.concat(chunks)));
+    socket.write(bytes);
+  });
+}
+
+/** The status codes of the HTTP/1.1 answers in `text`, in order. */
+export function statusesOf(text: string): number[] {
+  return [...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
 }
