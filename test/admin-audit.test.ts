@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, admin, createGame, startService, type TestService } from './helpers/service.js';
+import { createPartner } from './helpers/partners.js';
 
 let t: TestService;
 beforeAll(async () => {
@@ -37,6 +38,22 @@ describe('GET /admin/v1/audit', () => {
     const p2 = await admin(t, 'GET', `/admin/v1/audit?target=${game.gameId}&limit=1&cursor=${p1.body.next_cursor}`);
     expect(p2.body.data[0].action).toBe('game.create');
     expect(p2.body.next_cursor).toBeNull();
+  });
+
+  it('a PATCH that changes nothing ({}) is no change: the game or partner as it is, updated_at kept, no audit entry', async () => {
+    const game = await createGame(t);
+    const partner = await createPartner(t, [game.gameId]);
+    for (const path of [`/admin/v1/games/${game.gameId}`, `/admin/v1/partners/${partner.partnerId}`]) {
+      const before = await admin(t, 'GET', path);
+      const r = await admin(t, 'PATCH', path, {});
+      expect([path, r.status]).toEqual([path, 200]);
+      expect(r.body).toEqual(before.body);
+    }
+    for (const target of [game.gameId, partner.partnerId]) {
+      const updates = await admin(t, 'GET', `/admin/v1/audit?target=${target}`);
+      expect(updates.body.data.map((e: { action: string }) => e.action).filter((a: string) => a.endsWith('.update'))).toEqual([]);
+    }
+    expect((await admin(t, 'PATCH', '/admin/v1/games/no_such_game', {})).status).toBe(404);
   });
 
   // bm9wZQ: not JSON; the other: another listing's cursor (a JSON notification id).

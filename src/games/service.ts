@@ -144,6 +144,8 @@ export class GameService {
 
   async patch(gameId: string, body: PatchGameBody, actor: string): Promise<Game> {
     const { store, clock, ids, secrets } = this.d;
+    // Nothing to change: not a change (no updated_at bump, no audit entry).
+    if (Object.keys(body).length === 0) return this.get(gameId);
     this.checkGmUrl(body.gm_url);
     const now = clock.now();
     const patch: Partial<GameRow> = { updated_at: now };

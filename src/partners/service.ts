@@ -116,6 +116,8 @@ export class PartnerService {
 
   async patch(partnerId: string, body: PatchPartnerBody, actor: string): Promise<Partner> {
     const { store, clock, ids } = this.d;
+    // Nothing to change: not a change (no updated_at bump, no audit entry).
+    if (Object.keys(body).length === 0) return this.get(partnerId);
     const now = clock.now();
     const patch: Partial<PartnerRow> = { updated_at: now };
     if (body.name !== undefined) patch.name = body.name;
