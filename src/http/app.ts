@@ -9,12 +9,12 @@ import { ApiError, Errors, isApiError } from '../errors.js';
 import { describeValidationError, schemaCompiler } from './validation.js';
 import { integerWrittenWithFraction } from './integer-literals.js';
 import { announcesBody, bodyMayFollow } from './body-presence.js';
-import { DualProtocolServer, HTTP2_MAX_STREAMS, type Handler } from './dual-server.js';
+import { DualProtocolServer, HTTP2_MAX_STREAMS, openSessions, type Handler } from './dual-server.js';
 import type { LoadShedder } from './load-shedding.js';
 import { newTraceId } from './trace.js';
 import { answerConnect, type AllowedMethods } from './connect.js';
 import { originForm } from './request-target.js';
-import { answerLast } from './raw-answer.js';
+import { answerLast, rawErrorResponse } from './raw-answer.js';
 import { UnknownSealingKeyError } from '../lib/secret-box.js';
 import { isPromise, type MaybePromise } from '../lib/maybe-promise.js';
 import { trackRoutes } from './route-table.js';
@@ -112,6 +112,8 @@ export function createFastify(opts: AppOptions): FastifyInstance {
         Fastify({ ...common, http2: true, https: { allowHTTP1: true, cert: opts.tls.cert, key: opts.tls.key, handshakeTimeout: 20_000, settings: { maxConcurrentStreams: HTTP2_MAX_STREAMS } } })
       : Fastify({ ...common, serverFactory: ((handler: Handler) => new DualProtocolServer(refuseUnknownMethods(opts.shedder ? opts.shedder.wrap(handler) : handler))) as unknown as FastifyServerFactory })
   ) as unknown as FastifyInstance;
+  // The servers that parse requests: the TLS one serves both protocols itself.
+  const protocolServers: http.Server[] = opts.tls ? [app.server as unknown as http.Server] : [(app.server as unknown as DualProtocolServer).http1, (app.server as unknown as DualProtocolServer).http2 as unknown as http.Server];
   if (opts.tls) {
     // The TLS server was made by Fastify with its handler as the 'request' listener.
     const server = app.server as unknown as http.Server;
@@ -119,25 +121,16 @@ export function createFastify(opts: AppOptions): FastifyInstance {
       server.off('request', l);
       server.on('request', refuseUnknownMethods(opts.shedder ? opts.shedder.wrap(l) : l));
     }
-    server.on('checkExpectation', refuseExpectation);
     trackTlsConnections(server as unknown as http2.Http2SecureServer);
-  } else {
-    const dual = app.server as unknown as DualProtocolServer;
-    dual.http1.on('checkExpectation', refuseExpectation);
-    dual.http2.on('checkExpectation', refuseExpectation as never);
   }
+  for (const server of protocolServers) server.on('checkExpectation', refuseExpectation);
 
   app.setValidatorCompiler(schemaCompiler);
   trackRoutes(app);
   // Per-request fields declared up front: every request object keeps one shape.
   for (const field of ['rawBody', 'caller', 'routeInfo']) app.decorateRequest(field, null);
   const allowedAt = installPipeline(app, opts.hooks);
-  if (opts.tls) answerConnect(app.server as unknown as http.Server, allowedAt);
-  else {
-    const dual = app.server as unknown as DualProtocolServer;
-    answerConnect(dual.http1, allowedAt);
-    answerConnect(dual.http2, allowedAt);
-  }
+  for (const server of protocolServers) answerConnect(server, allowedAt);
   return app;
 }
 
@@ -167,8 +160,8 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): AllowedMethods 
     // win over 413 and over the body checks of preValidation.
     if (req.is404) throw unmatched(req);
     if (BODY_METHODS.has(req.method)) {
-      if (req.headers['content-encoding'] !== undefined) refuseContentEncoding(req.headers['content-encoding']);
-      if (req.headers['transfer-encoding'] !== undefined) refuseTransferCoding(req.headers['transfer-encoding']);
+      if (req.headers['content-encoding'] !== undefined) refuseCoding('Content-Encoding', req.headers['content-encoding'], 'identity');
+      if (req.headers['transfer-encoding'] !== undefined) refuseCoding('Transfer-Encoding', req.headers['transfer-encoding'], 'chunked');
       if (routeOf(req).url && !isJsonContentType(req.headers['content-type'])) {
         // An action that takes no body (redeliver, new key, cancel) may be sent without one.
         if (!(bodyOptional(req) && !announcesBody(req.headers))) throw Errors.unsupportedMediaType('Content-Type must be application/json');
@@ -302,14 +295,10 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): AllowedMethods 
  */
 function trackTlsConnections(server: http2.Http2SecureServer): void {
   const sockets = new Set<net.Socket>();
-  const sessions = new Set<http2.Http2Session>();
+  const sessions = openSessions(server);
   server.on('connection', (socket: net.Socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
-  });
-  server.on('session', (session: http2.Http2Session) => {
-    sessions.add(session);
-    session.once('close', () => sessions.delete(session));
   });
   const t = server as unknown as { headersTimeout: number; requestTimeout: number; connectionsCheckingInterval: number; closeAllConnections?: () => void };
   t.headersTimeout = 20_000;
@@ -347,13 +336,13 @@ function refuseUnknownMethods(handler: Handler): Handler {
   };
 }
 
+/** HTTP/1.1 connections answered with Connection: close while more requests may follow on them. */
+const closingConnections = new WeakSet<object>();
+
 /**
  * An Expect other than 100-continue: Node answers 417 with no body unless someone listens;
  * answered as every other error is (RFC 9110 10.1.1 allows refusing it).
  */
-/** HTTP/1.1 connections answered with Connection: close while more requests may follow on them. */
-const closingConnections = new WeakSet<object>();
-
 function refuseExpectation(req: http.IncomingMessage, res: http.ServerResponse): void {
   res.shouldKeepAlive = false;
   if (req.httpVersionMajor === 1) closingConnections.add(req.socket);
@@ -372,15 +361,8 @@ function answerBeforeRouting(res: http.ServerResponse, status: number, message: 
  * ErrorResponse shape (with a trace id) and close the connection, instead of Fastify's default.
  */
 function clientErrorHandler(err: NodeJS.ErrnoException & { code?: string }, socket: import('node:net').Socket): void {
-  answerLast(socket, () => {
-    const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
-    const status = tooLarge ? '431 Request Header Fields Too Large' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : '400 Bad Request';
-    const body = JSON.stringify({ error: 'invalid_request', message: `malformed HTTP request (${err.code ?? 'parse error'})` });
-    return (
-      `HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-      `x-trace-id: ${newTraceId()}\r\nConnection: close\r\n\r\n${body}`
-    );
-  });
+  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  answerLast(socket, () => rawErrorResponse(status, 'invalid_request', `malformed HTTP request (${err.code ?? 'parse error'})`));
 }
 
 /**
@@ -427,21 +409,12 @@ function bodyText(raw: Buffer | undefined): string {
 /**
  * Bodies are read as sent, never decompressed, and the signature covers those bytes: a coded
  * body is a media-type problem (415, RFC 9110 15.5.16), not malformed JSON, and a plain body
- * labelled as coded is not taken on trust.
+ * labelled as coded is not taken on trust. Node's parser takes `Transfer-Encoding: gzip,
+ * chunked` and undoes only the chunking: any transfer coding but chunked is refused alike.
  */
-/**
- * Node's parser takes `Transfer-Encoding: gzip, chunked` and undoes only the chunking: the
- * gzip bytes would be read as the body. Like a Content-Encoding, any coding but chunked is
- * refused (415) instead of failing later as a bad signature or bad JSON.
- */
-function refuseTransferCoding(value: string): void {
-  if (value.trim().toLowerCase() === 'chunked') return;
-  throw Errors.unsupportedMediaType(`Transfer-Encoding ${JSON.stringify(value.slice(0, 32))} is not supported: only chunked; send the body uncompressed`);
-}
-
-function refuseContentEncoding(value: string): void {
-  if (value.trim().toLowerCase() === 'identity') return;
-  throw Errors.unsupportedMediaType(`Content-Encoding ${JSON.stringify(value.slice(0, 32))} is not supported; send the body uncompressed`);
+function refuseCoding(header: 'Content-Encoding' | 'Transfer-Encoding', value: string, plain: 'identity' | 'chunked'): void {
+  if (value.trim().toLowerCase() === plain) return;
+  throw Errors.unsupportedMediaType(`${header} ${JSON.stringify(value.slice(0, 32))} is not supported${header === 'Transfer-Encoding' ? ': only chunked' : ''}; send the body uncompressed`);
 }
 
 /**
@@ -474,7 +447,7 @@ function rejectBadPercentEncoding(url: string): void {
  * has been checked, it is refused as a parameter error (400, in prepareBody).
  */
 function screenUnwantedBody(req: FastifyRequest): void {
-  if (req.headers['content-encoding'] !== undefined) refuseContentEncoding(req.headers['content-encoding']);
+  if (req.headers['content-encoding'] !== undefined) refuseCoding('Content-Encoding', req.headers['content-encoding'], 'identity');
   if (!isJsonContentType(req.headers['content-type'])) throw Errors.unsupportedMediaType('a request body needs Content-Type: application/json');
   const len = Number(req.headers['content-length']);
   if (len > BODY_LIMIT) throw bodyTooLarge();

@@ -3,7 +3,7 @@ import http2 from 'node:http2';
 import type net from 'node:net';
 import { Errors, type ApiError } from '../errors.js';
 import { newTraceId } from './trace.js';
-import { answerLast } from './raw-answer.js';
+import { answerLast, rawErrorResponse } from './raw-answer.js';
 
 /** The methods a path is served with, or null for a path no route serves. */
 export type AllowedMethods = (path: string) => string[] | null;
@@ -33,15 +33,13 @@ export function answerConnect(server: http.Server | http2.Http2Server | http2.Ht
   server.on('connect', (req: http.IncomingMessage | http2.Http2ServerRequest, second: net.Socket | http2.Http2ServerResponse) => {
     const target = req instanceof http2.Http2ServerRequest ? req.headers[':path'] : req.url;
     const err = connectRefusal(target, allowedAt);
-    const body = JSON.stringify({ error: err.code, message: err.message });
-    const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-trace-id': newTraceId(), ...err.headers };
     if (second instanceof http2.Http2ServerResponse) {
-      second.writeHead(err.status, headers);
+      const body = JSON.stringify({ error: err.code, message: err.message });
+      second.writeHead(err.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-trace-id': newTraceId(), ...err.headers });
       second.end(body);
       return;
     }
-    const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
     // After the answers of requests pipelined before it, as every last answer on a connection.
-    answerLast(second, () => `HTTP/1.1 ${err.status} ${http.STATUS_CODES[err.status]}\r\n${lines}connection: close\r\n\r\n${body}`);
+    answerLast(second, () => rawErrorResponse(err.status, err.code, err.message, err.headers));
   });
 }

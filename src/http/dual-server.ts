@@ -17,7 +17,7 @@ export type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => v
 export class DualProtocolServer extends net.Server {
   readonly http1: http.Server;
   readonly http2: http2.Http2Server;
-  private readonly sessions = new Set<http2.Http2Session>();
+  private readonly sessions: Set<http2.Http2Session>;
 
   /** How long a new connection may stay silent before its protocol is known (then closed). */
   private readonly firstBytesTimeoutMs: number;
@@ -39,10 +39,7 @@ export class DualProtocolServer extends net.Server {
     // Idle sessions end as idle HTTP/1.1 connections do; a session gets 128 streams at once.
     this.http2 = http2.createServer({ settings: { maxConcurrentStreams: HTTP2_MAX_STREAMS } }, handler as unknown as (r: http2.Http2ServerRequest, s: http2.Http2ServerResponse) => void);
     this.http2.setTimeout(options.http2IdleTimeoutMs ?? 65_000);
-    this.http2.on('session', (s) => {
-      this.sessions.add(s);
-      s.on('close', () => this.sessions.delete(s));
-    });
+    this.sessions = openSessions(this.http2);
     // Fastify registers 'request'-adjacent listeners (clientError, ...) on the server it gets;
     // forward them to the protocol servers.
     this.http1.on('clientError', (err, socket) => this.emit('clientError', err, socket));
@@ -102,4 +99,14 @@ export class DualProtocolServer extends net.Server {
     this.http1.closeAllConnections();
     for (const s of this.sessions) s.destroy();
   }
+}
+
+/** The HTTP/2 sessions of a server that are open now (a shutdown closes them itself). */
+export function openSessions(server: http2.Http2Server | http2.Http2SecureServer): Set<http2.Http2Session> {
+  const sessions = new Set<http2.Http2Session>();
+  server.on('session', (session: http2.Http2Session) => {
+    sessions.add(session);
+    session.once('close', () => sessions.delete(session));
+  });
+  return sessions;
 }

@@ -160,8 +160,8 @@ export class LoadShedder {
     const url = originForm(req.url ?? '/');
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
-    // The console's files are static and streamed: a client that reads nothing (an HTTP/2
-    // window of 0) would hold a streamed answer's place until its connection ends.
+    // The console's files are static and cheap, like health checks: the operator's console
+    // loads while the service sheds the API's load.
     if (EXEMPT.has(path) || path.startsWith('/console/')) return true;
     if (this.inflight >= this.limit || this.saturated) {
       this.shedSinceLog++;

@@ -40,26 +40,12 @@ function apply(o: Limits, policy: RateLimitPolicy, reply: FastifyReply, result: 
   // Failing open, the service knows nothing true to advertise: no headers rather than made-up ones.
   if (result.degraded) return;
   if (result.allowed) {
-    // The common case sets the two headers directly: no intermediate object per request. A
-    // second bucket on one request (the client API's per-IP, then per-token) joins the list
-    // (structured-field lists): the client sees both, the emptier one included.
-    const earlier = reply.getHeader('ratelimit');
-    if (earlier === undefined) {
-      reply.header('ratelimit-policy', policyHeader(policy));
-      reply.header('ratelimit', remainingHeader(policy, result));
-    } else {
-      reply.header('ratelimit-policy', `${String(reply.getHeader('ratelimit-policy'))}, ${policyHeader(policy)}`);
-      reply.header('ratelimit', `${String(earlier)}, ${remainingHeader(policy, result)}`);
-    }
+    // The common case sets the two headers directly: no intermediate object per request.
+    reply.header('ratelimit-policy', listed(reply, 'ratelimit-policy', policyHeader(policy)));
+    reply.header('ratelimit', listed(reply, 'ratelimit', remainingHeader(policy, result)));
     return;
   }
-  const headers = rateLimitHeaders(policy, result);
-  // Refused by a second bucket: the first one (already drawn from) stays listed before it.
-  const earlier = reply.getHeader('ratelimit');
-  if (earlier !== undefined) {
-    headers['ratelimit-policy'] = `${String(reply.getHeader('ratelimit-policy'))}, ${headers['ratelimit-policy']}`;
-    headers.ratelimit = `${String(earlier)}, ${headers.ratelimit}`;
-  }
+  const headers = { 'ratelimit-policy': listed(reply, 'ratelimit-policy', policyHeader(policy)), ratelimit: listed(reply, 'ratelimit', remainingHeader(policy, result)) };
   o.onLimited?.(policy);
   const retryAfter = Math.max(1, Math.ceil(result.retryAfterMs / 1000));
   throw Errors.rateLimited(`over the rate limit of ${policy.perSecond} requests per second; retry after ${retryAfter} s`, {
@@ -69,14 +55,21 @@ function apply(o: Limits, policy: RateLimitPolicy, reply: FastifyReply, result: 
 }
 
 /**
+ * A bucket's entry after those of the buckets this request drew from before (the client API's
+ * per-IP, then per-token; structured-field lists): the client sees each, the emptier included,
+ * also when the later one refuses.
+ */
+function listed(reply: FastifyReply, header: string, entry: string): string {
+  const earlier = reply.getHeader(header);
+  return earlier === undefined ? entry : `${String(earlier)}, ${entry}`;
+}
+
+/*
  * draft-ietf-httpapi-ratelimit-headers-09/-10 (structured fields):
  *   RateLimit-Policy: "<name>";q=<requests>;w=1       the quota: q requests per 1-second window
  *   RateLimit: "<name>";r=<remaining>;t=<seconds>     what is left now, and when it refills
  * <name> is the caller kind (`game`, `partner`, `ip`), never the caller's id.
  */
-export function rateLimitHeaders(policy: RateLimitPolicy, r: TakeResult): Record<string, string> {
-  return { 'ratelimit-policy': policyHeader(policy), ratelimit: remainingHeader(policy, r) };
-}
 
 // A caller's policy object lives as long as its cached snapshot: its header is built once.
 const policyHeaders = new WeakMap<RateLimitPolicy, string>();
