@@ -1,33 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { nppaDeviceId, nppaSessionId } from '../../src/compliance/identity.js';
 import type { NppaEventRow } from '../../src/compliance/store.js';
+import { eventRow } from '../helpers/nppa-events.js';
 import { buildBatch } from '../../src/compliance/uploader.js';
 
 // Whole seconds: T is an `ot` (s), T * 1000 a time in ms.
 const T = 1_800_000_000;
 
 function ev(id: string, session: string, bt: number, otMs: number, extra: Partial<NppaEventRow> = {}): NppaEventRow {
-  return {
-    event_id: id,
-    game_id: 'g',
-    session_id: session,
-    combo_id: `c-${session}`,
-    bt,
-    ot_ms: otMs,
-    status: 'pending',
-    attempts: 0,
-    next_attempt_at: 0,
-    last_error: null,
-    created_at: otMs,
-    uploaded_at: null,
-    locked_until: 0,
-    locked_by: null,
-    sent_ot: null,
-    sent_pi: null,
-    errcode: null,
-    retime: 0,
-    ...extra,
-  };
+  return eventRow(session, bt, otMs, { event_id: id, ...extra });
 }
 
 describe('behaviour batches: order against what the game already reported', () => {

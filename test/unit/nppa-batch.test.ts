@@ -2,31 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { nppaDeviceId, nppaSessionId } from '../../src/compliance/identity.js';
 import { checkSpending, spendingLimitFor } from '../../src/compliance/limits.js';
 import type { NppaEventRow } from '../../src/compliance/store.js';
+import { eventRow } from '../helpers/nppa-events.js';
 import { buildBatch, CATCH_UP, keptShift, MAX_BATCH, sendable } from '../../src/compliance/uploader.js';
 
 const TS = 1_800_000_000_500;
-function ev(session: string, bt: number, otMs: number, extra: Partial<NppaEventRow> = {}): NppaEventRow {
-  return {
-    event_id: `e-${session}-${bt}`,
-    game_id: 'g',
-    session_id: session,
-    combo_id: `c-${session}`,
-    bt,
-    ot_ms: otMs,
-    status: 'pending',
-    attempts: 0,
-    next_attempt_at: 0,
-    last_error: null,
-    created_at: otMs,
-    uploaded_at: null,
-    locked_until: 0,
-    locked_by: null,
-    sent_ot: null, sent_pi: null,
-    errcode: null,
-    retime: 0,
-    ...extra,
-  };
-}
+const ev = eventRow;
 const inWindow = (ots: number[], ts: number) => ts - Math.min(...ots) * 1000 < 180_000 && Math.max(...ots) * 1000 <= ts;
 
 describe('behaviour batches', () => {
