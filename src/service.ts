@@ -116,6 +116,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const database = openDatabase(config.databaseUrl, {
     sqliteSynchronous: config.sqliteSynchronous,
     sqliteCheckpointIntervalMs: config.sqliteCheckpointIntervalMs,
+    statementTimeoutMs: config.databaseStatementTimeoutMs,
   });
   // A failing checkpoint fails again every interval (a full disk): one line a minute.
   let lastCheckpointWarning = 0;

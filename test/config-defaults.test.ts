@@ -38,6 +38,7 @@ describe('README settings table: defaults', () => {
       NOTIFY_TIMEOUT_MS: c.notify.timeoutMs,
       NPPA_CONCURRENCY: c.nppa.concurrency,
       ALLOW_PRIVATE_NOTIFY_URLS: c.allowPrivateUrls,
+      DATABASE_STATEMENT_TIMEOUT_MS: c.databaseStatementTimeoutMs,
     }).toEqual({
       SWEEP_INTERVAL_MS: 1000,
       GM_TIMEOUT_MS: 5000,
@@ -52,6 +53,7 @@ describe('README settings table: defaults', () => {
       NOTIFY_TIMEOUT_MS: 10_000,
       NPPA_CONCURRENCY: 16,
       ALLOW_PRIVATE_NOTIFY_URLS: false,
+      DATABASE_STATEMENT_TIMEOUT_MS: 30_000,
     });
   });
 });

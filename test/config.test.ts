@@ -65,6 +65,9 @@ describe('loadConfig', () => {
     ['BODY_TIMEOUT_MS', '300000', 300_000],
     ['SQLITE_CHECKPOINT_INTERVAL_MS', '0', 0],
     ['SQLITE_CHECKPOINT_INTERVAL_MS', '60000', 60_000],
+    ['DATABASE_STATEMENT_TIMEOUT_MS', '0', 0],
+    ['DATABASE_STATEMENT_TIMEOUT_MS', '1', 1],
+    ['DATABASE_STATEMENT_TIMEOUT_MS', '3600000', 3_600_000],
   ])('accepts %s=%s', (name, value, expected) => {
     const c = loadConfig({ DATA_DIR: dir, [name]: value });
     const field = {
@@ -77,6 +80,7 @@ describe('loadConfig', () => {
       MAX_INFLIGHT_REQUESTS: c.maxInflightRequests,
       BODY_TIMEOUT_MS: c.bodyTimeoutMs,
       SQLITE_CHECKPOINT_INTERVAL_MS: c.sqliteCheckpointIntervalMs,
+      DATABASE_STATEMENT_TIMEOUT_MS: c.databaseStatementTimeoutMs,
     }[name];
     expect(field).toBe(expected);
   });
@@ -116,6 +120,9 @@ describe('loadConfig', () => {
     ['SQLITE_CHECKPOINT_INTERVAL_MS', '-1'],
     ['SQLITE_CHECKPOINT_INTERVAL_MS', '60001'],
     ['SQLITE_CHECKPOINT_INTERVAL_MS', '1s'],
+    ['DATABASE_STATEMENT_TIMEOUT_MS', '-1'],
+    ['DATABASE_STATEMENT_TIMEOUT_MS', '3600001'],
+    ['DATABASE_STATEMENT_TIMEOUT_MS', '30s'],
   ])('refuses %s=%s and names it', (name, value) => {
     const p = problems({ DATA_DIR: dir, [name]: value });
     expect(p).toHaveLength(1);

@@ -26,6 +26,11 @@ export interface Config {
   sqliteSynchronous: 'NORMAL' | 'FULL';
   /** SQLite: how often a worker thread checkpoints the WAL (ms; default 20); 0: SQLite's own, in the committing request. */
   sqliteCheckpointIntervalMs: number;
+  /**
+   * PostgreSQL: the longest a statement may run, or a transaction stay idle, before the server
+   * ends it (ms; default 30000); 0: no limit. Migrations run without it.
+   */
+  databaseStatementTimeoutMs: number;
   /** 32-byte key that encrypts secret keys at rest; null: derive from a key file under ./data. */
   secretsKey: Buffer | null;
   dataDir: string;
@@ -229,6 +234,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicBaseUrl: url('PUBLIC_BASE_URL', `${tls ? 'https' : 'http'}://localhost:${port}`),
     sqliteSynchronous: oneOf('SQLITE_SYNCHRONOUS', 'NORMAL', ['NORMAL', 'FULL'] as const),
     sqliteCheckpointIntervalMs: int('SQLITE_CHECKPOINT_INTERVAL_MS', 20, 0, 60_000),
+    databaseStatementTimeoutMs: int('DATABASE_STATEMENT_TIMEOUT_MS', 30_000, 0, 3_600_000),
     secretsKey,
     dataDir,
     production: nodeEnv === 'production',

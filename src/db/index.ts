@@ -44,6 +44,11 @@ export interface DatabaseOptions {
   /** SQLite on a file: checkpoint the WAL on a worker thread this often (ms); 0 or unset: SQLite's own. */
   sqliteCheckpointIntervalMs?: number;
   poolSize?: number;
+  /**
+   * PostgreSQL: the server ends a statement that runs longer than this (ms), and a session whose
+   * transaction stays idle this long; 0 or unset: no limit (the CLI's commands).
+   */
+  statementTimeoutMs?: number;
 }
 
 // int8 (bigint) columns hold Unix ms and minor units: well inside Number's exact range.
@@ -159,6 +164,12 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
     connectionString: url,
     max: options.poolSize ?? 10,
     connectionTimeoutMillis: 5000,
+    // Sent at connect as session defaults: a request waiting on a lock someone else holds (an
+    // operator's ALTER TABLE, a stuck transaction) fails with 503 instead of holding its pool
+    // connection, and a transaction this process left open cannot hold its locks forever.
+    ...(options.statementTimeoutMs
+      ? { statement_timeout: options.statementTimeoutMs, idle_in_transaction_session_timeout: options.statementTimeoutMs }
+      : {}),
   });
   // A client losing its connection (database restart) must not crash the process: the pool
   // reports idle clients' errors, and a client in use also emits 'error' besides failing its
@@ -200,8 +211,19 @@ export async function migrateToLatest(database: Database, list?: Record<string, 
   // openSqlite), so memory does not grow with the table.
   const sqlite = database.dialect === 'sqlite';
   if (!sqlite) {
-    // PostgreSQL: Kysely runs the pending migrations in one transaction, under an advisory lock.
-    return throwIfFailed(await migrator(db, list).migrateToLatest());
+    // PostgreSQL: Kysely runs the pending migrations in one transaction, under an advisory lock,
+    // here on one connection without the statement time-out: a migration may rewrite a table.
+    return db.connection().execute(async (conn) => {
+      await sql`set statement_timeout = 0`.execute(conn);
+      await sql`set idle_in_transaction_session_timeout = 0`.execute(conn);
+      try {
+        return throwIfFailed(await migrator(conn, list).migrateToLatest());
+      } finally {
+        // Back to the connection's defaults (the pool's time-outs) before it serves requests.
+        await sql`reset statement_timeout`.execute(conn);
+        await sql`reset idle_in_transaction_session_timeout`.execute(conn);
+      }
+    });
   }
   // SQLite: Kysely runs each statement of a migration as a transaction of its own and takes no
   // lock, so a process killed between two statements of a migration left it half applied (the
@@ -252,6 +274,16 @@ const UNREACHABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'E
 const UNREACHABLE_MESSAGE = /Connection terminated|timeout exceeded when trying to connect|not queryable|Cannot use a pool after calling end/;
 
 /**
+ * True when PostgreSQL ended a statement for taking too long: the statement time-out
+ * (DATABASE_STATEMENT_TIMEOUT_MS; 57014 query_canceled, also an operator's pg_cancel_backend) or
+ * a lock time-out (55P03). Retryable, like the database being unreachable.
+ */
+export function isStorageTimeout(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return code === '57014' || code === '55P03';
+}
+
+/**
  * True when an error means the database cannot be used right now (down, unreachable, gone,
  * out of connections, locked, disk failing): PROTOCOL 2 answers such failures 503, retryable,
  * rather than 500.
@@ -263,7 +295,8 @@ export function isStorageUnavailable(e: unknown): boolean {
   // PostgreSQL SQLSTATE: 08 connection exception, 53 insufficient resources, 57P operator
   // intervention (shutdown), 3D000 database does not exist, 28 authorization failure, 42P01
   // undefined table (the database was replaced by an unmigrated one: /readyz says so too).
-  if (/^(08[0-9A-Z]{3}|53[0-9A-Z]{3}|57P[0-9A-Z]{2}|28[0-9A-Z]{3}|3D000|42P01)$/.test(code)) return true;
+  if (/^(08[0-9A-Z]{3}|53[0-9A-Z]{3}|57P[0-9A-Z]{2}|28[0-9A-Z]{3}|3D000|42P01|25P03)$/.test(code)) return true;
+  if (isStorageTimeout(e)) return true;
   if (/^SQLITE_(BUSY|LOCKED|CANTOPEN|IOERR|FULL|READONLY)/.test(code)) return true;
   return typeof err?.message === 'string' && (UNREACHABLE_MESSAGE.test(err.message) || /^no such table: /.test(err.message));
 }

@@ -4,7 +4,7 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import Fastify, { LogController, type FastifyContextConfig, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerFactory } from 'fastify';
 import type { Logger } from 'pino';
-import { isStorageUnavailable } from '../db/index.js';
+import { isStorageTimeout, isStorageUnavailable } from '../db/index.js';
 import { ApiError, Errors, isApiError } from '../errors.js';
 import { describeValidationError, schemaCompiler } from './validation.js';
 import { integerWrittenWithFraction } from './integer-literals.js';
@@ -573,6 +573,7 @@ function toApiError(error: FastifyError | ApiError): ApiError {
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return Errors.invalidRequest('request body must be a JSON object');
   }
+  if (isStorageTimeout(error)) return Errors.serviceUnavailable('the database did not answer in time; retry later');
   if (isStorageUnavailable(error)) return Errors.serviceUnavailable('storage is unavailable; retry later');
   if (error instanceof UnknownSealingKeyError) return Errors.serviceUnavailable('this instance cannot open a stored key (SECRETS_KEY rotation in progress); retry later');
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
