@@ -40,6 +40,33 @@ describe('GET /admin/v1/audit', () => {
     expect(p2.body.next_cursor).toBeNull();
   });
 
+  // X-Operator (README, Operator API): printable ASCII as is; any script as an RFC 8187 value;
+  // anything else is left out (the audit log says admin).
+  it.each([
+    ['alice', 'admin:alice'],
+    ["UTF-8''%E6%9D%8E%E9%9B%B7", 'admin:李雷'],
+    ["utf-8''Jos%C3%A9", 'admin:José'],
+    [`UTF-8''${'%E6%9D%8E'.repeat(64)}`, `admin:${'李'.repeat(64)}`],
+    [`UTF-8''${'%E6%9D%8E'.repeat(65)}`, 'admin'],
+    ['x'.repeat(64), `admin:${'x'.repeat(64)}`],
+    ['x'.repeat(65), 'admin'],
+    ["UTF-8''%FF", 'admin'],
+    ["UTF-8''%0Aforged", 'admin'],
+    ["UTF-8''%E2%80%AEevil", 'admin'],
+    ["UTF-8''%E6%9D", 'admin'],
+    ["UTF-8''", "admin:UTF-8''"],
+  ])('X-Operator %s is recorded as %s', async (header, actor) => {
+    const game = await createGame(t);
+    const r = await fetch(`${t.url}/admin/v1/games/${game.gameId}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json', 'x-operator': header },
+      body: JSON.stringify({ name: 'Renamed' }),
+    });
+    expect(r.status).toBe(200);
+    const updates = await admin(t, 'GET', `/admin/v1/audit?action=game.update&target=${game.gameId}`);
+    expect(updates.body.data.map((e: { actor: string }) => e.actor)).toEqual([actor]);
+  });
+
   it('a PATCH that changes nothing ({}) is no change: the game or partner as it is, updated_at kept, no audit entry', async () => {
     const game = await createGame(t);
     const partner = await createPartner(t, [game.gameId]);

@@ -110,7 +110,7 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
     expect(await page.getByRole('alert').textContent()).toContain('401');
     await shot('signin');
     await page.getByLabel('Admin token').fill('');
-    await page.getByLabel('Your name (optional)').fill('ops-alice');
+    await page.getByLabel('Your name (optional)').fill('ops-李雷');
     await signIn();
     await page.getByRole('heading', { name: /^Overview/ }).waitFor();
     expect(await page.evaluate(() => sessionStorage.getItem('combo.console.token'))).toBe(ADMIN_TOKEN);
@@ -135,10 +135,10 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
     // Remembered as a recently used game.
     await go('/games');
     await page.getByTestId('recent-games').getByRole('link', { name: game.gameId }).waitFor();
-    // The audit log names the operator given at sign-in (X-Operator).
+    // The audit log names the operator given at sign-in (X-Operator, a non-ASCII name encoded).
     await go(`/audit?action=game.update&target=${game.gameId}`);
     const entry = page.getByTestId('audit-table').locator('tbody tr').first();
-    await entry.getByText('admin:ops-alice').waitFor();
+    await entry.getByText('admin:ops-李雷').waitFor();
     expect(await entry.textContent()).toContain('"iap_enabled":false');
     await shot('audit');
   });

@@ -3,6 +3,7 @@
  * the shapes it expects. Shapes are read defensively: pages render what they recognise and
  * show the raw JSON of anything else, so a renamed field degrades the view instead of breaking it.
  */
+import { encodeOperatorName } from '../../src/lib/operator-name';
 
 const TOKEN_KEY = 'combo.console.token';
 const OPERATOR_KEY = 'combo.console.operator';
@@ -48,8 +49,10 @@ export function onUnauthorized(handler: () => void): void {
 async function call<T = unknown>(method: string, path: string, body?: unknown, token = session.token()): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (token) headers.authorization = `Bearer ${token}`;
+  // Names in any script: non-ASCII ones travel encoded (RFC 8187, lib/operator-name.ts).
   const operator = session.operator();
-  if (operator && /^[\x20-\x7e]{1,64}$/.test(operator)) headers['x-operator'] = operator;
+  const named = operator ? encodeOperatorName(operator) : null;
+  if (named) headers['x-operator'] = named;
   const hasBody = method !== 'GET' && method !== 'DELETE';
   // The API parses every POST/PUT/PATCH body as a JSON object: send {} when there is nothing.
   if (hasBody) headers['content-type'] = 'application/json';

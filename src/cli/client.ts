@@ -1,4 +1,5 @@
 import { CommandError, UsageError, str, type Io, type Options, type Values } from './io.js';
+import { encodeOperatorName } from '../lib/operator-name.js';
 
 /** Options every command that talks to the admin API accepts. */
 export const ADMIN_OPTIONS: Options = {
@@ -12,7 +13,7 @@ export const ADMIN_OPTIONS: Options = {
 export const ADMIN_OPTIONS_HELP = `connection (every admin command):
   --url URL         the service (env COMBO_URL, default http://localhost:8080)
   --token TOKEN     the admin token (env ADMIN_TOKEN; prefer the env: argv is visible to others)
-  --operator NAME   your name for the audit log (env COMBO_OPERATOR), sent as X-Operator
+  --operator NAME   your name for the audit log (env COMBO_OPERATOR), sent as X-Operator (any script)
   --json            print the API's JSON answer instead of a table
   --timeout SEC     give up on a request after SEC seconds (default 30)`;
 
@@ -45,11 +46,12 @@ export class AdminClient {
     if (!/^\d+$/.test(timeout) || Number(timeout) < 1) throw new UsageError('--timeout must be a whole number of seconds >= 1');
     const operator = str(values, 'operator') ?? io.env.COMBO_OPERATOR;
     // What the service takes as X-Operator (README): anything else would be dropped from the
-    // audit log without a word, or not be sendable as a header at all.
-    if (operator !== undefined && operator !== '' && !/^[\x20-\x7e]{1,64}$/.test(operator)) {
-      throw new UsageError('--operator (or COMBO_OPERATOR) must be 1 to 64 printable ASCII characters: it names you in the audit log');
+    // audit log without a word. Names in other scripts than ASCII travel encoded (RFC 8187).
+    const header = operator ? encodeOperatorName(operator) : undefined;
+    if (header === null) {
+      throw new UsageError('--operator (or COMBO_OPERATOR) must be 1 to 64 characters, none of them control or invisible ones: it names you in the audit log');
     }
-    return new AdminClient(base, token, operator || undefined, Number(timeout) * 1000);
+    return new AdminClient(base, token, header, Number(timeout) * 1000);
   }
 
   /** Any request; the answer whatever its status. Network failures are CommandErrors. */
