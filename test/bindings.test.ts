@@ -359,6 +359,28 @@ describe('role cache', () => {
     expect([gone.status, gone.body.error]).toEqual([404, 'role_not_found']);
   });
 
+  it('a role bound after the cached list was fetched is 500 while the game is down, not 404: the game may have created it since', async () => {
+    // PROTOCOL 7: unreachable with nothing to serve is 500 (retryable); 404 is for a role the
+    // game's answer left out, and a list from before the binding says nothing of its role.
+    const { game, partner, uri, combo } = await bound();
+    expect((await partnerGet(t, partner, uri)).status).toBe(200); // the list [r1, r2] cached
+    gm.roles.set(combo, [role('r1'), role('r2'), role('r3')]);
+    expect((await bind(game, { partner_id: partner.partnerId, partner_user_id: 'pu-3', combo_id: combo, role_id: 'r3' })).status).toBe(200);
+    gm.mode = { kind: 'status', status: 503, body: JSON.stringify({ error: 'maintenance_error', message: 'down' }) };
+    const down = await partnerGet(t, partner, queryUri(game.gameId, 'pu-3'));
+    expect([down.status, down.body.error]).toEqual([500, 'internal_error']);
+    gm.mode = { kind: 'roles' };
+    const up = await partnerGet(t, partner, queryUri(game.gameId, 'pu-3'));
+    expect([up.status, up.body.role?.role_id]).toEqual([200, 'r3']);
+    // The list fetched after the binding (past the cache TTL) leaves r3 out: the game says it is gone.
+    clock.advance(301_000);
+    gm.roles.set(combo, [role('r1'), role('r2')]);
+    expect((await partnerGet(t, partner, uri)).status).toBe(200);
+    gm.mode = { kind: 'status', status: 503, body: JSON.stringify({ error: 'maintenance_error', message: 'down' }) };
+    const gone = await partnerGet(t, partner, queryUri(game.gameId, 'pu-3'));
+    expect([gone.status, gone.body.error]).toEqual([404, 'role_not_found']);
+  });
+
   it('serves stale on a GM time-out', async () => {
     const { partner, uri } = await bound();
     expect((await partnerGet(t, partner, uri)).status).toBe(200);

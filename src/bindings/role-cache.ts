@@ -38,7 +38,7 @@ interface Listing {
  * the game's last answer, whole: an answer replaces the player's list, so a role the game no
  * longer lists is gone at once, and never served stale later (while the game cannot be reached,
  * its last answer up to `staleTtlMs` old stands: a role it listed is served, one it did not is
- * role_not_found). Concurrent queries for the same player share one GM call (single flight).
+ * role_not_found if that answer came after the binding was made). Concurrent queries for the same player share one GM call (single flight).
  * A role missing from a fresh list is asked for again rather than refused from the cache, so a
  * role created after the last call is never hidden.
  */
@@ -58,9 +58,10 @@ export class RoleCache {
   /**
    * The role, fresh from cache or from `fetch` (the player's role list). Throws role_not_found
    * when the game answered without it, and fetch's error when the game cannot be reached and no
-   * copy young enough to serve stale is cached.
+   * copy young enough to serve stale is cached, or the cached list is older than the binding
+   * (`boundAt`, Unix ms) and does not have the role.
    */
-  async get(gameId: string, comboId: string, roleId: string, fetch: () => Promise<Role[]>): Promise<CachedRole> {
+  async get(gameId: string, comboId: string, roleId: string, fetch: () => Promise<Role[]>, boundAt = 0): Promise<CachedRole> {
     const key = playerKey(gameId, comboId);
     const hit = this.entries.get(key);
     const cached = hit?.roles.get(roleId);
@@ -69,9 +70,12 @@ export class RoleCache {
     try {
       roles = await this.fetchShared(key, fetch);
     } catch (e) {
-      // The game cannot be reached: its last answer, if young enough, stands in for it, both
-      // for a role it listed and for one it did not.
+      // The game cannot be reached: its last answer, if young enough, stands in for it, for a
+      // role it listed and for one it left out after the binding was made. An answer from
+      // before the binding cannot tell: the role may have been created since (PROTOCOL 7:
+      // unreachable, nothing to serve, 500).
       if (!hit || this.o.clock.now() - hit.at > this.o.staleTtlMs) throw e;
+      if (!cached && hit.at <= boundAt) throw e;
       if (!cached) throw Errors.roleNotFound(`role ${roleId} no longer exists in the game`);
       return { role: cached, stale: true };
     }

@@ -54,7 +54,7 @@ export class BindingService {
     if (!binding) throw Errors.bindingNotFound(`partner user ${q.partner_user_id} has no role bound in game ${q.game_id}`);
     const fetch = () => this.d.gm.listRoles({ gameId: q.game_id, gmUrl: game.game.gm_url, secret: game.secrets[0] }, binding.combo_id);
     try {
-      const { role, stale } = await this.d.roles.get(q.game_id, binding.combo_id, binding.role_id, fetch);
+      const { role, stale } = await this.d.roles.get(q.game_id, binding.combo_id, binding.role_id, fetch, binding.bound_at);
       if (stale) this.d.logger?.warn({ gameId: q.game_id }, 'GM unreachable: served a cached role');
       return { bound_at: toSeconds(binding.bound_at), role };
     } catch (e) {
