@@ -36,6 +36,8 @@ export interface Database {
   checkpointer?: WalCheckpointer;
   /** Connection pool counters (PostgreSQL only), for /metrics. */
   poolStats?(): { total: number; idle: number; waiting: number };
+  /** PostgreSQL: the statements that give a connection its time-outs ('' when there are none). */
+  sessionTimeouts?: string;
   close(): Promise<void>;
 }
 
@@ -164,18 +166,21 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
     connectionString: url,
     max: options.poolSize ?? 10,
     connectionTimeoutMillis: 5000,
-    // Sent at connect as session defaults: a request waiting on a lock someone else holds (an
-    // operator's ALTER TABLE, a stuck transaction) fails with 503 instead of holding its pool
-    // connection, and a transaction this process left open cannot hold its locks forever.
-    ...(options.statementTimeoutMs
-      ? { statement_timeout: options.statementTimeoutMs, idle_in_transaction_session_timeout: options.statementTimeoutMs }
-      : {}),
   });
+  const timeouts = options.statementTimeoutMs ? timeoutStatements(options.statementTimeoutMs) : '';
   // A client losing its connection (database restart) must not crash the process: the pool
   // reports idle clients' errors, and a client in use also emits 'error' besides failing its
   // query (the query's rejection is what the request sees: 503).
   pool.on('error', () => {});
-  pool.on('connect', (client) => client.on('error', () => {}));
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+    // The time-outs, set before the connection's first query (the pool hands it out after this
+    // event; a client runs its queries in order): a request waiting on a lock someone else
+    // holds (an operator's ALTER TABLE, a stuck transaction) fails with 503 instead of holding
+    // its pool connection, and a transaction left open cannot hold its locks forever. SET, not
+    // startup parameters: PgBouncer refuses a connection that sends those.
+    if (timeouts) client.query(timeouts).catch(() => {});
+  });
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   return {
     db,
@@ -186,6 +191,7 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
       await sql`select 1`.execute(db);
     },
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    sessionTimeouts: timeouts,
     close: () => db.destroy(),
   };
 }
@@ -214,14 +220,12 @@ export async function migrateToLatest(database: Database, list?: Record<string, 
     // PostgreSQL: Kysely runs the pending migrations in one transaction, under an advisory lock,
     // here on one connection without the statement time-out: a migration may rewrite a table.
     return db.connection().execute(async (conn) => {
-      await sql`set statement_timeout = 0`.execute(conn);
-      await sql`set idle_in_transaction_session_timeout = 0`.execute(conn);
+      await sql.raw(timeoutStatements(0)).execute(conn);
       try {
         return throwIfFailed(await migrator(conn, list).migrateToLatest());
       } finally {
-        // Back to the connection's defaults (the pool's time-outs) before it serves requests.
-        await sql`reset statement_timeout`.execute(conn);
-        await sql`reset idle_in_transaction_session_timeout`.execute(conn);
+        // Back to the pool's time-outs (or the server's defaults) before it serves requests.
+        await sql.raw(database.sessionTimeouts || 'reset statement_timeout; reset idle_in_transaction_session_timeout').execute(conn);
       }
     });
   }
@@ -272,6 +276,12 @@ export async function migrationsApplied(db: Kysely<DB>): Promise<boolean> {
 
 const UNREACHABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'EPIPE']);
 const UNREACHABLE_MESSAGE = /Connection terminated|timeout exceeded when trying to connect|not queryable|Cannot use a pool after calling end/;
+
+/** PostgreSQL: the SET statements that give a connection these time-outs (ms; 0: none). */
+function timeoutStatements(ms: number): string {
+  if (!Number.isSafeInteger(ms) || ms < 0) throw new Error(`statement time-out must be a whole number of ms (got ${ms})`);
+  return `set statement_timeout = ${ms}; set idle_in_transaction_session_timeout = ${ms}`;
+}
 
 /**
  * True when PostgreSQL ended a statement for taking too long: the statement time-out
