@@ -240,7 +240,15 @@ export async function migrateToLatest(database: Database, list?: Record<string, 
   try {
     await sql`begin immediate`.execute(db);
     const result = await migrator(db, list).migrateToLatest();
-    await sql.raw(result.error ? 'rollback' : 'commit').execute(db);
+    if (!result.error) await sql`commit`.execute(db);
+    else {
+      try {
+        await sql`rollback`.execute(db);
+      } catch {
+        // SQLite rolled the transaction back itself (disk full, I/O error): "no transaction is
+        // active" must not hide the migration's own error, which says why.
+      }
+    }
     return throwIfFailed(result);
   } finally {
     await sql`pragma busy_timeout = ${sql.lit(SQLITE_BUSY_TIMEOUT_MS)}`.execute(db);
