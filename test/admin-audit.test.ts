@@ -55,6 +55,14 @@ describe('GET /admin/v1/audit', () => {
     ["UTF-8''%E2%80%AEevil", 'admin'],
     ["UTF-8''%E6%9D", 'admin'],
     ["UTF-8''", "admin:UTF-8''"],
+    // RFC 8187: a language tag is allowed (and ignored); only UTF-8 is decoded.
+    ["UTF-8'zh-Hans'%E6%9D%8E%E9%9B%B7", 'admin:李雷'],
+    ["ISO-8859-1''Jos%E9", "admin:ISO-8859-1''Jos%E9"],
+    ["O'Neil's", "admin:O'Neil's"],
+    // The zero-width joiner that Sinhala (and other Indic scripts) need: ශ්‍රී.
+    ["UTF-8''%E0%B7%81%E0%B7%8A%E2%80%8D%E0%B6%BB%E0%B7%93", 'admin:ශ්\u200dරී'],
+    // Spaces at either end are not kept by HTTP, nor taken encoded.
+    ["UTF-8''%20bob", 'admin'],
   ])('X-Operator %s is recorded as %s', async (header, actor) => {
     const game = await createGame(t);
     const r = await fetch(`${t.url}/admin/v1/games/${game.gameId}`, {

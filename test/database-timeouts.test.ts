@@ -1,9 +1,12 @@
-import { sql } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/index.js';
 import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
-import { createGame, orderBody, signed, startService, type TestGame, type TestService } from './helpers/service.js';
+import { admin, createGame, orderBody, signed, startService, type TestGame, type TestService } from './helpers/service.js';
+import { paidOrder } from './helpers/paid-orders.js';
+import { migrations } from '../src/db/migrations/index.js';
+import type { DB } from '../src/db/schema.js';
 
 /**
  * DATABASE_STATEMENT_TIMEOUT_MS (PostgreSQL): a request waiting on a lock that someone else
@@ -71,6 +74,29 @@ describe.skipIf(TEST_DB !== 'postgres')('PostgreSQL statement time-out (DATABASE
     expect(rows).toHaveLength(1);
   });
 
+  it('a bulk redelivery (a large transaction) is not held to the limit: it waits out a lock longer than it, then answers 200', async () => {
+    // POST .../notifications/redeliver may touch millions of rows after a long outage: a time-out
+    // there would fail every retry alike.
+    const { order, notificationId } = await paidOrder(t, game, 'http://127.0.0.1:9/notify');
+    await t.service.database.db.updateTable('notifications').set({ status: 'failed', locked_until: 0, locked_by: null }).where('notification_id', '=', notificationId).execute();
+    const c = new pg.Client({ connectionString: t.db.url });
+    await c.connect();
+    await c.query('begin');
+    await c.query('select 1 from orders where order_id = $1 for update', [order.order_id]);
+    const answer = admin(t, 'POST', `/admin/v1/games/${game.gameId}/notifications/redeliver`, { since: 0 });
+    // Wait until the redelivery waits on the lock, then hold it past the 300 ms limit.
+    for (;;) {
+      const { rows } = await c.query("select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'");
+      if (rows[0].n > 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    await c.query('rollback');
+    await c.end();
+    const r = await answer;
+    expect([r.status, r.body]).toEqual([200, { count: 1 }]);
+  });
+
   it('the pool connections carry the limit as their default', async () => {
     const { rows } = await sql<{ statement_timeout: string }>`show statement_timeout`.execute(t.service.database.db);
     expect(rows[0]?.statement_timeout).toBe('300ms');
@@ -104,6 +130,30 @@ describe.skipIf(TEST_DB !== 'postgres')('PostgreSQL statement time-out: migratio
     await expect(sql`select pg_sleep(0.5)`.execute(database.db)).rejects.toMatchObject({ code: '57014' });
     const { rows } = await sql<{ statement_timeout: string }>`show statement_timeout`.execute(database.db);
     expect(rows[0]?.statement_timeout).toBe('200ms');
+  });
+
+  it('an up-to-date database is not touched (no SET at all, so nothing can stay behind on a shared server connection); pending migrations each turn the limit off for their transaction only', async () => {
+    // The SETs this run sends, seen through Kysely's query log on a real pool (PgBouncer keeps a
+    // session SET on whichever server connection it ran on: other instances would inherit it).
+    const fresh = await createTestDatabase();
+    const seen: string[] = [];
+    const pool = new pg.Pool({ connectionString: fresh.url, max: 2 });
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), log: (e) => void seen.push(e.query.sql) });
+    const base = openDatabase(fresh.url, { statementTimeoutMs: 200 });
+    const logged: Database = { ...base, db };
+    try {
+      await migrateToLatest(logged, migrations);
+      seen.length = 0;
+      await migrateToLatest(logged, migrations);
+      expect(seen.filter((q) => /statement_timeout/.test(q))).toEqual([]);
+      const next = { ...migrations, '9002_next': { up: async (d: Kysely<any>) => void (await sql`create table next_migration_done (x int)`.execute(d)) } };
+      await migrateToLatest(logged, next);
+      expect(seen.filter((q) => /set local statement_timeout = 0/.test(q))).toHaveLength(1);
+    } finally {
+      await db.destroy();
+      await base.close();
+      await fresh.drop();
+    }
   });
 
   it('a transaction left idle longer than the limit is ended by the server (the session default is set)', async () => {

@@ -9,6 +9,7 @@ import { PartnerDetail, Partners } from './Partners';
 import { Link, match, navigate, useRoute } from './router';
 import { SessionsPage } from './Sessions';
 import { ErrorBox, Field, useAction } from './ui';
+import { isOperatorName } from '../../src/lib/operator-name';
 
 const NAV: [string, string][] = [
   ['/', 'Overview'],
@@ -92,6 +93,10 @@ function SignIn({ onSignedIn, expired }: { onSignedIn: () => void; expired: bool
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     const ok = await action.run(async () => {
+      // A name the audit log cannot hold would be left out of every change without a word.
+      if (operator.trim() && !isOperatorName(operator.trim())) {
+        throw new Error('Your name must be 1 to 64 characters, without control or invisible characters');
+      }
       await api.checkToken(token.trim());
       return true;
     });

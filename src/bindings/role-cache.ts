@@ -27,7 +27,13 @@ function playerKey(gameId: string, comboId: string): string {
   return [gameId.length, gameId, comboId].join(':');
 }
 
-/** A player's roles as the game last listed them. */
+/**
+ * A binding's time comes from the clock of the instance that made it: a list is taken as newer
+ * than a binding only when it was asked for this much later (instances' clocks differ a little).
+ */
+const CLOCK_MARGIN_MS = 5_000;
+
+/** A player's roles as the game last listed them (`at`: when they were asked for). */
 interface Listing {
   roles: Map<string, Role>;
   at: number;
@@ -75,7 +81,7 @@ export class RoleCache {
       // before the binding cannot tell: the role may have been created since (PROTOCOL 7:
       // unreachable, nothing to serve, 500).
       if (!hit || this.o.clock.now() - hit.at > this.o.staleTtlMs) throw e;
-      if (!cached && hit.at <= boundAt) throw e;
+      if (!cached && hit.at <= boundAt + CLOCK_MARGIN_MS) throw e;
       if (!cached) throw Errors.roleNotFound(`role ${roleId} no longer exists in the game`);
       return { role: cached, stale: true };
     }
@@ -94,8 +100,11 @@ export class RoleCache {
   private async fetchShared(key: string, fetch: () => Promise<Role[]>): Promise<Role[]> {
     let flight = this.flights.get(key);
     if (!flight) {
+      // The list is as of when it was asked for: a role bound while the answer was on its way
+      // may not be in it.
+      const askedAt = this.o.clock.now();
       const result = fetch().then((roles) => {
-        this.store(key, roles);
+        this.store(key, roles, askedAt);
         return roles;
       });
       const created = { result, waiters: 0 };
@@ -115,13 +124,13 @@ export class RoleCache {
     }
   }
 
-  private store(key: string, roles: Role[]): void {
+  private store(key: string, roles: Role[], askedAt: number): void {
     // Re-insert so Map order is oldest-first: eviction drops the least recently fetched player.
     this.drop(key);
     // A role id listed twice: the first one, as a fresh answer's `find` serves it.
     const byId = new Map<string, Role>();
     for (const r of roles) if (!byId.has(r.role_id)) byId.set(r.role_id, r);
-    this.entries.set(key, { roles: byId, at: this.o.clock.now() });
+    this.entries.set(key, { roles: byId, at: askedAt });
     this.roleCount += byId.size;
     // Bounded by players and by roles: one GM's long lists cannot fill the process's memory
     // (an answer alone over maxRoles is not kept at all).

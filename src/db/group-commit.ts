@@ -18,7 +18,8 @@ export interface TransactionOptions {
   /**
    * The transaction may change many rows (a bulk operation): on SQLite it runs alone, with its
    * journals in temporary files rather than in memory, so its memory use does not grow with
-   * its size.
+   * its size; on PostgreSQL it runs without the statement time-out
+   * (DATABASE_STATEMENT_TIMEOUT_MS), which it could outgrow for good.
    */
   large?: boolean;
   /**

@@ -185,7 +185,12 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
   return {
     db,
     dialect: 'postgres',
-    transaction: (fn) => db.transaction().execute(fn),
+    transaction: (fn, options) =>
+      db.transaction().execute(async (trx) => {
+        // SET LOCAL: for this transaction only, on its connection (also behind PgBouncer).
+        if (options?.large && timeouts) await sql.raw(NO_TIMEOUTS_HERE).execute(trx);
+        return fn(trx);
+      }),
     oneStatement: (fn) => fn(db),
     ping: async () => {
       await sql`select 1`.execute(db);
@@ -217,14 +222,28 @@ export async function migrateToLatest(database: Database, list?: Record<string, 
   // openSqlite), so memory does not grow with the table.
   const sqlite = database.dialect === 'sqlite';
   if (!sqlite) {
-    // PostgreSQL: Kysely runs the pending migrations in one transaction, under an advisory lock,
-    // here on one connection without the statement time-out: a migration may rewrite a table.
+    // PostgreSQL: Kysely runs the pending migrations in one transaction, under an advisory lock.
+    // A migration may rewrite a table: each one turns the statement time-out off for the rest
+    // of that transaction (SET LOCAL, which PgBouncer keeps on the transaction's connection).
+    const known = await migrator(db, list).getMigrations();
+    if (known.every((m) => m.executedAt !== undefined)) {
+      // Nothing to run, and no SET sent; but a newer release's migrations are still refused.
+      const { rows } = await sql<{ name: string }>`select name from kysely_migration`.execute(db);
+      const names = new Set(known.map((m) => m.name));
+      const unknown = rows.find((r) => !names.has(r.name));
+      if (unknown) throw newerRelease(unknown.name);
+      return { results: [] };
+    }
+    const unlimited = withoutTimeouts(list ?? migrations);
+    // Waiting for another instance's migrations (the lock) must not time out either: the session
+    // of this one connection goes without, and gets the pool's time-outs back after. Behind
+    // PgBouncer (transaction pooling) these session SETs may land on other server connections:
+    // run upgrades' migrations through a direct connection there (docs/deployment.md).
     return db.connection().execute(async (conn) => {
       await sql.raw(timeoutStatements(0)).execute(conn);
       try {
-        return throwIfFailed(await migrator(conn, list).migrateToLatest());
+        return throwIfFailed(await migrator(conn, unlimited).migrateToLatest());
       } finally {
-        // Back to the pool's time-outs (or the server's defaults) before it serves requests.
         await sql.raw(database.sessionTimeouts || 'reset statement_timeout; reset idle_in_transaction_session_timeout').execute(conn);
       }
     });
@@ -267,13 +286,15 @@ function throwIfFailed(result: MigrationResultSet): MigrationResultSet {
   if (!result.error) return result;
   const message = result.error instanceof Error ? result.error.message : String(result.error);
   const newer = /previously executed migration (\S+) is missing/.exec(message);
-  if (newer) {
-    throw new DatabaseUnusableError(
-      new Error(`it was migrated by a newer release of this service (migration ${newer[1]} is unknown to this one): run that release, or restore the backup made before the upgrade`),
-    );
-  }
+  if (newer) throw newerRelease(newer[1] as string);
   const failed = result.results?.find((r) => r.status === 'Error');
   throw new DatabaseUnusableError(new Error(failed ? `migration ${failed.migrationName} failed: ${message}` : message));
+}
+
+function newerRelease(migration: string): DatabaseUnusableError {
+  return new DatabaseUnusableError(
+    new Error(`it was migrated by a newer release of this service (migration ${migration} is unknown to this one): run that release, or restore the backup made before the upgrade`),
+  );
 }
 
 /** True when every known migration has been applied. */
@@ -284,6 +305,24 @@ export async function migrationsApplied(db: Kysely<DB>): Promise<boolean> {
 
 const UNREACHABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'EPIPE']);
 const UNREACHABLE_MESSAGE = /Connection terminated|timeout exceeded when trying to connect|not queryable|Cannot use a pool after calling end/;
+
+const NO_TIMEOUTS_HERE = 'set local statement_timeout = 0; set local idle_in_transaction_session_timeout = 0';
+
+/** Each migration first turns the time-outs off for the rest of its transaction (PostgreSQL). */
+function withoutTimeouts(list: Record<string, Migration>): Record<string, Migration> {
+  return Object.fromEntries(
+    Object.entries(list).map(([name, m]) => [
+      name,
+      {
+        ...m,
+        up: async (db: Kysely<any>) => {
+          await sql.raw(NO_TIMEOUTS_HERE).execute(db);
+          await m.up(db);
+        },
+      },
+    ]),
+  );
+}
 
 /** PostgreSQL: the SET statements that give a connection these time-outs (ms; 0: none). */
 function timeoutStatements(ms: number): string {

@@ -7,15 +7,21 @@
 
 const MAX_CODE_POINTS = 64;
 const PRINTABLE_ASCII = /^[\x20-\x7e]+$/;
-const EXTENDED = /^utf-8''((?:%[0-9a-f]{2}|[a-z0-9!#$&+\-.^_`|~])+)$/i;
-// No control, format (bidi overrides, zero-width) or line/paragraph separator characters: the
-// name is shown in tables and logs as one line, as written.
-const UNSHOWABLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/u;
+// UTF-8, an optional language tag (ignored), the value: RFC 8187's ext-value. Other charsets
+// are not recognised (the value is then taken as a plain ASCII name).
+const EXTENDED = /^utf-8'[a-z0-9-]*'((?:%[0-9a-f]{2}|[a-z0-9!#$&+\-.^_`|~])+)$/i;
+// No control, format (bidi overrides, invisible marks) or line/paragraph separator characters:
+// the name is shown in tables and logs as one line, as written. The zero-width joiner and
+// non-joiner are format characters that names in Indic scripts and Persian need.
+const UNSHOWABLE = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}/u;
 
-/** A name the audit log can hold: 1-64 code points, none of them unshowable. */
+/**
+ * A name the audit log can hold: 1-64 code points, none of them unshowable, no space at either
+ * end (HTTP drops it from a header value).
+ */
 export function isOperatorName(name: string): boolean {
   const length = [...name].length;
-  return length >= 1 && length <= MAX_CODE_POINTS && !UNSHOWABLE.test(name);
+  return length >= 1 && length <= MAX_CODE_POINTS && !UNSHOWABLE.test(name) && name.trim() === name;
 }
 
 /** The header value for `name`, or null when the audit log cannot hold it. */

@@ -66,3 +66,36 @@ describe('RoleCache answers', () => {
     expect(cache.heldRoles()).toBe(before + 1);
   });
 });
+
+describe('RoleCache while the game cannot be reached: a list against a binding', () => {
+  const down = () => Promise.reject(new Error('the game could not be reached'));
+
+  it('a list asked for before a binding, answered after it (a slow GM), does not make its role 404: the fetch error stands', async () => {
+    const clock = new ManualClock(1_000_000);
+    const cache = new RoleCache({ clock, ttlMs: 300_000, staleTtlMs: 3_600_000 });
+    let answer: (roles: Role[]) => void = () => {};
+    const slow = new Promise<Role[]>((resolve) => (answer = resolve));
+    const first = cache.get('g', 'c', 'r1', () => slow, 0);
+    clock.advance(50);
+    const boundAt = clock.now(); // r2 is created and bound while the list is on its way
+    clock.advance(6_000);
+    answer([role('r1', 'one')]);
+    await first;
+    clock.advance(301_000); // past the TTL: the next query asks the game, which is down
+    await expect(cache.get('g', 'c', 'r2', down, boundAt)).rejects.toThrow('the game could not be reached');
+  });
+
+  it('a list asked for well after the binding that leaves the role out is role_not_found; within the clock margin it is not', async () => {
+    const clock = new ManualClock(1_000_000);
+    const cache = new RoleCache({ clock, ttlMs: 300_000, staleTtlMs: 3_600_000 });
+    const boundAt = clock.now();
+    clock.advance(4_000); // another instance's clock may be this far ahead: not taken as newer
+    await cache.get('g', 'c', 'r1', async () => [role('r1', 'one')], 0);
+    clock.advance(301_000);
+    await expect(cache.get('g', 'c', 'r2', down, boundAt)).rejects.toThrow('the game could not be reached');
+    clock.advance(1_000);
+    await cache.get('g', 'c', 'r1', async () => [role('r1', 'one')], 0); // asked 306 s after the binding
+    clock.advance(301_000);
+    await expect(cache.get('g', 'c', 'r2', down, boundAt)).rejects.toMatchObject({ code: 'role_not_found' });
+  });
+});
