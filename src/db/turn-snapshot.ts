@@ -54,7 +54,12 @@ export class TurnSnapshot {
       // A read transaction has nothing to commit; this only releases its snapshot.
       this.commit.run();
     } catch {
-      this.rollback.run();
+      try {
+        this.rollback.run();
+      } catch {
+        // SQLite ended the transaction itself (an I/O error in a read): nothing is held. At the
+        // end of a turn (setImmediate) this must not throw: it would end the process.
+      }
     }
   }
 
