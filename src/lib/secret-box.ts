@@ -60,9 +60,9 @@ export class SecretBox {
     if (sealed.startsWith('v2:')) {
       const [, kid, payload] = sealed.split(':');
       const entry = this.keys.find((k) => k.kid === kid);
-      if (!entry || payload === undefined) {
-        throw new UnknownSealingKeyError(`secret sealed with unknown key id ${kid}: set SECRETS_KEY_PREVIOUS to the key it was sealed with`);
-      }
+      if (!entry) throw new UnknownSealingKeyError(`secret sealed with unknown key id ${kid}: set SECRETS_KEY_PREVIOUS to the key it was sealed with`);
+      // A known key and no payload: the value is damaged, not sealed with another key.
+      if (payload === undefined) throw new Error('sealed secret is truncated');
       return gcmOpen(entry.key, payload);
     }
     if (sealed.startsWith('v1:')) {
