@@ -16,42 +16,69 @@ const SECRET_KEYS = new Set([
 ]);
 
 const CENSOR = '[redacted]';
-/** Deep enough for an error's cause's response headers; deeper values are left as they are. */
-const MAX_DEPTH = 8;
+/** Past this depth a value is replaced whole (fail closed: nothing deeper is written unread). */
+const MAX_DEPTH = 64;
+const TOO_DEEP = '[redacted: nested too deep]';
+const CIRCULAR = '[Circular]';
+/** Objects met in one walk: their censored form, or IN_PROGRESS while on the current path. */
+type Seen = Map<object, unknown>;
+const IN_PROGRESS = Symbol('in progress');
 
 /**
  * `value` with every SECRET_KEYS entry censored, at any depth. Copy on write: a value with
  * nothing to censor (every request line) is returned as it is, after one look at each key.
  * Written here rather than pino's `redact` (fast-redact): that takes fixed paths, one level of
  * `*` per path, and its wildcard paths cost ~4 µs per request line (docs/benchmarks.md); this
- * walk costs a fraction of a microsecond for a request line and sees every level.
+ * walk costs a fraction of a microsecond for a request line and sees every level. An object met
+ * twice gets the same censored form (a shared object is censored everywhere), one that refers
+ * back to itself is written "[Circular]", and past MAX_DEPTH levels the rest is replaced.
  */
-export function redactSecrets<T>(value: T, depth = 0): T {
-  if (value === null || typeof value !== 'object' || depth > MAX_DEPTH) return value;
+export function redactSecrets<T>(value: T): T {
+  return walk(value, 0, null);
+}
+
+function walk<T>(value: T, depth: number, seen: Seen | null): T {
+  if (value === null || typeof value !== 'object') return value;
+  // Buffers, Maps and the like are written by their own serialisation, not walked.
+  if (ArrayBuffer.isView(value) || value instanceof Map || value instanceof Set) return value;
+  if (seen?.has(value)) {
+    const done = seen.get(value);
+    return (done === IN_PROGRESS ? CIRCULAR : done) as T;
+  }
+  if (depth > MAX_DEPTH) return TOO_DEEP as T;
+  // The map is made at the first nested object: a flat request line allocates nothing.
+  const child = <V>(v: V): V => {
+    if (v === null || typeof v !== 'object') return v;
+    seen ??= new Map<object, unknown>([[value, IN_PROGRESS]]);
+    return walk(v, depth + 1, seen);
+  };
+  seen?.set(value, IN_PROGRESS);
+  let result: unknown;
   if (Array.isArray(value)) {
     let out: unknown[] | null = null;
     for (let i = 0; i < value.length; i++) {
-      const v = redactSecrets(value[i], depth + 1);
+      const v = child(value[i]);
       if (v !== value[i]) (out ??= value.slice())[i] = v;
     }
-    return (out ?? value) as T;
+    result = out ?? value;
+  } else {
+    let out: Record<string, unknown> | null = null;
+    const src = value as Record<string, unknown>;
+    for (const key in src) {
+      if (!Object.prototype.hasOwnProperty.call(src, key)) continue;
+      const v = src[key];
+      const next = SECRET_KEYS.has(key.toLowerCase()) && v !== undefined && v !== null ? CENSOR : child(v);
+      if (next !== v) (out ??= copyOf(src))[key] = next;
+    }
+    // An error's cause is its own property but not enumerable; pino's serialiser writes it.
+    if (src instanceof Error && src.cause !== undefined) {
+      const cause = child(src.cause);
+      if (cause !== src.cause) (out ??= copyOf(src)).cause = cause;
+    }
+    result = out ?? value;
   }
-  // Buffers, Maps and the like are written by their own serialisation, not walked.
-  if (ArrayBuffer.isView(value) || value instanceof Map || value instanceof Set) return value;
-  let out: Record<string, unknown> | null = null;
-  const src = value as Record<string, unknown>;
-  for (const key in src) {
-    if (!Object.prototype.hasOwnProperty.call(src, key)) continue;
-    const v = src[key];
-    const next = SECRET_KEYS.has(key.toLowerCase()) && v !== undefined && v !== null ? CENSOR : redactSecrets(v, depth + 1);
-    if (next !== v) (out ??= copyOf(src))[key] = next;
-  }
-  // An error's cause is its own property but not enumerable; pino's serialiser writes it.
-  if (src instanceof Error && src.cause !== undefined) {
-    const cause = redactSecrets(src.cause, depth + 1);
-    if (cause !== src.cause) (out ??= copyOf(src)).cause = cause;
-  }
-  return (out ?? value) as T;
+  (seen as Seen | null)?.set(value, result);
+  return result as T;
 }
 
 /** A copy that keeps an Error's message and stack (own, not enumerable) for the serialiser. */

@@ -64,4 +64,50 @@ describe('log redaction', () => {
     const buf = Buffer.from('token');
     expect(redactSecrets({ buf }).buf).toBe(buf);
   });
+
+  it('censors at any depth: a token nested 9 and 40 levels deep; past 64 levels the rest is replaced, never written as it is', () => {
+    const nest = (levels: number, inner: unknown) => {
+      let o: unknown = inner;
+      for (let d = 1; d <= levels; d++) o = { [`l${d}`]: o };
+      return o;
+    };
+    for (const levels of [8, 39, 63]) {
+      const { logger, lines } = capture();
+      logger.info({ obj: nest(levels, { token: 'deep-secret', kept: 1 }) }, `nesting ${levels + 1}`);
+      const text = JSON.stringify(lines[0]);
+      expect(text, String(levels)).not.toContain('deep-secret');
+      expect(text, String(levels)).toContain('"token":"[redacted]","kept":1');
+    }
+    const { logger, lines } = capture();
+    logger.info({ obj: nest(80, { token: 'deepest-secret' }) }, 'nesting 81');
+    const text = JSON.stringify(lines[0]);
+    expect(text).not.toContain('deepest-secret');
+    expect(text).toContain('[redacted: nested too deep]');
+  });
+
+  it('censors an object everywhere it is referenced, and one that refers back to itself', () => {
+    const shared = { token: 'shared-secret' };
+    const cyclic: Record<string, unknown> = { password: 'cyclic-secret' };
+    cyclic.self = cyclic;
+    const { logger, lines } = capture();
+    logger.info({ a: shared, b: [shared], c: { d: shared }, cyclic }, 'm');
+    const text = JSON.stringify(lines[0]);
+    expect(text).not.toContain('shared-secret');
+    expect(text).not.toContain('cyclic-secret');
+    expect(lines[0]).toMatchObject({ a: { token: '[redacted]' }, b: [{ token: '[redacted]' }], c: { d: { token: '[redacted]' } }, cyclic: { password: '[redacted]', self: '[Circular]' } });
+  });
+
+  it.each([['adminToken'], ['ADMINTOKEN'], ['set-cookie'], ['Proxy-Authorization'], ['secrets_key'], ['order_token']])('censors the documented key %s', (key) => {
+    const { logger, lines } = capture();
+    logger.info({ headers: { [key]: 'value-that-must-not-show' } }, 'm');
+    expect(JSON.stringify(lines[0])).not.toContain('value-that-must-not-show');
+  });
+
+  it('never mutates an array it censors', () => {
+    const list = [{ token: 't1' }, { ok: 1 }];
+    const out = redactSecrets({ list });
+    expect(out.list).toEqual([{ token: '[redacted]' }, { ok: 1 }]);
+    expect(out.list).not.toBe(list);
+    expect(list[0]).toEqual({ token: 't1' });
+  });
 });
