@@ -34,7 +34,47 @@ const IN_PROGRESS = Symbol('in progress');
  * back to itself is written "[Circular]", and past MAX_DEPTH levels the rest is replaced.
  */
 export function redactSecrets<T>(value: T): T {
+  // Most lines hold no secret: they are written exactly as given (cycles, toJSON and getters
+  // left to pino), after a look at each key. Only a line with one is copied.
+  try {
+    if (!containsSecret(value, 0)) return value;
+  } finally {
+    looked.clear();
+  }
   return walk(value, 0, null);
+}
+
+/** Objects already looked at by containsSecret in this call (one thread: reused, cleared). */
+const looked = new Set<object>();
+
+function containsSecret(value: unknown, depth: number): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  if (ArrayBuffer.isView(value) || value instanceof Map || value instanceof Set) return false;
+  if (depth > MAX_DEPTH) return true; // fail closed: the walk replaces what is this deep
+  if (looked.has(value)) return false;
+  looked.add(value);
+  if (Array.isArray(value)) return value.some((v) => containsSecret(v, depth + 1));
+  const src = value as Record<string, unknown>;
+  for (const key in src) {
+    if (!Object.prototype.hasOwnProperty.call(src, key)) continue;
+    const v = src[key];
+    if (SECRET_KEYS.has(key.toLowerCase()) && v !== undefined && v !== null) return true;
+    if (containsSecret(v, depth + 1)) return true;
+  }
+  for (const hidden of hiddenParts(src)) if (containsSecret(hidden[1], depth + 1)) return true;
+  return false;
+}
+
+/**
+ * An error's own properties that are not enumerable but that pino's serialiser writes: its
+ * cause, and an AggregateError's errors.
+ */
+function hiddenParts(src: object): [string, unknown][] {
+  if (!(src instanceof Error)) return [];
+  const parts: [string, unknown][] = [];
+  if (src.cause !== undefined) parts.push(['cause', src.cause]);
+  if (src instanceof AggregateError) parts.push(['errors', src.errors]);
+  return parts;
 }
 
 function walk<T>(value: T, depth: number, seen: Seen | null): T {
@@ -70,10 +110,9 @@ function walk<T>(value: T, depth: number, seen: Seen | null): T {
       const next = SECRET_KEYS.has(key.toLowerCase()) && v !== undefined && v !== null ? CENSOR : child(v);
       if (next !== v) (out ??= copyOf(src))[key] = next;
     }
-    // An error's cause is its own property but not enumerable; pino's serialiser writes it.
-    if (src instanceof Error && src.cause !== undefined) {
-      const cause = child(src.cause);
-      if (cause !== src.cause) (out ??= copyOf(src)).cause = cause;
+    for (const [key, hidden] of hiddenParts(src)) {
+      const next = child(hidden);
+      if (next !== hidden) (out ??= copyOf(src))[key] = next;
     }
     result = out ?? value;
   }
@@ -92,6 +131,19 @@ function copyOf(src: Record<string, unknown>): Record<string, unknown> {
 }
 
 /**
+ * The logged object, censored; if it cannot be copied for that (a getter-only property to
+ * censor, an object with internal slots), it is left out rather than written unread, and the
+ * log call itself does not throw.
+ */
+function safelyRedacted(obj: Record<string, unknown>): Record<string, unknown> {
+  try {
+    return redactSecrets(obj);
+  } catch {
+    return { redactionFailed: 'the logged object could not be censored and was left out' };
+  }
+}
+
+/**
  * JSON logs. Secrets, tokens, cookies and Authorization headers are censored wherever they
  * appear in a logged object (errors included, before pino's error serialiser reads them), as
  * a second line of defence: code never logs them on purpose.
@@ -103,7 +155,7 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       base: { service: 'combo-platform' },
       // Child loggers keep this formatter. Their bindings are not walked: code sets them, to
       // fixed values such as `{ job: 'notifications' }` and Fastify's request id.
-      formatters: { log: (obj) => redactSecrets(obj) },
+      formatters: { log: safelyRedacted },
     },
     destination,
   );

@@ -63,6 +63,8 @@ describe('GET /admin/v1/audit', () => {
     ["UTF-8''%E0%B7%81%E0%B7%8A%E2%80%8D%E0%B6%BB%E0%B7%93", 'admin:ශ්\u200dරී'],
     // Spaces at either end are not kept by HTTP, nor taken encoded.
     ["UTF-8''%20bob", 'admin'],
+    // A name of joiners alone shows nothing.
+    ["UTF-8''%E2%80%8D", 'admin'],
   ])('X-Operator %s is recorded as %s', async (header, actor) => {
     const game = await createGame(t);
     const r = await fetch(`${t.url}/admin/v1/games/${game.gameId}`, {

@@ -205,14 +205,14 @@ describe('api', () => {
   });
 
   it('an --operator the audit log cannot hold is refused (exit 2), not dropped or sent as a broken header', async () => {
-    for (const name of ['x'.repeat(65), '李'.repeat(65), 'tab\there', 'bidi\u202eevil', ' bob', 'bob ', '   ']) {
+    for (const name of ['x'.repeat(65), '李'.repeat(65), 'tab\there', 'bidi\u202eevil', ' bob', 'bob ', '   ', '\u200d']) {
       const r = await runCli(['games', 'list', '--operator', name], env);
       expect(r.code, name).toBe(2);
       expect(r.stderr).toContain('1 to 64 characters');
     }
   });
 
-  it.each([['alice'], ['李雷'], ['José'], ["O'Brien (李) *"], ['x'.repeat(64)], ['ශ්\u200dරී']])('--operator %s names the person in the audit log', async (name) => {
+  it.each([['alice'], ['李雷'], ['José'], ["O'Brien (李) *"], ['x'.repeat(64)], ['ශ්\u200dරී'], ["UTF-8'en'Bob"], ["utf-8'x'%41lice"]])('--operator %s names the person in the audit log', async (name) => {
     const id = newGameId();
     const r = await runCli(['games', 'create', id, '--name', 'Audited', '--operator', name], env);
     expect(r.code, r.stderr).toBe(0);

@@ -14,6 +14,8 @@ const EXTENDED = /^utf-8'[a-z0-9-]*'((?:%[0-9a-f]{2}|[a-z0-9!#$&+\-.^_`|~])+)$/i
 // the name is shown in tables and logs as one line, as written. The zero-width joiner and
 // non-joiner are format characters that names in Indic scripts and Persian need.
 const UNSHOWABLE = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}/u;
+// At least one character that is neither a space nor a joiner.
+const VISIBLE = /[^\s\u200c\u200d]/u;
 
 /**
  * A name the audit log can hold: 1-64 code points, none of them unshowable, no space at either
@@ -21,14 +23,14 @@ const UNSHOWABLE = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}/u;
  */
 export function isOperatorName(name: string): boolean {
   const length = [...name].length;
-  return length >= 1 && length <= MAX_CODE_POINTS && !UNSHOWABLE.test(name) && name.trim() === name;
+  return length >= 1 && length <= MAX_CODE_POINTS && !UNSHOWABLE.test(name) && name.trim() === name && VISIBLE.test(name);
 }
 
 /** The header value for `name`, or null when the audit log cannot hold it. */
 export function encodeOperatorName(name: string): string | null {
   if (!isOperatorName(name)) return null;
   // Sent as is when plain ASCII, unless it would read as an extended value itself.
-  if (PRINTABLE_ASCII.test(name) && !/^utf-8''/i.test(name)) return name;
+  if (PRINTABLE_ASCII.test(name) && !/^utf-8'[a-z0-9-]*'/i.test(name)) return name;
   return `UTF-8''${encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`;
 }
 

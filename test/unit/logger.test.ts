@@ -103,6 +103,56 @@ describe('log redaction', () => {
     expect(JSON.stringify(lines[0])).not.toContain('value-that-must-not-show');
   });
 
+  it('writes a line with no secret exactly as given: a class with toJSON in a cycle, prototype getters', () => {
+    class Node {
+      kids: Node[] = [];
+      parent: Node | null = null;
+      constructor(readonly id: string) {}
+      toJSON() {
+        return { id: this.id, kids: this.kids.length };
+      }
+    }
+    const p = new Node('p');
+    const k = new Node('k');
+    k.parent = p;
+    p.kids.push(k);
+    class Res {
+      me: Res = this;
+      private readonly _s = 200;
+      get statusCode() {
+        return this._s;
+      }
+      toJSON() {
+        return { statusCode: this.statusCode };
+      }
+    }
+    const line = { node: p, res: new Res() };
+    expect(redactSecrets(line)).toBe(line);
+    const { logger, lines } = capture();
+    logger.info(line, 'm');
+    expect(lines[0]).toMatchObject({ node: { id: 'p', kids: 1 }, res: { statusCode: 200 } });
+  });
+
+  it("censors inside an AggregateError's errors, which pino writes", () => {
+    const { logger, lines } = capture();
+    logger.error({ err: new AggregateError([Object.assign(new Error('in'), { token: 'agg-secret' })], 'all failed') }, 'm');
+    expect(JSON.stringify(lines[0])).not.toContain('agg-secret');
+    expect(JSON.stringify(lines[0])).toContain('all failed');
+  });
+
+  it('an object that cannot be copied for censoring is left out; the log call does not throw', () => {
+    const { logger, lines } = capture();
+    const getterOnly = Object.defineProperty(new Error('x'), 'info', { get: () => ({ token: 'getter-secret' }), enumerable: true });
+    const withSlots = new DOMException('aborted', 'AbortError');
+    Object.defineProperty(withSlots, 'cause', { value: { token: 'dom-secret' }, enumerable: false });
+    expect(() => logger.error({ err: getterOnly }, 'a')).not.toThrow();
+    expect(() => logger.error({ err: withSlots }, 'b')).not.toThrow();
+    const text = JSON.stringify(lines);
+    expect(text).not.toContain('getter-secret');
+    expect(text).not.toContain('dom-secret');
+    expect(lines.map((l) => l.msg)).toEqual(['a', 'b']);
+  });
+
   it('never mutates an array it censors', () => {
     const list = [{ token: 't1' }, { ok: 1 }];
     const out = redactSecrets({ list });
