@@ -39,7 +39,7 @@ export function redactSecrets<T>(value: T): T {
   try {
     if (!containsSecret(value, 0)) return value;
   } finally {
-    looked.clear();
+    if (looked.size !== 0) looked.clear();
   }
   return walk(value, 0, null);
 }
@@ -51,8 +51,12 @@ function containsSecret(value: unknown, depth: number): boolean {
   if (value === null || typeof value !== 'object') return false;
   if (ArrayBuffer.isView(value) || value instanceof Map || value instanceof Set) return false;
   if (depth > MAX_DEPTH) return true; // fail closed: the walk replaces what is this deep
-  if (looked.has(value)) return false;
-  looked.add(value);
+  // The top object is not recorded (a flat request line touches no set): a cycle back to it
+  // looks at it once more, then finds it recorded.
+  if (depth > 0) {
+    if (looked.has(value)) return false;
+    looked.add(value);
+  }
   if (Array.isArray(value)) return value.some((v) => containsSecret(v, depth + 1));
   const src = value as Record<string, unknown>;
   for (const key in src) {
