@@ -41,15 +41,21 @@ export function redactSecrets<T>(value: T): T {
   } finally {
     if (looked.size !== 0) looked.clear();
   }
-  return walk(value, 0, null);
+  return walk(value, 0, new Map());
 }
+
+/** Objects that are walked: Buffers, Maps and the like are written by their own serialisation. */
+function walkable(value: unknown): value is object {
+  return value !== null && typeof value === 'object' && !ArrayBuffer.isView(value) && !(value instanceof Map) && !(value instanceof Set);
+}
+
+const isSecretEntry = (key: string, v: unknown): boolean => SECRET_KEYS.has(key.toLowerCase()) && v !== undefined && v !== null;
 
 /** Objects already looked at by containsSecret in this call (one thread: reused, cleared). */
 const looked = new Set<object>();
 
 function containsSecret(value: unknown, depth: number): boolean {
-  if (value === null || typeof value !== 'object') return false;
-  if (ArrayBuffer.isView(value) || value instanceof Map || value instanceof Set) return false;
+  if (!walkable(value)) return false;
   if (depth > MAX_DEPTH) return true; // fail closed: the walk replaces what is this deep
   // The top object is not recorded (a flat request line touches no set): a cycle back to it
   // looks at it once more, then finds it recorded.
@@ -62,8 +68,7 @@ function containsSecret(value: unknown, depth: number): boolean {
   for (const key in src) {
     if (!Object.prototype.hasOwnProperty.call(src, key)) continue;
     const v = src[key];
-    if (SECRET_KEYS.has(key.toLowerCase()) && v !== undefined && v !== null) return true;
-    if (containsSecret(v, depth + 1)) return true;
+    if (isSecretEntry(key, v) || containsSecret(v, depth + 1)) return true;
   }
   for (const hidden of hiddenParts(src)) if (containsSecret(hidden[1], depth + 1)) return true;
   return false;
@@ -81,27 +86,19 @@ function hiddenParts(src: object): [string, unknown][] {
   return parts;
 }
 
-function walk<T>(value: T, depth: number, seen: Seen | null): T {
-  if (value === null || typeof value !== 'object') return value;
-  // Buffers, Maps and the like are written by their own serialisation, not walked.
-  if (ArrayBuffer.isView(value) || value instanceof Map || value instanceof Set) return value;
-  if (seen?.has(value)) {
+function walk<T>(value: T, depth: number, seen: Seen): T {
+  if (!walkable(value)) return value;
+  if (seen.has(value)) {
     const done = seen.get(value);
     return (done === IN_PROGRESS ? CIRCULAR : done) as T;
   }
   if (depth > MAX_DEPTH) return TOO_DEEP as T;
-  // The map is made at the first nested object: a flat request line allocates nothing.
-  const child = <V>(v: V): V => {
-    if (v === null || typeof v !== 'object') return v;
-    seen ??= new Map<object, unknown>([[value, IN_PROGRESS]]);
-    return walk(v, depth + 1, seen);
-  };
-  seen?.set(value, IN_PROGRESS);
+  seen.set(value, IN_PROGRESS);
   let result: unknown;
   if (Array.isArray(value)) {
     let out: unknown[] | null = null;
     for (let i = 0; i < value.length; i++) {
-      const v = child(value[i]);
+      const v = walk(value[i], depth + 1, seen);
       if (v !== value[i]) (out ??= value.slice())[i] = v;
     }
     result = out ?? value;
@@ -111,16 +108,16 @@ function walk<T>(value: T, depth: number, seen: Seen | null): T {
     for (const key in src) {
       if (!Object.prototype.hasOwnProperty.call(src, key)) continue;
       const v = src[key];
-      const next = SECRET_KEYS.has(key.toLowerCase()) && v !== undefined && v !== null ? CENSOR : child(v);
+      const next = isSecretEntry(key, v) ? CENSOR : walk(v, depth + 1, seen);
       if (next !== v) (out ??= copyOf(src))[key] = next;
     }
     for (const [key, hidden] of hiddenParts(src)) {
-      const next = child(hidden);
+      const next = walk(hidden, depth + 1, seen);
       if (next !== hidden) (out ??= copyOf(src))[key] = next;
     }
     result = out ?? value;
   }
-  (seen as Seen | null)?.set(value, result);
+  seen.set(value, result);
   return result as T;
 }
 

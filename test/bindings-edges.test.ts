@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { AdminBinding } from '../src/bindings/schemas.js';
 import { ManualClock } from '../src/lib/clock.js';
 import { admin, createGame, signed, startService, type TestGame, type TestService } from './helpers/service.js';
 import { createPartner, FakeGm, partnerGet, queryUri, role, type TestPartner } from './helpers/partners.js';
@@ -46,14 +47,8 @@ function unbind(game: TestGame, partner: TestPartner, partnerUserId: string) {
   return signed(t, game, 'POST', '/v1/server/unbind-partner-user', { partner_id: partner.partnerId, partner_user_id: partnerUserId });
 }
 
-interface Listed {
-  game_id: string;
-  partner_id: string;
-  partner_user_id: string;
-  combo_id: string;
-  role_id: string;
-  bound_at: number;
-}
+/** A row of GET /admin/v1/bindings. */
+type Listed = AdminBinding;
 
 async function listAll(query: string, limit: number): Promise<{ rows: Listed[]; pages: { size: number; next: string | null }[] }> {
   const rows: Listed[] = [];

@@ -188,7 +188,7 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
     transaction: (fn, options) =>
       db.transaction().execute(async (trx) => {
         // SET LOCAL: for this transaction only, on its connection (also behind PgBouncer).
-        if (options?.large && timeouts) await sql.raw(NO_TIMEOUTS_HERE).execute(trx);
+        if (options?.large && timeouts) await sql.raw(timeoutStatements(0, 'local')).execute(trx);
         return fn(trx);
       }),
     oneStatement: (fn) => fn(db),
@@ -306,8 +306,6 @@ export async function migrationsApplied(db: Kysely<DB>): Promise<boolean> {
 const UNREACHABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'EPIPE']);
 const UNREACHABLE_MESSAGE = /Connection terminated|timeout exceeded when trying to connect|not queryable|Cannot use a pool after calling end/;
 
-const NO_TIMEOUTS_HERE = 'set local statement_timeout = 0; set local idle_in_transaction_session_timeout = 0';
-
 /** Each migration first turns the time-outs off for the rest of its transaction (PostgreSQL). */
 function withoutTimeouts(list: Record<string, Migration>): Record<string, Migration> {
   return Object.fromEntries(
@@ -316,7 +314,7 @@ function withoutTimeouts(list: Record<string, Migration>): Record<string, Migrat
       {
         ...m,
         up: async (db: Kysely<any>) => {
-          await sql.raw(NO_TIMEOUTS_HERE).execute(db);
+          await sql.raw(timeoutStatements(0, 'local')).execute(db);
           await m.up(db);
         },
       },
@@ -324,10 +322,14 @@ function withoutTimeouts(list: Record<string, Migration>): Record<string, Migrat
   );
 }
 
-/** PostgreSQL: the SET statements that give a connection these time-outs (ms; 0: none). */
-function timeoutStatements(ms: number): string {
+/**
+ * PostgreSQL: the SET statements that give a connection these time-outs (ms; 0: none), for its
+ * session or (`local`) for the rest of the transaction.
+ */
+function timeoutStatements(ms: number, scope: 'session' | 'local' = 'session'): string {
   if (!Number.isSafeInteger(ms) || ms < 0) throw new Error(`statement time-out must be a whole number of ms (got ${ms})`);
-  return `set statement_timeout = ${ms}; set idle_in_transaction_session_timeout = ${ms}`;
+  const set = scope === 'local' ? 'set local' : 'set';
+  return `${set} statement_timeout = ${ms}; ${set} idle_in_transaction_session_timeout = ${ms}`;
 }
 
 /**

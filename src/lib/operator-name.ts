@@ -9,7 +9,8 @@ const MAX_CODE_POINTS = 64;
 const PRINTABLE_ASCII = /^[\x20-\x7e]+$/;
 // UTF-8, an optional language tag (ignored), the value: RFC 8187's ext-value. Other charsets
 // are not recognised (the value is then taken as a plain ASCII name).
-const EXTENDED = /^utf-8'[a-z0-9-]*'((?:%[0-9a-f]{2}|[a-z0-9!#$&+\-.^_`|~])+)$/i;
+const EXTENDED_PREFIX = /^utf-8'[a-z0-9-]*'/i;
+const EXTENDED = new RegExp(`${EXTENDED_PREFIX.source}((?:%[0-9a-f]{2}|[a-z0-9!#$&+\\-.^_\`|~])+)$`, 'i');
 // No control, format (bidi overrides, invisible marks) or line/paragraph separator characters:
 // the name is shown in tables and logs as one line, as written. The zero-width joiner and
 // non-joiner are format characters that names in Indic scripts and Persian need.
@@ -30,7 +31,7 @@ export function isOperatorName(name: string): boolean {
 export function encodeOperatorName(name: string): string | null {
   if (!isOperatorName(name)) return null;
   // Sent as is when plain ASCII, unless it would read as an extended value itself.
-  if (PRINTABLE_ASCII.test(name) && !/^utf-8'[a-z0-9-]*'/i.test(name)) return name;
+  if (PRINTABLE_ASCII.test(name) && !EXTENDED_PREFIX.test(name)) return name;
   return `UTF-8''${encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`;
 }
 
