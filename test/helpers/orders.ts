@@ -32,8 +32,9 @@ export async function orderRow(t: TestService, orderId: string) {
   return t.service.database.db.selectFrom('orders').selectAll().where('order_id', '=', orderId).executeTakeFirstOrThrow();
 }
 
+/** An order's notifications in the order they were written (ids rise within a millisecond). */
 export async function notificationsOf(t: TestService, orderId: string) {
-  return t.service.database.db.selectFrom('notifications').selectAll().where('order_id', '=', orderId).orderBy('created_at').execute();
+  return t.service.database.db.selectFrom('notifications').selectAll().where('order_id', '=', orderId).orderBy('created_at').orderBy('notification_id').execute();
 }
 
 export async function paymentsOf(t: TestService, orderId: string) {
