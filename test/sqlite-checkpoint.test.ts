@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SAFETY_NET_PAGES } from '../src/db/checkpointer.js';
 import { TEST_DB } from './helpers/db.js';
 import { createGame, orderBody, signed, startService, type TestService } from './helpers/service.js';
+import { until } from './helpers/receiver.js';
 
 const METRICS_TOKEN = 'metrics-token-0123456789abcdef';
 
@@ -55,9 +56,14 @@ describe.skipIf(TEST_DB !== 'sqlite')('SQLite WAL checkpoints on a worker thread
     const checkpointed = once(checkpointer, 'checkpoint');
     for (let i = 0; i < 20; i++) expect((await signed(t, game, 'POST', '/v1/server/create-order', orderBody())).status).toBe(200);
     await checkpointed;
-    // Nothing written from here: a few intervals for the last pages, then 30 idle ones.
-    await new Promise((r) => setTimeout(r, 100));
-    const settled = { events, pages };
+    // Nothing written from here. The last pages are copied once the worker gets its turn (later
+    // on a loaded machine): settled is 200 ms (20 intervals) without a report, which a worker
+    // that counts again at every interval never reaches. Then 30 idle intervals stay flat.
+    const settled = await until('checkpoint reports stop', async () => {
+      const before = { events, pages };
+      await new Promise((r) => setTimeout(r, 200));
+      return events === before.events ? before : null;
+    }, 5_000);
     await new Promise((r) => setTimeout(r, 300));
     expect({ events, pages }).toEqual(settled);
   });
