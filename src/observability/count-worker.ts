@@ -28,47 +28,57 @@ parentPort.on('message', (id) => {
  * SQLite file. better-sqlite3 is synchronous: on the main thread this count, ~1-2 s at 10
  * million orders, stopped every request for as long on each /metrics scrape.
  */
+type Waiting = Map<number, { resolve: (rows: StatusCount[]) => void; reject: (e: Error) => void }>;
+
+/** A running worker and the counts sent to it that it has not answered yet. */
+interface CountThread {
+  worker: Worker;
+  waiting: Waiting;
+}
+
 export class SqliteStatusCounter {
-  private worker: Worker | null = null;
+  private thread: CountThread | null = null;
   private nextId = 0;
-  private readonly waiting = new Map<number, { resolve: (rows: StatusCount[]) => void; reject: (e: Error) => void }>();
 
   constructor(private readonly file: string) {}
 
   count(): Promise<StatusCount[]> {
-    const worker = this.worker ?? this.start();
+    const thread = this.thread ?? this.start();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
-      worker.postMessage(id);
+      thread.waiting.set(id, { resolve, reject });
+      thread.worker.postMessage(id);
     });
   }
 
   async close(): Promise<void> {
-    const worker = this.worker;
-    this.worker = null;
-    if (worker) await worker.terminate();
+    const thread = this.thread;
+    this.thread = null;
+    if (thread) await thread.worker.terminate();
   }
 
-  private start(): Worker {
+  private start(): CountThread {
     const driver = createRequire(import.meta.url).resolve('better-sqlite3');
     const worker = new Worker(SOURCE, { eval: true, workerData: { file: this.file, driver } });
+    const thread: CountThread = { worker, waiting: new Map() };
     worker.unref();
     worker.on('message', (m: { id: number; rows?: StatusCount[]; error?: string }) => {
-      const w = this.waiting.get(m.id);
-      this.waiting.delete(m.id);
+      const w = thread.waiting.get(m.id);
+      thread.waiting.delete(m.id);
       if (m.error !== undefined) w?.reject(new Error(m.error));
       else w?.resolve(m.rows ?? []);
     });
-    // A worker that dies fails what it was asked; the next count starts a new one.
+    // A worker that dies fails what it was asked; the next count starts a new one. Its 'exit'
+    // comes a turn after its 'error', when a count may already have gone to the new worker:
+    // only this worker's own counts are failed.
     const fail = (e: Error) => {
-      if (this.worker === worker) this.worker = null;
-      for (const w of this.waiting.values()) w.reject(e);
-      this.waiting.clear();
+      if (this.thread === thread) this.thread = null;
+      for (const w of thread.waiting.values()) w.reject(e);
+      thread.waiting.clear();
     };
     worker.on('error', fail);
     worker.on('exit', (code) => fail(new Error(`status counter exited (${code})`)));
-    this.worker = worker;
-    return worker;
+    this.thread = thread;
+    return thread;
   }
 }

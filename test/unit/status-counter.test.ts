@@ -41,4 +41,20 @@ describe('SqliteStatusCounter (orders per status, counted off the main thread)',
     await expect(broken.count()).rejects.toThrow();
     await broken.close();
   });
+
+  it("a dead thread's exit fails only what was asked of it, not the count already sent to its replacement", async () => {
+    // The worker that cannot open the file reports 'error', then 'exit' a turn later: a count
+    // asked between the two goes to a new worker and must not be failed by the old one's exit.
+    const later = path.join(path.dirname(file), 'later.db');
+    const revived = new SqliteStatusCounter(later);
+    try {
+      await expect(revived.count()).rejects.toThrow();
+      const d = new SQLite(later);
+      d.exec("create table orders (order_id text primary key, status text not null); insert into orders values ('o1', 'paid')");
+      d.close();
+      expect(await revived.count()).toEqual([{ status: 'paid', n: 1 }]);
+    } finally {
+      await revived.close();
+    }
+  });
 });
