@@ -10,7 +10,8 @@ import { registerOpenApi } from './apidocs/openapi.js';
 import { registerApiDocsRoutes } from './apidocs/routes.js';
 import { packageVersion } from './lib/package-info.js';
 import { createFastify, type AuthKind } from './http/app.js';
-import { verifyAdminToken, verifySignedRequest, type CallerDirectory } from './http/auth.js';
+import { verifySignedRequest, type CallerDirectory } from './http/auth.js';
+import { adminAuthenticator } from './http/admin-auth.js';
 import { isPromise, type MaybePromise } from './lib/maybe-promise.js';
 import { registerHealthRoutes } from './http/health.js';
 import { LoadShedder } from './http/load-shedding.js';
@@ -161,6 +162,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   });
   const onLimited = (p: RateLimitPolicy) => metrics.rateLimited(p.key.split(':', 1)[0] as string);
   const rateLimit = rateLimitHook({ limiter, policyFor: requestPolicy(config.clientRateLimitPerSecond), onLimited });
+  const authenticateAdmin = adminAuthenticator({ adminToken: config.adminToken, limiter, failuresPerMinute: config.adminAuthFailuresPerMinute, onLocked: onLimited });
   const limitToken: TokenLimit = (reply, token) => {
     const policy = tokenPolicy(parseOrderToken(token)?.orderId ?? null, config.clientRateLimitPerSecond);
     return policy ? limit({ limiter, onLimited }, policy, reply) : undefined;
@@ -283,7 +285,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       isDraining: () => draining,
       rateLimit,
       authenticate: (req: FastifyRequest, kind: AuthKind) => {
-        if (kind === 'admin') return verifyAdminToken(req, config.adminToken);
+        if (kind === 'admin') return authenticateAdmin(req);
         if (kind === 'game' || kind === 'partner') {
           const caller = verifySignedRequest(req, directory, kind, clock.now());
           const attach = (c: { record: unknown }) => void (req.caller = c.record);

@@ -33,7 +33,7 @@ export function registerAuditRoutes(app: FastifyInstance, db: Kysely<DB>): void 
       tags: ['admin'],
       summary: 'Audit log of operator changes, newest first',
       querystring: AuditQuery,
-      response: responses({ 200: Type.Object({ data: Type.Array(AuditEntry), next_cursor: Type.Union([Type.String(), Type.Null()]) }) }, [401]),
+      response: responses({ 200: Type.Object({ data: Type.Array(AuditEntry), next_cursor: Type.Union([Type.String(), Type.Null()]) }) }, [401, 429]),
     },
     handler: async (req) => {
       const q = req.query as AuditQuery;

@@ -37,7 +37,7 @@ export function registerBindingRoutes(app: FastifyInstance, bindings: BindingSer
 
   app.get('/admin/v1/bindings', {
     config: { auth: 'admin' },
-    schema: { tags: ['admin'], querystring: ListBindingsQuery, response: responses({ 200: BindingPage }, [401]) },
+    schema: { tags: ['admin'], querystring: ListBindingsQuery, response: responses({ 200: BindingPage }, [401, 429]) },
     handler: async (req) => bindings.list(req.query as ListBindingsQuery),
   });
 }

@@ -5,7 +5,7 @@ import { GameParams } from '../games/schemas.js';
 import type { PlayerService } from './players.js';
 import { NppaEventPage, NppaEventsQuery, Player, PlayerParams, PutPlayerBody } from './schemas.js';
 
-const ADMIN_ERRORS = [401, 404];
+const ADMIN_ERRORS = [401, 404, 429];
 
 /** Operator API for players (PROTOCOL 12) and the national-system upload queue. */
 export function registerComplianceRoutes(app: FastifyInstance, players: PlayerService): void {

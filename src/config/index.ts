@@ -80,6 +80,8 @@ export interface Config {
   secretsKeyPrevious: Buffer | null;
   /** Per-IP rate of the client purchase API (PROTOCOL 10). */
   clientRateLimitPerSecond: number;
+  /** Wrong admin tokens an address may present per minute before it is refused 429; 0: no limit. */
+  adminAuthFailuresPerMinute: number;
   /** Bearer token required on GET /metrics; null: /metrics is open. */
   metricsToken: string | null;
   /** Fastify trustProxy: false, true, a hop count, or proxy addresses/CIDRs. */
@@ -270,6 +272,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisKeyPrefix: str('REDIS_KEY_PREFIX', 'combo:'),
     secretsKeyPrevious,
     clientRateLimitPerSecond: int('CLIENT_RATE_LIMIT_PER_SECOND', 20, 1, 1_000_000),
+    adminAuthFailuresPerMinute: int('ADMIN_AUTH_FAILURES_PER_MINUTE', 10, 0, 1_000_000),
     metricsToken,
     trustProxy: trustProxy ?? false,
     warnings,

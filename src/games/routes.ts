@@ -19,7 +19,7 @@ import {
 } from './schemas.js';
 import { Type } from 'typebox';
 
-const ADMIN_ERRORS = [401, 404, 409];
+const ADMIN_ERRORS = [401, 404, 409, 429];
 
 /** Operator API for games, keys and products (PROTOCOL 11). */
 export function registerGameRoutes(app: FastifyInstance, games: GameService): void {

@@ -13,7 +13,7 @@ import {
 } from './schemas.js';
 import type { NotificationService } from './service.js';
 
-const ADMIN_ERRORS = [401, 404, 409];
+const ADMIN_ERRORS = [401, 404, 409, 429];
 const admin = { auth: 'admin' as const };
 
 /** Operator API for delivery notifications (PROTOCOL 11). */

@@ -4,7 +4,7 @@ import { responses } from '../http/errors-schema.js';
 import { AdminOrder, AdminOrderDetail, ListOrdersQuery, OrderActionBody, OrderPage, OrderParams } from './admin-schemas.js';
 import type { OrderAdminService } from './admin-service.js';
 
-const ADMIN_ERRORS = [401, 404];
+const ADMIN_ERRORS = [401, 404, 429];
 
 /** Operator API for orders (PROTOCOL 11). */
 export function registerOrderAdminRoutes(app: FastifyInstance, orders: OrderAdminService): void {

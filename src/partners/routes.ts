@@ -15,7 +15,7 @@ import {
 import type { PartnerService } from './service.js';
 import { NewKey } from '../games/schemas.js';
 
-const ADMIN_ERRORS = [401, 404, 409];
+const ADMIN_ERRORS = [401, 404, 409, 429];
 
 /** Operator API for partners and their keys (PROTOCOL 11). */
 export function registerPartnerRoutes(app: FastifyInstance, partners: PartnerService): void {

@@ -3,15 +3,18 @@ import type { MaybePromise } from '../lib/maybe-promise.js';
 /**
  * Token buckets for PROTOCOL 2 rate limits: one bucket per caller (`game:<id>`,
  * `partner:<id>`, `ip:<address>`), refilled at `perSecond` tokens per second, holding at most
- * one second's worth (burst = perSecond). Every request takes one token.
+ * one second's worth (burst = perSecond). Every request takes one token. The failed admin
+ * sign-ins of an address (`admin-auth:<address>`) are a slower bucket with a burst of its own.
  */
 
 /** What a rate-limited caller is limited by. The authenticated caller (req.caller) provides it. */
 export interface RateLimitPolicy {
   /** Bucket key, e.g. `game:<game_id>`, `partner:<partner_id>`, `ip:<address>`. */
   key: string;
-  /** Sustained rate; also the bucket size (burst = one second's worth). */
+  /** Sustained rate; also the bucket size (burst = one second's worth) unless `burst` is set. */
   perSecond: number;
+  /** Bucket size when it is not one second's worth (a rate below one a second). */
+  burst?: number;
 }
 
 /** A caller object that carries its own policy (game and partner snapshots). */
@@ -38,21 +41,31 @@ export interface RateLimiter {
    * (Redis).
    */
   take(policy: RateLimitPolicy): MaybePromise<TakeResult>;
+  /**
+   * Whether a token could be taken now, without taking it (`allowed`, and when not, how long
+   * until one can). Never throws; on a store failure it allows.
+   */
+  peek(policy: RateLimitPolicy): MaybePromise<TakeResult>;
   close(): Promise<void>;
 }
 
-/** The refill arithmetic shared by the in-memory bucket and the Redis script (kept identical). */
-export function refill(tokens: number, lastMs: number, nowMs: number, perSecond: number): number {
-  const elapsed = Math.max(0, nowMs - lastMs);
-  return Math.min(perSecond, tokens + (elapsed * perSecond) / 1000);
+/** A policy's bucket size: its burst, else one second's worth. */
+export function capacityOf(policy: RateLimitPolicy): number {
+  return policy.burst ?? policy.perSecond;
 }
 
-export function outcome(tokensAfter: number, allowed: boolean, perSecond: number): TakeResult {
+/** The refill arithmetic shared by the in-memory bucket and the Redis script (kept identical). */
+export function refill(tokens: number, lastMs: number, nowMs: number, perSecond: number, capacity = perSecond): number {
+  const elapsed = Math.max(0, nowMs - lastMs);
+  return Math.min(capacity, tokens + (elapsed * perSecond) / 1000);
+}
+
+export function outcome(tokensAfter: number, allowed: boolean, perSecond: number, capacity = perSecond): TakeResult {
   return {
     allowed,
     remaining: Math.max(0, Math.floor(tokensAfter)),
     retryAfterMs: allowed ? 0 : Math.ceil(((1 - tokensAfter) * 1000) / perSecond),
-    resetMs: Math.ceil(((perSecond - tokensAfter) * 1000) / perSecond),
+    resetMs: Math.ceil(((capacity - tokensAfter) * 1000) / perSecond),
   };
 }
 

@@ -1,27 +1,31 @@
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Clock } from '../lib/clock.js';
-import { outcome, type RateLimiter, type RateLimitPolicy, type TakeResult } from './limiter.js';
+import { capacityOf, outcome, type RateLimiter, type RateLimitPolicy, type TakeResult } from './limiter.js';
 
 /**
  * One atomic step of a token bucket, run inside Redis so every service instance shares it.
- * Same arithmetic as `refill` in limiter.ts. `at` never moves backwards, so an instance whose
- * clock lags cannot mint tokens. A missing key is a full bucket; it expires once it would be
- * full anyway (one second of refill, plus margin).
+ * Same arithmetic as `refill` in limiter.ts (ARGV: now, rate per second, bucket size). `at`
+ * never moves backwards, so an instance whose clock lags cannot mint tokens. A missing key is a
+ * full bucket; it expires once it would be full anyway (the time to refill it, plus margin).
  */
-const TAKE_SCRIPT = `
+const BUCKET = `
 local now = tonumber(ARGV[1])
 local rate = tonumber(ARGV[2])
+local capacity = tonumber(ARGV[3])
 local b = redis.call('HMGET', KEYS[1], 't', 'at')
 local tokens = tonumber(b[1])
 local at = tonumber(b[2])
 if tokens == nil or at == nil then
-  tokens = rate
+  tokens = capacity
   at = now
 end
 local elapsed = now - at
 if elapsed < 0 then elapsed = 0 end
-tokens = math.min(rate, tokens + elapsed * rate / 1000)
+tokens = math.min(capacity, tokens + elapsed * rate / 1000)
+`;
+
+const TAKE_SCRIPT = `${BUCKET}
 local allowed = 0
 if tokens >= 1 then
   tokens = tokens - 1
@@ -29,7 +33,14 @@ if tokens >= 1 then
 end
 if now > at then at = now end
 redis.call('HSET', KEYS[1], 't', string.format('%.6f', tokens), 'at', tostring(at))
-redis.call('PEXPIRE', KEYS[1], 5000)
+redis.call('PEXPIRE', KEYS[1], math.ceil(capacity * 1000 / rate) + 4000)
+return {allowed, string.format('%.6f', tokens)}
+`;
+
+/** The same bucket read without taking a token: nothing is written. */
+const PEEK_SCRIPT = `${BUCKET}
+local allowed = 0
+if tokens >= 1 then allowed = 1 end
 return {allowed, string.format('%.6f', tokens)}
 `;
 
@@ -41,7 +52,8 @@ return {allowed, string.format('%.6f', tokens)}
  */
 export const REDIS_BREAK_MS = 1000;
 
-type BucketRedis = Redis & { takeToken(key: string, now: number, rate: number): Promise<[number, string]> };
+type BucketScript = (key: string, now: number, rate: number, capacity: number) => Promise<[number, string]>;
+type BucketRedis = Redis & { takeToken: BucketScript; peekToken: BucketScript };
 
 export interface RedisRateLimiterOptions {
   url: string;
@@ -77,6 +89,7 @@ export class RedisRateLimiter implements RateLimiter {
       retryStrategy: (times) => Math.min(times * 200, 2000),
     }) as BucketRedis;
     this.redis.defineCommand('takeToken', { numberOfKeys: 1, lua: TAKE_SCRIPT });
+    this.redis.defineCommand('peekToken', { numberOfKeys: 1, lua: PEEK_SCRIPT });
     this.redis.on('error', (err: Error) => this.warn(err));
   }
 
@@ -95,14 +108,23 @@ export class RedisRateLimiter implements RateLimiter {
     }
   }
 
-  async take(policy: RateLimitPolicy): Promise<TakeResult> {
+  take(policy: RateLimitPolicy): Promise<TakeResult> {
+    return this.run(this.redis.takeToken, policy);
+  }
+
+  peek(policy: RateLimitPolicy): Promise<TakeResult> {
+    return this.run(this.redis.peekToken, policy);
+  }
+
+  private async run(script: BucketScript, policy: RateLimitPolicy): Promise<TakeResult> {
     const probe = this.brokenUntil !== 0;
     if (probe && (this.probing || this.o.clock.now() < this.brokenUntil)) return failOpen(policy);
     if (probe) this.probing = true;
     try {
-      const [allowed, tokens] = await this.redis.takeToken(policy.key, this.o.clock.now(), policy.perSecond);
+      const capacity = capacityOf(policy);
+      const [allowed, tokens] = await script.call(this.redis, policy.key, this.o.clock.now(), policy.perSecond, capacity);
       this.brokenUntil = 0;
-      return outcome(Number(tokens), allowed === 1, policy.perSecond);
+      return outcome(Number(tokens), allowed === 1, policy.perSecond, capacity);
     } catch (err) {
       this.brokenUntil = this.o.clock.now() + REDIS_BREAK_MS;
       this.warn(err as Error);
@@ -130,5 +152,5 @@ export class RedisRateLimiter implements RateLimiter {
 }
 
 function failOpen(policy: RateLimitPolicy): TakeResult {
-  return { allowed: true, remaining: policy.perSecond, retryAfterMs: 0, resetMs: 0, degraded: true };
+  return { allowed: true, remaining: capacityOf(policy), retryAfterMs: 0, resetMs: 0, degraded: true };
 }

@@ -32,7 +32,7 @@ export function registerSessionRoutes(app: FastifyInstance, sessions: SessionSer
       tags: ['admin'],
       summary: 'Sessions, newest first (with a player\'s online time per Beijing day when game_id and combo_id are given)',
       querystring: SessionListQuery,
-      response: responses({ 200: SessionPage }, [401]),
+      response: responses({ 200: SessionPage }, [401, 429]),
     },
     handler: async (req) => sessions.list(req.query as SessionListQuery),
   });

@@ -54,6 +54,9 @@ export async function startService(opts: StartOptions = {}): Promise<TestService
     ALLOW_PRIVATE_NOTIFY_URLS: '1',
     // Every test client is 127.0.0.1: tests of the per-IP limit set their own rate.
     CLIENT_RATE_LIMIT_PER_SECOND: '1000000',
+    // The same goes for wrong admin tokens (every route's security suite sends some): the limit
+    // is on, out of reach; the tests of it set their own.
+    ADMIN_AUTH_FAILURES_PER_MINUTE: '1000000',
     // The service shares its event loop with the test and its clients (a headless browser's
     // driver among them), on a machine that runs many test files at once: a lagging loop there
     // is the test run's doing, not overload, and must not turn answers into 503s. The

@@ -55,6 +55,15 @@ describe('production settings', () => {
     expect(problem({ CLIENT_RATE_LIMIT_PER_SECOND: '2.5' })).toContain('CLIENT_RATE_LIMIT_PER_SECOND');
   });
 
+  it('ADMIN_AUTH_FAILURES_PER_MINUTE: default 10, 0 (no limit)..1000000', () => {
+    expect(load({}).adminAuthFailuresPerMinute).toBe(10);
+    expect(problem({ ADMIN_AUTH_FAILURES_PER_MINUTE: '-1' })).toContain('ADMIN_AUTH_FAILURES_PER_MINUTE must be an integer from 0 to 1000000');
+    expect(load({ ADMIN_AUTH_FAILURES_PER_MINUTE: '0' }).adminAuthFailuresPerMinute).toBe(0);
+    expect(load({ ADMIN_AUTH_FAILURES_PER_MINUTE: '1000000' }).adminAuthFailuresPerMinute).toBe(1_000_000);
+    expect(problem({ ADMIN_AUTH_FAILURES_PER_MINUTE: '1000001' })).toContain('ADMIN_AUTH_FAILURES_PER_MINUTE');
+    expect(problem({ ADMIN_AUTH_FAILURES_PER_MINUTE: '2.5' })).toContain('ADMIN_AUTH_FAILURES_PER_MINUTE');
+  });
+
   it('METRICS_TOKEN: unset means open, else at least 16 characters', () => {
     expect(load({}).metricsToken).toBeNull();
     expect(problem({ METRICS_TOKEN: 'y'.repeat(15) })).toContain('METRICS_TOKEN must be at least 16 characters');
