@@ -138,10 +138,12 @@ describe('wrong admin tokens with REDIS_URL: one bucket per address for every in
     const a = await startService({ clock, env });
     const b = await startService({ clock, env, db: a.db });
     try {
+      // The right token only peeks: nothing is written to Redis.
+      expect((await listGames(a, ADMIN_TOKEN)).status).toBe(200);
+      expect(await redis.keys(`${env.REDIS_KEY_PREFIX}*`)).toEqual([]);
       expect(statuses([await listGames(a, WRONG), await listGames(b, WRONG)])).toEqual([401, 401]);
       expect(await listGames(a, ADMIN_TOKEN)).toMatchObject({ status: 429, retryAfter: '30' });
       expect(await listGames(b, WRONG)).toMatchObject({ status: 429, retryAfter: '30' });
-      // Peeking writes nothing; a refused wrong token takes nothing.
       const [key] = await redis.keys(`${env.REDIS_KEY_PREFIX}rl:admin-auth:*`);
       expect(key).toBeDefined();
       // A full bucket of 2 at one per 30 s: 60 s to fill, so the key lives that long and a bit.

@@ -34,4 +34,41 @@ describe('MemoryRateLimiter', () => {
     expect(r).not.toBeInstanceOf(Promise);
     expect(r).toMatchObject({ allowed: true, remaining: 1 });
   });
+
+  it('a bucket with a burst of its own: holds `burst` tokens at a rate below one a second', () => {
+    const clock = new ManualClock(0);
+    const l = new MemoryRateLimiter(clock);
+    const p = { key: 'admin-auth:a', perSecond: 3 / 60, burst: 3 };
+    expect([l.take(p), l.take(p), l.take(p)].map((r) => [r.allowed, r.remaining])).toEqual([[true, 2], [true, 1], [true, 0]]);
+    expect(l.take(p)).toEqual({ allowed: false, remaining: 0, retryAfterMs: 20_000, resetMs: 60_000 });
+    clock.advance(60_000 * 10); // long idle: capped at the burst, not at the rate
+    expect([l.take(p), l.take(p), l.take(p), l.take(p)].map((r) => r.allowed)).toEqual([true, true, true, false]);
+  });
+
+  it('peek tells whether a token could be taken, and takes none', () => {
+    const clock = new ManualClock(0);
+    const l = new MemoryRateLimiter(clock);
+    const p = { key: 'admin-auth:b', perSecond: 1 / 60, burst: 1 };
+    expect(l.peek(p)).toMatchObject({ allowed: true, remaining: 1 });
+    expect(l.peek(p)).toMatchObject({ allowed: true, remaining: 1 });
+    expect(l.take(p).allowed).toBe(true);
+    expect(l.peek(p)).toEqual({ allowed: false, remaining: 0, retryAfterMs: 60_000, resetMs: 60_000 });
+    clock.advance(59_999);
+    expect(l.peek(p).allowed).toBe(false);
+    clock.advance(1);
+    expect(l.peek(p).allowed).toBe(true);
+    expect(l.take(p).allowed).toBe(true);
+  });
+
+  it('at the cap, a slow bucket that is not full again is kept (an address locked out stays locked out)', () => {
+    const clock = new ManualClock(0);
+    const l = new MemoryRateLimiter(clock, 2);
+    const locked = { key: 'admin-auth:c', perSecond: 1 / 60, burst: 1 };
+    l.take(locked);
+    clock.advance(30_000); // half a token back: more than its rate, less than its burst
+    l.take({ key: 'ip:x', perSecond: 1000 });
+    clock.advance(10); // ip:x is full again
+    l.take({ key: 'ip:y', perSecond: 1000 }); // at the cap: evicts the full ones only
+    expect(l.take(locked).allowed).toBe(false);
+  });
 });
