@@ -82,6 +82,14 @@ describe('wrong admin tokens per address (ADMIN_AUTH_FAILURES_PER_MINUTE)', () =
     expect((await listGames(t, WRONG, '203.0.113.8')).status).toBe(401);
   });
 
+  it('an IPv6 address is limited by its /64: rotating through one block gets no more guesses', async () => {
+    t = await startService({ clock: new ManualClock(), env: { ADMIN_AUTH_FAILURES_PER_MINUTE: '2', TRUST_PROXY: '127.0.0.1' } });
+    const inBlock = ['2001:db8:1:2::1', '2001:db8:1:2::2', '2001:db8:1:2:ffff::9'];
+    expect(statuses([await listGames(t, WRONG, inBlock[0]), await listGames(t, WRONG, inBlock[1]), await listGames(t, WRONG, inBlock[2])])).toEqual([401, 401, 429]);
+    expect((await listGames(t, ADMIN_TOKEN, '2001:db8:1:2::77')).status).toBe(429);
+    expect((await listGames(t, ADMIN_TOKEN, '2001:db8:1:3::1')).status).toBe(200);
+  });
+
   it('0 turns the limit off: every wrong token is 401', async () => {
     t = await startService({ clock: new ManualClock(), env: { ADMIN_AUTH_FAILURES_PER_MINUTE: '0' } });
     const answers = await Promise.all(Array.from({ length: 30 }, () => listGames(t!, WRONG)));

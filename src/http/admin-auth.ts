@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { Errors } from '../errors.js';
+import { addressGroup } from '../lib/address-group.js';
 import { isPromise } from '../lib/maybe-promise.js';
 import type { RateLimiter, RateLimitPolicy, TakeResult } from '../ratelimit/limiter.js';
 import { adminTokenRefusal, verifyAdminToken } from './auth.js';
@@ -15,7 +16,7 @@ export interface AdminAuthOptions {
 
 /**
  * The operator API's authentication with a limit on guessing: an address (req.ip, which
- * honours TRUST_PROXY) may present `failuresPerMinute` wrong admin tokens in a burst, then one
+ * honours TRUST_PROXY; an IPv6 one by its /64, see addressGroup) may present `failuresPerMinute` wrong admin tokens in a burst, then one
  * more every 60 / failuresPerMinute seconds. Past that, every admin request from it is refused
  * 429 `rate_limited` with Retry-After, the right token included: a right guess answered anything
  * but 429 while wrong ones are would tell the guesser it was right. Only wrong tokens use the
@@ -31,7 +32,7 @@ export function adminAuthenticator(o: AdminAuthOptions): (req: FastifyRequest) =
   return (req) => {
     const refusal = adminTokenRefusal(req, o.adminToken);
     if (refusal && !refusal.guess) throw refusal.error;
-    const policy: RateLimitPolicy = { key: `admin-auth:${req.ip}`, perSecond: o.failuresPerMinute / 60, burst: o.failuresPerMinute };
+    const policy: RateLimitPolicy = { key: `admin-auth:${addressGroup(req.ip)}`, perSecond: o.failuresPerMinute / 60, burst: o.failuresPerMinute };
     const decide = (r: TakeResult): void => {
       if (!r.allowed) {
         o.onLocked?.(policy);
