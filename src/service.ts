@@ -12,6 +12,7 @@ import { packageVersion } from './lib/package-info.js';
 import { createFastify, type AuthKind } from './http/app.js';
 import { verifySignedRequest, type CallerDirectory } from './http/auth.js';
 import { adminAuthenticator } from './http/admin-auth.js';
+import type { Refusal } from './http/refusals.js';
 import { isPromise, type MaybePromise } from './lib/maybe-promise.js';
 import { registerHealthRoutes } from './http/health.js';
 import { LoadShedder } from './http/load-shedding.js';
@@ -267,6 +268,11 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   let leaving = false;
   let leaveNow: (() => void) | null = null;
   let draining = false;
+  // The request log's line for a request that never reached it (refusals.ts).
+  const refused = (r: Refusal): void => {
+    metrics.refusedBeforeRouting(r.reason, r.status);
+    if (logger.isLevelEnabled('info')) logger.info({ status: r.status, reason: r.reason, traceId: r.traceId }, 'request refused before routing');
+  };
   const shedding = new LoadShedder({
     maxInflight: config.maxInflightRequests,
     latencyTargetMs: config.admissionLatencyTargetMs,
@@ -278,6 +284,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   metrics.watchAdmission({ limit: () => shedding.currentLimit, inProgress: () => shedding.inProgress });
   const app = createFastify({
     logger,
+    onRefused: refused,
     tls: config.tls,
     trustProxy: config.trustProxy,
     shedder: shedding,

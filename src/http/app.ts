@@ -15,6 +15,7 @@ import { newTraceId } from './trace.js';
 import { answerConnect, type AllowedMethods } from './connect.js';
 import { originForm } from './request-target.js';
 import { answerLast, rawErrorResponse } from './raw-answer.js';
+import { ignoreRefusals, type RefusalReason, type RefusalSink } from './refusals.js';
 import { UnknownSealingKeyError } from '../lib/secret-box.js';
 import { isPromise, type MaybePromise } from '../lib/maybe-promise.js';
 import { trackRoutes } from './route-table.js';
@@ -81,6 +82,8 @@ export interface AppOptions {
   trustProxy?: boolean | number | string[];
   /** Overload protection: checked in the Node request handler, before Fastify. */
   shedder?: LoadShedder;
+  /** Told of every request answered before routing (logs, metrics; see refusals.ts). */
+  onRefused?: RefusalSink;
 }
 
 export const BODY_LIMIT = 64 * 1024;
@@ -90,6 +93,7 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 
 export function createFastify(opts: AppOptions): FastifyInstance {
+  const refused = opts.onRefused ?? ignoreRefusals;
   const common = {
     loggerInstance: opts.logger,
     logController: new LogController({ disableRequestLogging: true }),
@@ -101,8 +105,8 @@ export function createFastify(opts: AppOptions): FastifyInstance {
     requestIdHeader: false as const,
     return503OnClosing: false,
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: MAX_PARAM_LENGTH },
-    clientErrorHandler,
-    frameworkErrors: frameworkErrors as never,
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket: net.Socket) => clientErrorHandler(err, socket, refused),
+    frameworkErrors: ((error: FastifyError, req: FastifyRequest, reply: FastifyReply) => frameworkErrors(error, req, reply, refused)) as never,
     // A hop count is supported at runtime (proxy-addr) though Fastify's types omit it.
     trustProxy: (opts.trustProxy ?? false) as boolean,
   };
@@ -110,7 +114,7 @@ export function createFastify(opts: AppOptions): FastifyInstance {
     opts.tls
       ? // Fastify ends idle HTTP/2 sessions itself (http2SessionTimeout, 72 s); the stream cap is ours.
         Fastify({ ...common, http2: true, https: { allowHTTP1: true, cert: opts.tls.cert, key: opts.tls.key, handshakeTimeout: 20_000, settings: { maxConcurrentStreams: HTTP2_MAX_STREAMS } } })
-      : Fastify({ ...common, serverFactory: ((handler: Handler) => new DualProtocolServer(refuseUnknownMethods(opts.shedder ? opts.shedder.wrap(handler) : handler))) as unknown as FastifyServerFactory })
+      : Fastify({ ...common, serverFactory: ((handler: Handler) => new DualProtocolServer(refuseUnknownMethods(opts.shedder ? opts.shedder.wrap(handler) : handler, refused))) as unknown as FastifyServerFactory })
   ) as unknown as FastifyInstance;
   // The servers that parse requests: the TLS one serves both protocols itself.
   const protocolServers: http.Server[] = opts.tls ? [app.server as unknown as http.Server] : [(app.server as unknown as DualProtocolServer).http1, (app.server as unknown as DualProtocolServer).http2 as unknown as http.Server];
@@ -119,18 +123,18 @@ export function createFastify(opts: AppOptions): FastifyInstance {
     const server = app.server as unknown as http.Server;
     for (const l of server.listeners('request') as Handler[]) {
       server.off('request', l);
-      server.on('request', refuseUnknownMethods(opts.shedder ? opts.shedder.wrap(l) : l));
+      server.on('request', refuseUnknownMethods(opts.shedder ? opts.shedder.wrap(l) : l, refused));
     }
     trackTlsConnections(server as unknown as http2.Http2SecureServer);
   }
-  for (const server of protocolServers) server.on('checkExpectation', refuseExpectation);
+  for (const server of protocolServers) server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => refuseExpectation(req, res, refused));
 
   app.setValidatorCompiler(schemaCompiler);
   trackRoutes(app);
   // Per-request fields declared up front: every request object keeps one shape.
   for (const field of ['rawBody', 'caller', 'routeInfo']) app.decorateRequest(field, null);
   const allowedAt = installPipeline(app, opts.hooks);
-  for (const server of protocolServers) answerConnect(server, allowedAt);
+  for (const server of protocolServers) answerConnect(server, allowedAt, refused);
   return app;
 }
 
@@ -324,14 +328,14 @@ const KNOWN_METHODS = new Set(http.METHODS);
  * method no router knows reached Fastify's last-resort 404, with two warnings and the route tree
  * in the log each time: answered here as HTTP/1.1 answers it.
  */
-function refuseUnknownMethods(handler: Handler): Handler {
+function refuseUnknownMethods(handler: Handler, refused: RefusalSink): Handler {
   return (req, res) => {
     // Pipelined behind a request refused with Connection: close (417): not run (RFC 9112 9.6).
     // Its answer is never sent; Node closes the connection after the refusal.
     if (closingConnections.has(req.socket)) return;
-    if (!KNOWN_METHODS.has(req.method ?? '')) return answerBeforeRouting(res, 400, 'the request method is not an HTTP method this service knows');
+    if (!KNOWN_METHODS.has(req.method ?? '')) return answerBeforeRouting(res, 400, 'unknown_method', 'the request method is not an HTTP method this service knows', refused);
     // Node's own check (requireHostHeader, off) would answer 400 with no body at all.
-    if (req.headers.host === undefined && req.httpVersion === '1.1') return answerBeforeRouting(res, 400, 'an HTTP/1.1 request needs a Host header');
+    if (req.headers.host === undefined && req.httpVersion === '1.1') return answerBeforeRouting(res, 400, 'missing_host', 'an HTTP/1.1 request needs a Host header', refused);
     handler(req, res);
   };
 }
@@ -343,26 +347,34 @@ const closingConnections = new WeakSet<object>();
  * An Expect other than 100-continue: Node answers 417 with no body unless someone listens;
  * answered as every other error is (RFC 9110 10.1.1 allows refusing it).
  */
-function refuseExpectation(req: http.IncomingMessage, res: http.ServerResponse): void {
+function refuseExpectation(req: http.IncomingMessage, res: http.ServerResponse, refused: RefusalSink): void {
   res.shouldKeepAlive = false;
   if (req.httpVersionMajor === 1) closingConnections.add(req.socket);
-  answerBeforeRouting(res, 417, 'Expect: only 100-continue is supported');
+  answerBeforeRouting(res, 417, 'expectation', 'Expect: only 100-continue is supported', refused);
 }
 
 /** An ErrorResponse for a request refused before Fastify sees it. */
-function answerBeforeRouting(res: http.ServerResponse, status: number, message: string): void {
+function answerBeforeRouting(res: http.ServerResponse, status: number, reason: RefusalReason, message: string, refused: RefusalSink): void {
+  const traceId = newTraceId();
   const body = JSON.stringify({ error: 'invalid_request', message });
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-trace-id': newTraceId() });
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-trace-id': traceId });
   res.end(body);
+  refused({ status, reason, traceId });
 }
 
 /**
  * Bytes that are not a parseable HTTP request never reach routing; answer them in the same
  * ErrorResponse shape (with a trace id) and close the connection, instead of Fastify's default.
  */
-function clientErrorHandler(err: NodeJS.ErrnoException & { code?: string }, socket: import('node:net').Socket): void {
+function clientErrorHandler(err: NodeJS.ErrnoException & { code?: string }, socket: net.Socket, refused: RefusalSink): void {
   const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-  answerLast(socket, () => rawErrorResponse(status, 'invalid_request', `malformed HTTP request (${err.code ?? 'parse error'})`));
+  const reason: RefusalReason = status === 431 ? 'headers_too_large' : status === 408 ? 'request_timeout' : 'malformed_request';
+  // Counted as the answer is written: none is for a connection already gone (a reset).
+  answerLast(socket, () => {
+    const traceId = newTraceId();
+    refused({ status, reason, traceId });
+    return rawErrorResponse(status, 'invalid_request', `malformed HTTP request (${err.code ?? 'parse error'})`, {}, traceId);
+  });
 }
 
 /**
@@ -370,13 +382,14 @@ function clientErrorHandler(err: NodeJS.ErrnoException & { code?: string }, sock
  * path parameter over maxParamLength), answered like every other error: an ErrorResponse with
  * a trace id, without echoing the path.
  */
-function frameworkErrors(error: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
+function frameworkErrors(error: FastifyError, req: FastifyRequest, reply: FastifyReply, refused: RefusalSink): void {
   reply.header('x-trace-id', req.id);
   const message =
     error.code === 'FST_ERR_MAX_PARAM_LENGTH'
       ? `a path parameter is longer than ${MAX_PARAM_LENGTH} characters`
       : 'the path is not valid: a percent-encoded sequence in it is not UTF-8';
   sendError(reply, Errors.invalidRequest(message));
+  refused({ status: 400, reason: 'bad_path', traceId: req.id });
 }
 
 function sendError(reply: FastifyReply, err: ApiError): void {

@@ -4,6 +4,7 @@ import type net from 'node:net';
 import { Errors, type ApiError } from '../errors.js';
 import { newTraceId } from './trace.js';
 import { answerLast, rawErrorResponse } from './raw-answer.js';
+import type { RefusalSink } from './refusals.js';
 
 /** The methods a path is served with, or null for a path no route serves. */
 export type AllowedMethods = (path: string) => string[] | null;
@@ -29,17 +30,23 @@ export function connectRefusal(target: string | undefined, allowedAt: AllowedMet
  * stopped parsing it): the answer is written raw and the connection closed. An HTTP/2 CONNECT
  * (also over TLS, where both protocols share one server) comes with a response object.
  */
-export function answerConnect(server: http.Server | http2.Http2Server | http2.Http2SecureServer, allowedAt: AllowedMethods): void {
+export function answerConnect(server: http.Server | http2.Http2Server | http2.Http2SecureServer, allowedAt: AllowedMethods, refused: RefusalSink): void {
   server.on('connect', (req: http.IncomingMessage | http2.Http2ServerRequest, second: net.Socket | http2.Http2ServerResponse) => {
     const target = req instanceof http2.Http2ServerRequest ? req.headers[':path'] : req.url;
     const err = connectRefusal(target, allowedAt);
     if (second instanceof http2.Http2ServerResponse) {
+      const traceId = newTraceId();
       const body = JSON.stringify({ error: err.code, message: err.message });
-      second.writeHead(err.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-trace-id': newTraceId(), ...err.headers });
+      second.writeHead(err.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-trace-id': traceId, ...err.headers });
       second.end(body);
+      refused({ status: err.status, reason: 'connect', traceId });
       return;
     }
     // After the answers of requests pipelined before it, as every last answer on a connection.
-    answerLast(second, () => rawErrorResponse(err.status, err.code, err.message, err.headers));
+    answerLast(second, () => {
+      const traceId = newTraceId();
+      refused({ status: err.status, reason: 'connect', traceId });
+      return rawErrorResponse(err.status, err.code, err.message, err.headers, traceId);
+    });
   });
 }

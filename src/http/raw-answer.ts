@@ -63,11 +63,11 @@ function writeWhenDue(socket: ParsedSocket, raw: () => string, refused: http.Inc
 }
 
 /** A raw HTTP/1.1 ErrorResponse that closes its connection, with a trace id like every answer. */
-export function rawErrorResponse(status: number, error: string, message: string, headers: Record<string, string> = {}): string {
+export function rawErrorResponse(status: number, error: string, message: string, headers: Record<string, string> = {}, traceId = newTraceId()): string {
   const body = JSON.stringify({ error, message });
   const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
   return (
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-    `x-trace-id: ${newTraceId()}\r\n${lines}Connection: close\r\n\r\n${body}`
+    `x-trace-id: ${traceId}\r\n${lines}Connection: close\r\n\r\n${body}`
   );
 }

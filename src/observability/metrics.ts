@@ -37,6 +37,12 @@ export class ServiceMetrics implements DomainMetrics {
     labelNames: ['kind'] as const,
     registers: [this.registry],
   });
+  private readonly refusedTotal = new Counter({
+    name: 'combo_http_requests_refused_total',
+    help: 'Requests answered before routing (malformed, timed out, unknown method, bad path, CONNECT, ...), by reason and status; not in combo_http_requests_total',
+    labelNames: ['reason', 'status'] as const,
+    registers: [this.registry],
+  });
   private readonly shedTotal = new Counter({
     name: 'combo_http_requests_shed_total',
     help: 'Requests refused with 503 by load shedding (over MAX_INFLIGHT_REQUESTS or a saturated event loop), before routing',
@@ -131,6 +137,10 @@ export class ServiceMetrics implements DomainMetrics {
   /** A request refused by load shedding (it never reaches the per-route counters). */
   shed(): void {
     this.shedTotal.inc();
+  }
+
+  refusedBeforeRouting(reason: string, status: number): void {
+    this.refusedTotal.inc({ reason, status: String(status) });
   }
 
   /** A gauge read from the load shedder at scrape time (nothing on the request path). */

@@ -1,0 +1,147 @@
+import http2 from 'node:http2';
+import net from 'node:net';
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DualProtocolServer } from '../src/http/dual-server.js';
+import { startService, type TestService } from './helpers/service.js';
+
+// Requests answered before routing (src/http/refusals.ts) leave a trace: a log line with the
+// answer's trace id, and combo_http_requests_refused_total{reason,status}; they stay out of
+// combo_http_requests_total, which counts routed requests.
+
+interface LogLine {
+  msg: string;
+  route?: string;
+  status?: number;
+  reason?: string;
+  traceId?: string;
+}
+
+/** Everything the server sent on a raw HTTP/1.1 connection until it closed. */
+function raw(port: number, bytes: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let answer = '';
+    socket.on('data', (c) => (answer += c.toString('latin1')));
+    socket.on('close', () => resolve(answer));
+    socket.on('error', reject);
+    socket.write(bytes);
+  });
+}
+
+const statusOf = (answer: string) => Number(/^HTTP\/1\.1 (\d{3}) /.exec(answer)?.[1]);
+const traceOf = (answer: string) => /\r\nx-trace-id: ([^\r]+)\r\n/i.exec(answer)?.[1];
+
+/** An HTTP/2 request with any method; its status and trace id. */
+function h2(url: string, headers: http2.OutgoingHttpHeaders): Promise<{ status: number; traceId: string }> {
+  return new Promise((resolve, reject) => {
+    const session = http2.connect(url);
+    session.on('error', reject);
+    const req = session.request(headers);
+    let answer = { status: 0, traceId: '' };
+    req.on('response', (h) => (answer = { status: Number(h[':status']), traceId: String(h['x-trace-id']) }));
+    // Read to its end, or the session would stay open until the server's idle time-out.
+    req.resume();
+    req.on('end', () => {
+      session.close();
+      resolve(answer);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('requests refused before routing: a log line and a metric each', () => {
+  let t: TestService;
+  let port: number;
+  const lines: LogLine[] = [];
+  const refusals = () => lines.filter((l) => l.msg === 'request refused before routing');
+
+  beforeAll(async () => {
+    const stream = new Writable({
+      write(chunk, _enc, done) {
+        for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l) as LogLine);
+        done();
+      },
+    });
+    t = await startService({ env: { LOG_LEVEL: 'info', BODY_TIMEOUT_MS: '200' }, logDestination: stream });
+    port = Number(new URL(t.url).port);
+  });
+  afterAll(async () => t?.stop());
+
+  /** The refusal logged for an answer with this trace id. */
+  const logged = (traceId: string | undefined) => refusals().find((l) => l.traceId === traceId);
+
+  /** Sends raw HTTP/1.1 bytes: the answer's status and trace id. */
+  const sent = (bytes: string) => async () => {
+    const answer = await raw(port, bytes);
+    return { status: statusOf(answer), traceId: traceOf(answer) };
+  };
+
+  const cases: [string, () => Promise<{ status: number; traceId: string | undefined }>, number, string][] = [
+    ['a request Node cannot parse', sent('NOT HTTP AT ALL\r\n\r\n'), 400, 'malformed_request'],
+    ['a request head over the size limit', sent(`GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`), 431, 'headers_too_large'],
+    ['HTTP/1.1 without Host', sent('GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n'), 400, 'missing_host'],
+    ['an Expect other than 100-continue', sent('GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: foo\r\n\r\n'), 417, 'expectation'],
+    ['a path that is not percent-encoded UTF-8', sent('GET /admin/v1/games/%FF HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'), 400, 'bad_path'],
+    ['HTTP/1.1 CONNECT', sent('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'), 400, 'connect'],
+    ['an HTTP/2 method no router knows', () => h2(t.url, { ':method': 'FOO', ':path': '/healthz' }), 400, 'unknown_method'],
+  ];
+
+  for (const [what, send, status, reason] of cases) {
+    it(`${what}: ${status}, logged with its trace id as ${reason}`, async () => {
+      const answer = await send();
+      expect(answer.status).toBe(status);
+      expect(answer.traceId).toMatch(/^[0-9a-z]{16,}$/);
+      await expect.poll(() => logged(answer.traceId)).toEqual(expect.objectContaining({ status, reason, traceId: answer.traceId }));
+    });
+  }
+
+  it('a request timed out by Node (its head or whole request not in time): 408 request_timeout', async () => {
+    // Node's own time-outs are 20 and 30 s; the parser's error is raised here as Node raises it.
+    const http1 = (t.service.app.server as unknown as DualProtocolServer).http1;
+    const accepted = new Promise<net.Socket>((resolve) => http1.once('connection', resolve));
+    const client = net.connect(port, '127.0.0.1');
+    let answer = '';
+    client.on('data', (c) => (answer += c.toString('latin1')));
+    const closed = new Promise((resolve) => client.on('close', resolve));
+    client.write('GET /healthz HTTP/1.1\r\nHost: x\r\n');
+    const socket = await accepted;
+    http1.emit('clientError', Object.assign(new Error('Request timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }), socket);
+    await closed;
+    expect(statusOf(answer)).toBe(408);
+    expect(logged(traceOf(answer))).toEqual(expect.objectContaining({ status: 408, reason: 'request_timeout' }));
+  });
+
+  it('a body that does not arrive within BODY_TIMEOUT_MS belongs to a routed request: the request log and metric have its 408, not the refusals', async () => {
+    const answer = await sent('POST /v1/server/enter-game HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"combo_id"')();
+    expect(answer.status).toBe(408);
+    // (The request log's trace id is Fastify's for the request, not the 408's; see docs/operations.md.)
+    await expect.poll(() => lines.filter((l) => l.msg === 'request' && l.status === 408 && l.route === '/v1/server/enter-game')).toHaveLength(1);
+    expect(logged(answer.traceId)).toBeUndefined();
+    const text = await (await fetch(`${t.url}/metrics`)).text();
+    expect(text).toMatch(/^combo_http_requests_total\{method="POST",route="\/v1\/server\/enter-game",status="408"\} 1$/m);
+    expect(text).not.toMatch(/^combo_http_requests_refused_total\{reason="body_timeout"/m);
+  });
+
+  it('the metric counts each by reason and status, and combo_http_requests_total none of them', async () => {
+    const text = await (await fetch(`${t.url}/metrics`)).text();
+    const count = (reason: string, status: number) => Number(new RegExp(`^combo_http_requests_refused_total\\{reason="${reason}",status="${status}"\\} (\\d+)$`, 'm').exec(text)?.[1]);
+    for (const [reason, status] of [
+      ['malformed_request', 400],
+      ['headers_too_large', 431],
+      ['missing_host', 400],
+      ['expectation', 417],
+      ['bad_path', 400],
+      ['connect', 400],
+      ['unknown_method', 400],
+      ['request_timeout', 408],
+    ] as const) {
+      expect([reason, count(reason, status)]).toEqual([reason, 1]);
+    }
+    // Routed requests only: the one /metrics scrape in flight is not counted yet, and no
+    // refused request is there under any route.
+    const routedErrors = text.split('\n').filter((l) => /^combo_http_requests_total\{.*status="(400|408|417|431)"/.test(l));
+    expect(routedErrors).toEqual(['combo_http_requests_total{method="POST",route="/v1/server/enter-game",status="408"} 1']);
+  });
+});
