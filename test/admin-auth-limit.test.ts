@@ -157,11 +157,19 @@ describe('wrong admin tokens with REDIS_URL: one bucket per address for every in
       // A full bucket of 2 at one per 30 s: 60 s to fill, so the key lives that long and a bit.
       expect(await redis.pttl(key!)).toBeGreaterThan(60_000);
       expect(await redis.pttl(key!)).toBeLessThanOrEqual(64_000);
+      // A refused wrong token, like the right one, writes nothing: both run only reads, so
+      // neither answers faster than the other (and the bucket's refill is unchanged).
+      const stored = await redis.hgetall(key!);
+      await redis.pexpire(key!, 50_000);
+      clock.advance(1_000);
+      expect((await listGames(a, WRONG)).status).toBe(429);
+      expect([await redis.hgetall(key!), (await redis.pttl(key!)) <= 50_000]).toEqual([stored, true]);
+      clock.advance(-1_000);
       clock.advance(30_000);
       expect((await listGames(b, ADMIN_TOKEN)).status).toBe(200);
       expect(statuses([await listGames(b, WRONG), await listGames(a, WRONG)])).toEqual([401, 429]);
       const text = await (await fetch(`${a.url}/metrics`)).text();
-      expect(text).toMatch(/^combo_rate_limited_total\{kind="admin-auth"\} 2$/m);
+      expect(text).toMatch(/^combo_rate_limited_total\{kind="admin-auth"\} 3$/m);
     } finally {
       await b.stop();
       await a.stop();

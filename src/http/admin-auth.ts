@@ -31,7 +31,7 @@ export function adminAuthenticator(o: AdminAuthOptions): (req: FastifyRequest) =
   if (o.failuresPerMinute === 0) return (req) => verifyAdminToken(req, o.adminToken);
   return (req) => {
     const refusal = adminTokenRefusal(req, o.adminToken);
-    if (refusal && !refusal.guess) throw refusal.error;
+    if (refusal && !refusal.guess) throw refusal.error();
     const policy: RateLimitPolicy = { key: `admin-auth:${addressGroup(req.ip)}`, perSecond: o.failuresPerMinute / 60, burst: o.failuresPerMinute };
     const decide = (r: TakeResult): void => {
       if (!r.allowed) {
@@ -39,7 +39,7 @@ export function adminAuthenticator(o: AdminAuthOptions): (req: FastifyRequest) =
         const retryAfter = Math.max(1, Math.ceil(r.retryAfterMs / 1000));
         throw Errors.rateLimited(`too many wrong admin tokens from this address; retry after ${retryAfter} s`, { 'retry-after': String(retryAfter) });
       }
-      if (refusal) throw refusal.error;
+      if (refusal) throw refusal.error();
     };
     const r = refusal ? o.limiter.take(policy) : o.limiter.peek(policy);
     return isPromise(r) ? r.then(decide) : decide(r);

@@ -79,19 +79,23 @@ function checkSignature<C extends SignedCaller<unknown>>(req: FastifyRequest, pa
 /** Bearer ADMIN_TOKEN check for the operator API, in constant time. */
 export function verifyAdminToken(req: FastifyRequest, adminToken: string): void {
   const refusal = adminTokenRefusal(req, adminToken);
-  if (refusal) throw refusal.error;
+  if (refusal) throw refusal.error();
 }
 
 /**
  * Why a request is not let into the operator API, or null when its bearer token is the admin
- * token (compared in constant time). `guess`: a token was presented and it is wrong.
+ * token (compared in constant time). `guess`: a token was presented and it is wrong. The error
+ * is made only when it is thrown: a wrong token that is answered 429 instead must cost what
+ * the right one does (admin-auth.ts).
  */
-export function adminTokenRefusal(req: FastifyRequest, adminToken: string): { error: ApiError; guess: boolean } | null {
+export function adminTokenRefusal(req: FastifyRequest, adminToken: string): { error: () => ApiError; guess: boolean } | null {
   const h = authorizationHeader(req, Errors.unauthorized);
   // The scheme is case-insensitive (RFC 9110 11.1).
   const m = h ? /^Bearer[ \t]+(.+)$/i.exec(h) : null;
-  if (!m) return { error: Errors.unauthorized('Authorization: Bearer <admin token> is required'), guess: false };
+  if (!m) return { error: () => Errors.unauthorized('Authorization: Bearer <admin token> is required'), guess: false };
   const a = createHash('sha256').update(m[1] as string).digest();
   const b = createHash('sha256').update(adminToken).digest();
-  return timingSafeEqual(a, b) ? null : { error: Errors.unauthorized('admin token is not valid'), guess: true };
+  return timingSafeEqual(a, b) ? null : WRONG_ADMIN_TOKEN;
 }
+
+const WRONG_ADMIN_TOKEN = { error: () => Errors.unauthorized('admin token is not valid'), guess: true };

@@ -25,16 +25,19 @@ if elapsed < 0 then elapsed = 0 end
 tokens = math.min(capacity, tokens + elapsed * rate / 1000)
 `;
 
+// A refusal writes nothing: below the bucket's size the refill is linear, so the next step
+// computes the same tokens from the stored ones, and the key still expires only once the bucket
+// would be full. It also makes a refusal cost what a peek does (admin-auth.ts: a right admin
+// token from a locked-out address must not answer faster than a wrong one).
 const TAKE_SCRIPT = `${BUCKET}
-local allowed = 0
-if tokens >= 1 then
-  tokens = tokens - 1
-  allowed = 1
+if tokens < 1 then
+  return {0, string.format('%.6f', tokens)}
 end
+tokens = tokens - 1
 if now > at then at = now end
 redis.call('HSET', KEYS[1], 't', string.format('%.6f', tokens), 'at', tostring(at))
 redis.call('PEXPIRE', KEYS[1], math.ceil(capacity * 1000 / rate) + 4000)
-return {allowed, string.format('%.6f', tokens)}
+return {1, string.format('%.6f', tokens)}
 `;
 
 /** The same bucket read without taking a token: nothing is written. */
