@@ -275,16 +275,25 @@ describe('role cache', () => {
   it('shares one GM call between concurrent queries for the same player', async () => {
     const { game, partner, uri, combo } = await bound();
     await bind(game, { partner_id: partner.partnerId, partner_user_id: 'pu-2', combo_id: combo, role_id: 'r2' });
-    gm.mode = { kind: 'hold' };
-    const uris = [uri, uri, uri, uri, queryUri(game.gameId, 'pu-2')];
-    const answers = Promise.all(uris.map((u) => partnerGet(t, partner, u)));
-    await until(() => t.service.roleCache.waiting() === uris.length, 'every query to wait on the GM');
-    expect(gm.callsFor(game.gameId)).toBe(1);
-    gm.release();
-    const res = await answers;
-    expect(res.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
-    expect(res[4]!.body.role.role_id).toBe('r2');
-    expect(gm.callsFor(game.gameId)).toBe(1);
+    // The held call must outlast the five queries arriving and the wait for them, which under a
+    // loaded CI machine can take longer than this file's 300 ms GM_TIMEOUT_MS: the queries go to
+    // a process on the same database whose time-out cannot run out first.
+    const patient = await startService({ clock, db: t.db, env: { GM_TIMEOUT_MS: '60000' } });
+    try {
+      gm.mode = { kind: 'hold' };
+      const uris = [uri, uri, uri, uri, queryUri(game.gameId, 'pu-2')];
+      const answers = Promise.all(uris.map((u) => partnerGet(patient, partner, u)));
+      await until(() => patient.service.roleCache.waiting() === uris.length, 'every query to wait on the GM');
+      expect(gm.callsFor(game.gameId)).toBe(1);
+      gm.release();
+      const res = await answers;
+      expect(res.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+      expect(res[4]!.body.role.role_id).toBe('r2');
+      expect(gm.callsFor(game.gameId)).toBe(1);
+    } finally {
+      gm.release();
+      await patient.stop();
+    }
   });
 
   it('serves a stale role up to 1 h when the game cannot be reached, then 500', async () => {
