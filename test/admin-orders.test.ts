@@ -149,6 +149,10 @@ describe('GET /admin/v1/orders', () => {
     ['limit=0x10', 'limit must be an integer'],
     ['limit=1e1', 'limit must be an integer'],
     ['limit=%201', 'limit must be an integer'],
+    // Digits past what a number holds exactly: an integer out of range, named by its bound.
+    ['limit=99999999999999999999', 'querystring parameter limit must be <= 200'],
+    ['limit=-99999999999999999999', 'querystring parameter limit must be >= 1'],
+    ['limit=00000000000000000001', 'limit must be an integer'],
     ['limit=1&limit=2', 'limit must be given once'],
     ['status=paid&status=created', 'status must be given once'],
     ['status=lost', 'status'],

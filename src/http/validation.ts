@@ -99,8 +99,9 @@ export const schemaCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPar
   return fn as never;
 };
 
-type QuerySchema = { properties?: Record<string, { type?: string }> };
+type QuerySchema = { properties?: Record<string, { type?: string; minimum?: number; maximum?: number }> };
 const DECIMAL_INTEGER = /^-?[0-9]{1,16}$/;
+const DECIMAL_DIGITS = /^-?[0-9]+$/;
 
 /**
  * Query and path values are strings that Ajv coerces, and its coercion takes what Number()
@@ -118,7 +119,15 @@ function strictStrings(validate: ValidateFunction, schema: QuerySchema): Validat
     for (const [name, p] of props) {
       const v = data?.[name];
       if (Array.isArray(v)) return fail(wrapped, name, 'repeated', {});
-      if (p.type === 'integer' && typeof v === 'string' && !DECIMAL_INTEGER.test(v)) return fail(wrapped, name, 'type', { type: 'integer' });
+      if (p.type === 'integer' && typeof v === 'string' && !DECIMAL_INTEGER.test(v)) {
+        // Decimal digits past 16 are an integer out of range, said as the bound it is beyond.
+        const negative = v.startsWith('-');
+        const limit = negative ? p.minimum : p.maximum;
+        if (DECIMAL_DIGITS.test(v) && limit !== undefined && !/^-?0+[0-9]{0,16}$/.test(v)) {
+          return fail(wrapped, name, negative ? 'minimum' : 'maximum', { limit });
+        }
+        return fail(wrapped, name, 'type', { type: 'integer' });
+      }
     }
     const ok = validate(data);
     wrapped.errors = validate.errors;
