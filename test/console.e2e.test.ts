@@ -437,6 +437,28 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
     await shot('overview');
   });
 
+  it('sign-in from an address locked out by wrong tokens shows why and when to retry, also for the right token', async () => {
+    const strict = await startService({ env: { ADMIN_AUTH_FAILURES_PER_MINUTE: '1' } });
+    try {
+      await page.evaluate(() => sessionStorage.clear());
+      await page.goto(`${strict.url}/console/`);
+      await signIn('not-the-token');
+      await page.getByRole('alert').getByText('401').waitFor();
+      await page.getByLabel('Admin token').fill('');
+      await signIn('still-not-the-token');
+      await page.getByRole('alert').getByText('too many wrong admin tokens from this address; retry after 60 s').waitFor();
+      await page.getByLabel('Admin token').fill('');
+      const answered = page.waitForResponse((r) => new URL(r.url()).pathname.startsWith('/admin/'));
+      await signIn();
+      expect((await answered).status()).toBe(429);
+      await page.getByRole('button', { name: 'Sign in' }).waitFor();
+      await page.getByRole('alert').getByText(/too many wrong admin tokens from this address; retry after \d+ s/).waitFor();
+      expect(await page.evaluate(() => sessionStorage.getItem('combo.console.token'))).toBeNull();
+    } finally {
+      await strict.stop();
+    }
+  });
+
   it('ran without script errors or CSP refusals', () => {
     expect(problems).toEqual([]);
   });
