@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/lib/clock.js';
+import { REDIS_URL, connectTestRedis, dropKeysAndClose } from './helpers/redis.js';
 import { ADMIN_TOKEN, startService, type TestService } from './helpers/service.js';
 
 // ADMIN_AUTH_FAILURES_PER_MINUTE (src/http/admin-auth.ts): an address may present that many
 // wrong admin tokens in a burst, then one more every 60 / N seconds; past that every admin
 // request from it is 429, the right token included.
 
-const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const RUN_PREFIX = `test:admin-auth:${randomBytes(6).toString('hex')}:`;
 let testNo = 0;
 const prefix = () => `${RUN_PREFIX}${++testNo}:`;
@@ -121,23 +121,9 @@ describe('wrong admin tokens per address (ADMIN_AUTH_FAILURES_PER_MINUTE)', () =
 describe('wrong admin tokens with REDIS_URL: one bucket per address for every instance', () => {
   let redis: Redis;
   beforeAll(async () => {
-    redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    try {
-      await redis.connect();
-      await redis.ping();
-    } catch (e) {
-      redis.disconnect();
-      throw new Error(`these tests need Redis at ${REDIS_URL} (TEST_REDIS_URL): ${(e as Error).message}`);
-    }
+    redis = await connectTestRedis();
   });
-  afterAll(async () => {
-    if (!redis) return;
-    if (redis.status === 'ready') {
-      const keys = await redis.keys(`${RUN_PREFIX}*`);
-      if (keys.length) await redis.del(...keys);
-      await redis.quit();
-    } else redis.disconnect();
-  });
+  afterAll(() => dropKeysAndClose(redis, RUN_PREFIX));
 
   it('failures on one instance lock the address out of the other; the bucket refills and expires', async () => {
     const start = Date.UTC(2026, 10, 27, 8, 0, 0);

@@ -1,17 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/lib/clock.js';
 import { REDIS_BREAK_MS } from '../src/ratelimit/redis.js';
 import { createGame, signed, startService, type Answer, type TestGame, type TestService } from './helpers/service.js';
 import { HangingRelay } from './helpers/hanging-relay.js';
 import { waitFor } from './helpers/wait.js';
+import { REDIS_URL, connectTestRedis, dropKeysAndClose } from './helpers/redis.js';
 
 // Edges of the Redis-backed token bucket (src/ratelimit/redis.ts) that test/rate-limit.test.ts
 // leaves open: the cap at one second's worth, `at` never moving backwards, the key expiry, and
 // the circuit break under concurrent requests.
 
-const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 /** Every key of this file's run lives under this; each test adds its own part (see prefix()). */
 const RUN_PREFIX = `test:rl-edges:${randomBytes(6).toString('hex')}:`;
 let testNo = 0;
@@ -23,28 +23,9 @@ const enter = (t: TestService, g: TestGame) =>
 describe('Redis rate limiter edges', () => {
   let redis: Redis;
   beforeAll(async () => {
-    // Fail-open would turn a missing Redis into confusing 200s: say plainly what is missing.
-    redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    try {
-      await redis.connect();
-      await redis.ping();
-    } catch (e) {
-      redis.disconnect();
-      throw new Error(`these tests need Redis at ${REDIS_URL} (TEST_REDIS_URL): ${(e as Error).message}`);
-    }
+    redis = await connectTestRedis();
   });
-  afterAll(async () => {
-    if (!redis) return;
-    if (redis.status === 'ready') {
-      let cursor = '0';
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `${RUN_PREFIX}*`, 'COUNT', 1000);
-        cursor = next;
-        if (keys.length) await redis.del(...keys);
-      } while (cursor !== '0');
-      await redis.quit();
-    } else redis.disconnect();
-  });
+  afterAll(() => dropKeysAndClose(redis, RUN_PREFIX));
 
   it('caps the bucket at one second\'s worth: after 3 s idle a rate-4 game gets 4 requests, the 5th is 429', async () => {
     // limiter.ts: "holding at most one second's worth (burst = perSecond)"; the Lua script

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/lib/clock.js';
 import { REDIS_BREAK_MS } from '../src/ratelimit/redis.js';
@@ -8,8 +7,8 @@ import { createPartner, partnerGet, queryUri } from './helpers/partners.js';
 import { client } from './helpers/orders.js';
 import { admin, createGame, orderBody, signed, startService, type Answer, type TestGame, type TestService } from './helpers/service.js';
 import { HangingRelay } from './helpers/hanging-relay.js';
+import { REDIS_URL, connectTestRedis } from './helpers/redis.js';
 
-const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const enter = (t: TestService, g: TestGame) =>
   signed(t, g, 'POST', '/v1/server/enter-game', { combo_id: 'p1', session_id: `s-${randomBytes(4).toString('hex')}` });
 
@@ -220,16 +219,7 @@ describe('client purchase API, per order token', () => {
 
 describe('shared by all instances through Redis', () => {
   beforeAll(async () => {
-    // Fail-open would turn a missing Redis into confusing 200s: say plainly what is missing.
-    const probe = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    try {
-      await probe.connect();
-      await probe.ping();
-    } catch (e) {
-      throw new Error(`these tests need Redis at ${REDIS_URL} (TEST_REDIS_URL): ${(e as Error).message}`);
-    } finally {
-      probe.disconnect();
-    }
+    (await connectTestRedis()).disconnect();
   });
 
   it('two service instances on one database and one Redis draw from one bucket', async () => {
