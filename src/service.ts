@@ -268,11 +268,6 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   let leaving = false;
   let leaveNow: (() => void) | null = null;
   let draining = false;
-  // The request log's line for a request that never reached it (refusals.ts).
-  const refused = (r: Refusal): void => {
-    metrics.refusedBeforeRouting(r.reason, r.status);
-    if (logger.isLevelEnabled('info')) logger.info({ status: r.status, reason: r.reason, traceId: r.traceId }, 'request refused before routing');
-  };
   const shedding = new LoadShedder({
     maxInflight: config.maxInflightRequests,
     latencyTargetMs: config.admissionLatencyTargetMs,
@@ -284,7 +279,11 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   metrics.watchAdmission({ limit: () => shedding.currentLimit, inProgress: () => shedding.inProgress });
   const app = createFastify({
     logger,
-    onRefused: refused,
+    // The request log's line for a request that never reached it (refusals.ts).
+    onRefused: (r: Refusal) => {
+      metrics.refusedBeforeRouting(r.reason, r.status);
+      if (logger.isLevelEnabled('info')) logger.info({ status: r.status, reason: r.reason, traceId: r.traceId }, 'request refused before routing');
+    },
     tls: config.tls,
     trustProxy: config.trustProxy,
     shedder: shedding,

@@ -16,8 +16,9 @@ export interface AdminAuthOptions {
 
 /**
  * The operator API's authentication with a limit on guessing: an address (req.ip, which
- * honours TRUST_PROXY; an IPv6 one by its /64, see addressGroup) may present `failuresPerMinute` wrong admin tokens in a burst, then one
- * more every 60 / failuresPerMinute seconds. Past that, every admin request from it is refused
+ * honours TRUST_PROXY; an IPv6 one by its /64, see addressGroup) may present
+ * `failuresPerMinute` wrong admin tokens in a burst, then one more every 60 / failuresPerMinute
+ * seconds. Past that, every admin request from it is refused
  * 429 `rate_limited` with Retry-After, the right token included: a right guess answered anything
  * but 429 while wrong ones are would tell the guesser it was right. Only wrong tokens use the
  * bucket, taken atomically, so many guesses in parallel get no more 401s than the bucket holds,
