@@ -1,8 +1,12 @@
+import { mkdtempSync } from 'node:fs';
 import http2 from 'node:http2';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DualProtocolServer } from '../src/http/dual-server.js';
+import { selfSignedCertificate } from './helpers/certificates.js';
 import { startService, type TestService } from './helpers/service.js';
 
 // Requests answered before routing (src/http/refusals.ts) leave a trace: a log line with the
@@ -33,9 +37,9 @@ const statusOf = (answer: string) => Number(/^HTTP\/1\.1 (\d{3}) /.exec(answer)?
 const traceOf = (answer: string) => /\r\nx-trace-id: ([^\r]+)\r\n/i.exec(answer)?.[1];
 
 /** An HTTP/2 request with any method; its status and trace id. */
-function h2(url: string, headers: http2.OutgoingHttpHeaders): Promise<{ status: number; traceId: string }> {
+function h2(url: string, headers: http2.OutgoingHttpHeaders, options: http2.SecureClientSessionOptions = {}): Promise<{ status: number; traceId: string }> {
   return new Promise((resolve, reject) => {
-    const session = http2.connect(url);
+    const session = http2.connect(url, options);
     session.on('error', reject);
     const req = session.request(headers);
     let answer = { status: 0, traceId: '' };
@@ -85,6 +89,8 @@ describe('requests refused before routing: a log line and a metric each', () => 
     ['an Expect other than 100-continue', sent('GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: foo\r\n\r\n'), 417, 'expectation'],
     ['a path that is not percent-encoded UTF-8', sent('GET /admin/v1/games/%FF HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'), 400, 'bad_path'],
     ['HTTP/1.1 CONNECT', sent('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'), 400, 'connect'],
+    ['HTTP/1.1 CONNECT to a path with routes', sent('CONNECT /admin/v1/games HTTP/1.1\r\nHost: x\r\n\r\n'), 405, 'connect'],
+    ['HTTP/2 CONNECT', () => h2(t.url, { ':method': 'CONNECT', ':authority': 'example.com:443' }), 400, 'connect'],
     ['an HTTP/2 method no router knows', () => h2(t.url, { ':method': 'FOO', ':path': '/healthz' }), 400, 'unknown_method'],
   ];
 
@@ -126,22 +132,55 @@ describe('requests refused before routing: a log line and a metric each', () => 
 
   it('the metric counts each by reason and status, and combo_http_requests_total none of them', async () => {
     const text = await (await fetch(`${t.url}/metrics`)).text();
-    const count = (reason: string, status: number) => Number(new RegExp(`^combo_http_requests_refused_total\\{reason="${reason}",status="${status}"\\} (\\d+)$`, 'm').exec(text)?.[1]);
-    for (const [reason, status] of [
-      ['malformed_request', 400],
-      ['headers_too_large', 431],
-      ['missing_host', 400],
-      ['expectation', 417],
-      ['bad_path', 400],
-      ['connect', 400],
-      ['unknown_method', 400],
-      ['request_timeout', 408],
-    ] as const) {
-      expect([reason, count(reason, status)]).toEqual([reason, 1]);
-    }
+    const refused = text.split('\n').filter((l) => l.startsWith('combo_http_requests_refused_total{'));
+    expect(refused.sort()).toEqual(
+      [
+        'reason="bad_path",status="400"} 1',
+        'reason="connect",status="400"} 2', // HTTP/1.1 and HTTP/2
+        'reason="connect",status="405"} 1',
+        'reason="expectation",status="417"} 1',
+        'reason="headers_too_large",status="431"} 1',
+        'reason="malformed_request",status="400"} 1',
+        'reason="missing_host",status="400"} 1',
+        'reason="request_timeout",status="408"} 1',
+        'reason="unknown_method",status="400"} 1',
+      ].map((l) => `combo_http_requests_refused_total{${l}`),
+    );
     // Routed requests only: the one /metrics scrape in flight is not counted yet, and no
     // refused request is there under any route.
     const routedErrors = text.split('\n').filter((l) => /^combo_http_requests_total\{.*status="(400|408|417|431)"/.test(l));
     expect(routedErrors).toEqual(['combo_http_requests_total{method="POST",route="/v1/server/enter-game",status="408"} 1']);
   });
 });
+
+describe('requests refused before routing over TLS (one server parses both protocols)', () => {
+  it('an HTTP/2 method no router knows is counted there too', async () => {
+    const { cert, key } = selfSignedCertificate(mkdtempSync(path.join(os.tmpdir(), 'combo-refused-tls-')));
+    const t = await startService({ env: { TLS_CERT: cert, TLS_KEY: key } });
+    try {
+      expect((await h2(t.url, { ':method': 'FOO', ':path': '/healthz' }, { rejectUnauthorized: false })).status).toBe(400);
+      const metrics = await h2Text(t.url, '/metrics');
+      expect(metrics).toMatch(/^combo_http_requests_refused_total\{reason="unknown_method",status="400"\} 1$/m);
+    } finally {
+      await t.stop();
+    }
+  });
+});
+
+/** The body of an HTTP/2 GET over TLS (self-signed). */
+function h2Text(url: string, p: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const session = http2.connect(url, { rejectUnauthorized: false });
+    session.on('error', reject);
+    const req = session.request({ ':path': p });
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (c: string) => (body += c));
+    req.on('end', () => {
+      session.close();
+      resolve(body);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}

@@ -71,4 +71,18 @@ describe('MemoryRateLimiter', () => {
     l.take({ key: 'ip:y', perSecond: 1000 }); // at the cap: evicts the full ones only
     expect(l.take(locked).allowed).toBe(false);
   });
+
+  it('at the cap, a slow bucket full again is dropped like any full one (so nothing else is cleared)', () => {
+    const clock = new ManualClock(0);
+    const l = new MemoryRateLimiter(clock, 2);
+    const slow = { key: 'admin-auth:d', perSecond: 10 / 60, burst: 10 };
+    const locked = { key: 'admin-auth:e', perSecond: 1 / 60, burst: 1 };
+    l.take(slow);
+    l.take(locked);
+    clock.advance(6_000); // slow: full again (one back in 6 s); locked: a tenth back
+    // At the cap: the full one goes and the new one fits; were slow kept, every bucket would be
+    // in use and all of them cleared, the locked-out address's with them.
+    l.take({ key: 'ip:x', perSecond: 1000 });
+    expect(l.take(locked).allowed).toBe(false);
+  });
 });

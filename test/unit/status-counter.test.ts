@@ -53,6 +53,16 @@ describe('SqliteStatusCounter (orders per status, counted off the main thread)',
       d.exec("create table orders (order_id text primary key, status text not null); insert into orders values ('o1', 'paid')");
       d.close();
       expect(await revived.count()).toEqual([{ status: 'paid', n: 1 }]);
+      // The dead worker's exit (a turn later) leaves its replacement in place: later counts go
+      // to that one worker, which close() ends, and nothing answered stays waiting. (Private
+      // fields: a worker lost from view shows nowhere else but in the process's threads.)
+      const internals = revived as unknown as { thread: { waiting: Map<number, unknown> } | null };
+      const replacement = internals.thread;
+      await new Promise((r) => setImmediate(r));
+      await revived.count();
+      await revived.count();
+      expect(internals.thread).toBe(replacement);
+      expect(replacement?.waiting.size).toBe(0);
     } finally {
       await revived.close();
     }
