@@ -64,9 +64,17 @@ export function outcome(tokensAfter: number, allowed: boolean, perSecond: number
   return {
     allowed,
     remaining: Math.max(0, Math.floor(tokensAfter)),
-    retryAfterMs: allowed ? 0 : Math.ceil(((1 - tokensAfter) * 1000) / perSecond),
-    resetMs: Math.ceil(((capacity - tokensAfter) * 1000) / perSecond),
+    retryAfterMs: allowed ? 0 : wholeMs(((1 - tokensAfter) * 1000) / perSecond),
+    resetMs: wholeMs(((capacity - tokensAfter) * 1000) / perSecond),
   };
+}
+
+/**
+ * Milliseconds rounded up, but not for a floating-point residue: a third of a token at 1/30 a
+ * second is 20000.000000000004 ms, which is 20 s to wait, not 21.
+ */
+function wholeMs(ms: number): number {
+  return Math.ceil(ms - 1e-6);
 }
 
 /** The caller's own policy, when it carries one (see RateLimitedCaller). */

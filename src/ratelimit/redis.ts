@@ -5,7 +5,9 @@ import { capacityOf, outcome, type RateLimiter, type RateLimitPolicy, type TakeR
 
 /**
  * One atomic step of a token bucket, run inside Redis so every service instance shares it.
- * Same arithmetic as `refill` in limiter.ts (ARGV: now, rate per second, bucket size). `at`
+ * Same arithmetic as `refill` in limiter.ts (ARGV: now, rate per second, bucket size), and the
+ * same precision: tokens are stored and answered to 17 significant digits, as a double holds
+ * them (rounded to 6 decimals, a bucket refilling at 1/30 a second told a 20 s wait as 21). `at`
  * never moves backwards, so an instance whose clock lags cannot mint tokens. A missing key is a
  * full bucket; it expires once it would be full anyway (the time to refill it, plus margin).
  */
@@ -31,20 +33,20 @@ tokens = math.min(capacity, tokens + elapsed * rate / 1000)
 // token from a locked-out address must not answer faster than a wrong one).
 const TAKE_SCRIPT = `${BUCKET}
 if tokens < 1 then
-  return {0, string.format('%.6f', tokens)}
+  return {0, string.format('%.17g', tokens)}
 end
 tokens = tokens - 1
 if now > at then at = now end
-redis.call('HSET', KEYS[1], 't', string.format('%.6f', tokens), 'at', tostring(at))
+redis.call('HSET', KEYS[1], 't', string.format('%.17g', tokens), 'at', tostring(at))
 redis.call('PEXPIRE', KEYS[1], math.ceil(capacity * 1000 / rate) + 4000)
-return {1, string.format('%.6f', tokens)}
+return {1, string.format('%.17g', tokens)}
 `;
 
 /** The same bucket read without taking a token: nothing is written. */
 const PEEK_SCRIPT = `${BUCKET}
 local allowed = 0
 if tokens >= 1 then allowed = 1 end
-return {allowed, string.format('%.6f', tokens)}
+return {allowed, string.format('%.17g', tokens)}
 `;
 
 /**

@@ -85,4 +85,14 @@ describe('MemoryRateLimiter', () => {
     l.take({ key: 'ip:x', perSecond: 1000 });
     expect(l.take(locked).allowed).toBe(false);
   });
+
+  it('tells the wait in whole milliseconds without a floating-point residue (20000, not 20001)', () => {
+    const clock = new ManualClock(0);
+    const l = new MemoryRateLimiter(clock);
+    const p = { key: 'admin-auth:f', perSecond: 2 / 60, burst: 2 };
+    l.take(p);
+    l.take(p);
+    clock.advance(10_000); // a third of a token back: (1 - 1/3) / (1/30) s is 20 s exactly
+    expect(l.peek(p)).toMatchObject({ allowed: false, retryAfterMs: 20_000, resetMs: 50_000 });
+  });
 });
