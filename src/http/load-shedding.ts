@@ -187,6 +187,18 @@ export class LoadShedder {
   }
 }
 
+/**
+ * On a response answered 408 because its body did not arrive: the trace id that answer carried.
+ * The request reaches the service's handler (and gets its own id) before that, so the request
+ * log reads this to name the id the client saw.
+ */
+const LATE_BODY_TRACE = Symbol('lateBodyTrace');
+
+/** The x-trace-id of a 408 for a body that did not arrive, else undefined. */
+export function lateBodyTraceId(res: object): string | undefined {
+  return (res as { [LATE_BODY_TRACE]?: string })[LATE_BODY_TRACE];
+}
+
 const BODY_LATE = Buffer.from(JSON.stringify({ error: 'invalid_request', message: 'the request body did not arrive in time' }));
 
 /**
@@ -197,7 +209,9 @@ function watchBody(req: http.IncomingMessage, res: http.ServerResponse, ms: numb
   const timer = setTimeout(() => {
     if (req.complete || res.headersSent || res.writableEnded) return;
     const stream = (req as unknown as { stream?: { close(code?: number): void } }).stream;
-    const headers: http.OutgoingHttpHeaders = { 'content-type': 'application/json; charset=utf-8', 'x-trace-id': newTraceId(), 'content-length': BODY_LATE.length };
+    const traceId = newTraceId();
+    (res as { [LATE_BODY_TRACE]?: string })[LATE_BODY_TRACE] = traceId;
+    const headers: http.OutgoingHttpHeaders = { 'content-type': 'application/json; charset=utf-8', 'x-trace-id': traceId, 'content-length': BODY_LATE.length };
     if (!stream) headers.connection = 'close';
     res.writeHead(408, headers);
     res.end(BODY_LATE, () => (stream ? stream.close() : req.socket.destroy()));

@@ -7,6 +7,7 @@ import { routeOf } from '../http/app.js';
 import type { Logger } from 'pino';
 import type { ServiceMetrics } from './metrics.js';
 import { originForm } from '../http/request-target.js';
+import { lateBodyTraceId } from '../http/load-shedding.js';
 
 /** Label and log value for requests that matched no route (never the raw path: it may hold a token). */
 export const UNMATCHED_ROUTE = '(unmatched)';
@@ -23,7 +24,9 @@ export function installRequestObservability(app: FastifyInstance, metrics: Servi
     metrics.observeRequest(req.method, route, reply.statusCode, elapsed / 1000);
     // The line is built only when it will be written (request logs are off below info).
     if ((req.log as unknown as Logger).isLevelEnabled('info')) {
-      req.log.info({ method: req.method, route, status: reply.statusCode, latencyMs: Math.round(elapsed * 100) / 100, traceId: req.id }, 'request');
+      // A 408 for a body that did not arrive carried a trace id of its own (load-shedding.ts).
+      const traceId = lateBodyTraceId(reply.raw) ?? req.id;
+      req.log.info({ method: req.method, route, status: reply.statusCode, latencyMs: Math.round(elapsed * 100) / 100, traceId }, 'request');
     }
     done();
   });
