@@ -279,6 +279,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   metrics.watchAdmission({ limit: () => shedding.currentLimit, inProgress: () => shedding.inProgress });
   const app = createFastify({
     logger,
+    clock,
     // The request log's line for a request that never reached it (refusals.ts).
     onRefused: (r: Refusal) => {
       metrics.refusedBeforeRouting(r.reason, r.status);

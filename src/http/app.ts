@@ -16,6 +16,7 @@ import { answerConnect, type AllowedMethods } from './connect.js';
 import { originForm } from './request-target.js';
 import { answerLast, rawErrorResponse } from './raw-answer.js';
 import { ignoreRefusals, type RefusalReason, type RefusalSink } from './refusals.js';
+import { systemClock, type Clock } from '../lib/clock.js';
 import { UnknownSealingKeyError } from '../lib/secret-box.js';
 import { isPromise, type MaybePromise } from '../lib/maybe-promise.js';
 import { trackRoutes } from './route-table.js';
@@ -84,6 +85,8 @@ export interface AppOptions {
   shedder?: LoadShedder;
   /** Told of every request answered before routing (logs, metrics; see refusals.ts). */
   onRefused?: RefusalSink;
+  /** What times the 503 warnings (one a second); the system clock unless given. */
+  clock?: Clock;
 }
 
 export const BODY_LIMIT = 64 * 1024;
@@ -133,12 +136,12 @@ export function createFastify(opts: AppOptions): FastifyInstance {
   trackRoutes(app);
   // Per-request fields declared up front: every request object keeps one shape.
   for (const field of ['rawBody', 'caller', 'routeInfo']) app.decorateRequest(field, null);
-  const allowedAt = installPipeline(app, opts.hooks);
+  const allowedAt = installPipeline(app, opts.hooks, opts.clock ?? systemClock);
   for (const server of protocolServers) answerConnect(server, allowedAt, refused);
   return app;
 }
 
-function installPipeline(app: FastifyInstance, hooks: AppHooks): AllowedMethods {
+function installPipeline(app: FastifyInstance, hooks: AppHooks, clock: Clock): AllowedMethods {
   // Every route path with the methods it answers, to tell 405 (known path) from 404.
   const routes = new Map<string, Set<string>>();
   app.addHook('onRoute', (r) => {
@@ -276,7 +279,7 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks): AllowedMethods 
     // (its ECONNRESET read as the database's), and no one reads the answer.
     const apiError = !isApiError(error) && req.raw.readableAborted ? Errors.invalidRequest('the connection closed before the request body arrived') : toApiError(error);
     if (apiError.status === 503) {
-      const now = Date.now();
+      const now = clock.now();
       if (now - last503Log >= 1000) {
         req.log.warn({ reason: apiError.message, traceId: req.id, alsoSinceLastLine: quiet503 }, 'service unavailable');
         last503Log = now;
