@@ -16,6 +16,7 @@ import { OrderLifecycle } from '../src/orders/lifecycle.js';
 import { OrderStore } from '../src/orders/store.js';
 import { OrderSweeper } from '../src/orders/sweeper.js';
 import { TEST_DB } from './helpers/db.js';
+import { migratedSqliteFile, removeSqliteFile } from './helpers/sqlite-file.js';
 import { createOrder, statusOf } from './helpers/orders.js';
 import { createGame, orderBody, signed, startService, type TestService } from './helpers/service.js';
 
@@ -57,19 +58,14 @@ describe.skipIf(TEST_DB !== 'sqlite')('SQLite group commit: failed BEGIN and COM
   let reader: SQLite.Database;
 
   beforeEach(async () => {
-    dir = mkdtempSync(path.join(os.tmpdir(), 'combo-gcf-'));
-    file = path.join(dir, 'gc.db');
-    database = openDatabase(`sqlite:${file}`);
-    await migrateToLatest(database);
-    await sql`create table t (x integer primary key)`.execute(database.db);
+    ({ dir, file, database } = await migratedSqliteFile('combo-gcf-'));
     // A second connection sees only what is committed.
     reader = new SQLite(file, { readonly: true });
   });
 
   afterEach(async () => {
     reader.close();
-    await database.close();
-    rmSync(dir, { recursive: true, force: true });
+    await removeSqliteFile({ dir, database });
   });
 
   const insert = (trx: Transaction<DB>, x: number) => sql`insert into t (x) values (${x})`.execute(trx);

@@ -1,13 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { migrateToLatest, openDatabase, type Database } from '../src/db/index.js';
+import { migrateToLatest, type Database } from '../src/db/index.js';
 import { migrations } from '../src/db/migrations/index.js';
 import type { DB } from '../src/db/schema.js';
 import { TEST_DB } from './helpers/db.js';
+import { migratedSqliteFile, removeSqliteFile } from './helpers/sqlite-file.js';
 
 // SQLite's group commit (src/db/group-commit.ts) on a real file. PostgreSQL has no group commit:
 // the PostgreSQL run of the suite skips this file.
@@ -18,19 +16,14 @@ describe.skipIf(TEST_DB !== 'sqlite')('SQLite group commit', () => {
   let reader: SQLite.Database;
 
   beforeEach(async () => {
-    dir = mkdtempSync(path.join(os.tmpdir(), 'combo-gc-'));
-    file = path.join(dir, 'gc.db');
-    database = openDatabase(`sqlite:${file}`);
-    await migrateToLatest(database);
-    await sql`create table t (x integer primary key)`.execute(database.db);
+    ({ dir, file, database } = await migratedSqliteFile('combo-gc-'));
     // A second connection sees only what is committed.
     reader = new SQLite(file, { readonly: true });
   });
 
   afterEach(async () => {
     reader.close();
-    await database.close();
-    rmSync(dir, { recursive: true, force: true });
+    await removeSqliteFile({ dir, database });
   });
 
   const insert = (trx: Transaction<DB>, x: number) => sql`insert into t (x) values (${x})`.execute(trx);

@@ -1,6 +1,5 @@
 import { once } from 'node:events';
 import { renameSync } from 'node:fs';
-import { Writable } from 'node:stream';
 import { sql } from 'kysely';
 import type { Counter } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -11,42 +10,19 @@ import { startNppaStandIn, type StandIn } from './helpers/nppa-stand-in.js';
 import { FakeGm, createPartner, partnerGet, queryUri, role } from './helpers/partners.js';
 import { Receiver, until } from './helpers/receiver.js';
 import { admin, createGame, orderBody, signed, startService, type TestService } from './helpers/service.js';
+import { logSink } from './helpers/logs.js';
+import { METRICS_TOKEN, sample } from './helpers/metrics.js';
 
 /**
  * Operator-facing observability that docs/operations.md documents ("Metrics", "Logs"): labels,
  * units and meanings of the series, the METRICS_TOKEN check, and the 5xx log lines.
  */
 
-const METRICS_TOKEN = 'metrics-token-0123456789abcdef';
-
-/** The value of one sample of the exposition text; labels must match exactly (in any order). */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of text.split('\n')) {
-    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const got = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1], x[2]]));
-    if (JSON.stringify(Object.entries(got).sort()) === JSON.stringify(Object.entries(labels).sort())) return Number(m[3]);
-  }
-  return undefined;
-}
-
 async function scrape(t: TestService): Promise<string> {
   // A scrape that never answers fails the test here, not at the test's time-out.
   const r = await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` }, signal: AbortSignal.timeout(8000) });
   expect(r.status).toBe(200);
   return r.text();
-}
-
-/** JSON log lines of one service, in memory. */
-function logSink(): { lines: any[]; stream: Writable } {
-  const lines: any[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l));
-      done();
-    },
-  });
-  return { lines, stream };
 }
 
 const started: TestService[] = [];

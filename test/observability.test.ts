@@ -7,19 +7,7 @@ import { IdGenerator } from '../src/lib/ids.js';
 import { TEST_DB } from './helpers/db.js';
 import { createPartner, partnerGet, queryUri } from './helpers/partners.js';
 import { ADMIN_TOKEN, admin, createGame, orderBody, signed, startService, type TestService } from './helpers/service.js';
-
-const METRICS_TOKEN = 'metrics-token-0123456789abcdef';
-
-/** The value of one sample of the exposition text; labels must match exactly (in any order). */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of text.split('\n')) {
-    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const got = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1], x[2]]));
-    if (JSON.stringify(Object.entries(got).sort()) === JSON.stringify(Object.entries(labels).sort())) return Number(m[3]);
-  }
-  return undefined;
-}
+import { METRICS_TOKEN, sample } from './helpers/metrics.js';
 
 const scrape = async (t: TestService, token = METRICS_TOKEN) => {
   const r = await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${token}` } });

@@ -1,12 +1,11 @@
-import { mkdtempSync, rmSync, truncateSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { truncateSync } from 'node:fs';
 import SQLite from 'better-sqlite3';
 import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { executeDirect } from '../src/db/direct.js';
-import { isStorageUnavailable, migrateToLatest, openDatabase, type Database } from '../src/db/index.js';
+import { isStorageUnavailable, type Database } from '../src/db/index.js';
 import { TEST_DB } from './helpers/db.js';
+import { migratedSqliteFile, nextTurn, readDirectly, removeSqliteFile } from './helpers/sqlite-file.js';
 
 // The read-only connection's read transaction per event-loop turn (src/db/turn-snapshot.ts) over
 // many turns, and the statements shared between direct reads and Kysely (src/db/direct.ts), on a
@@ -19,27 +18,17 @@ describe.skipIf(TEST_DB !== 'sqlite')('SQLite reads over many turns, and stateme
   let other: SQLite.Database;
 
   beforeEach(async () => {
-    dir = mkdtempSync(path.join(os.tmpdir(), 'combo-turns-'));
-    file = path.join(dir, 'turns.db');
-    database = openDatabase(`sqlite:${file}`);
-    await migrateToLatest(database);
-    await sql`create table t (x integer primary key)`.execute(database.db);
+    ({ dir, file, database } = await migratedSqliteFile('combo-turns-'));
     other = new SQLite(file, { timeout: 0 });
   });
 
   afterEach(async () => {
     other.close();
-    await database.close();
-    rmSync(dir, { recursive: true, force: true });
+    await removeSqliteFile({ dir, database });
   });
 
   /** A hot-path read: on the read-only connection, as the stores' prepared reads run. */
-  const read = async () => {
-    const result = await executeDirect<{ x: number }>(database.db, 'select x from t order by x', []);
-    if (!result) throw new Error('the root handle has no read-only connection');
-    return result.rows.map((r) => r.x);
-  };
-  const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+  const read = () => readDirectly(database);
 
   it("another process's commits are seen on every later turn, not only after the first one", async () => {
     for (let x = 1; x <= 4; x++) {

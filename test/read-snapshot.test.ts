@@ -1,12 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { executeDirect } from '../src/db/direct.js';
-import { migrateToLatest, openDatabase, type Database } from '../src/db/index.js';
+import { openDatabase, type Database } from '../src/db/index.js';
 import { TEST_DB } from './helpers/db.js';
+import { migratedSqliteFile, nextTurn, readDirectly, removeSqliteFile } from './helpers/sqlite-file.js';
 
 // The read-only SQLite connection's read transaction per event-loop turn (src/db/turn-snapshot.ts),
 // on a real file. PostgreSQL has no such connection: the PostgreSQL run of the suite skips this file.
@@ -18,27 +15,17 @@ describe.skipIf(TEST_DB !== 'sqlite')('SQLite reads: one read transaction per ev
   let other: SQLite.Database;
 
   beforeEach(async () => {
-    dir = mkdtempSync(path.join(os.tmpdir(), 'combo-snap-'));
-    file = path.join(dir, 'snap.db');
-    database = openDatabase(`sqlite:${file}`);
-    await migrateToLatest(database);
-    await sql`create table t (x integer primary key)`.execute(database.db);
+    ({ dir, file, database } = await migratedSqliteFile('combo-snap-'));
     other = new SQLite(file, { timeout: 0 });
   });
 
   afterEach(async () => {
     other.close();
-    await database.close();
-    rmSync(dir, { recursive: true, force: true });
+    await removeSqliteFile({ dir, database });
   });
 
   /** A hot-path read: on the read-only connection, as the stores' prepared reads run. */
-  const read = async () => {
-    const result = await executeDirect<{ x: number }>(database.db, 'select x from t order by x', []);
-    if (!result) throw new Error('the root handle has no read-only connection');
-    return result.rows.map((r) => r.x);
-  };
-  const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+  const read = () => readDirectly(database);
   /** True once the event-loop turn in which it was called has ended. */
   const turnEnds = () => {
     const state = { ended: false };

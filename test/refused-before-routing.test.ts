@@ -3,10 +3,10 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DualProtocolServer } from '../src/http/dual-server.js';
 import { selfSignedCertificate } from './helpers/certificates.js';
+import { logSink } from './helpers/logs.js';
 import { startService, type TestService } from './helpers/service.js';
 
 // Requests answered before routing (src/http/refusals.ts) leave a trace: a log line with the
@@ -58,16 +58,10 @@ function h2(url: string, headers: http2.OutgoingHttpHeaders, options: http2.Secu
 describe('requests refused before routing: a log line and a metric each', () => {
   let t: TestService;
   let port: number;
-  const lines: LogLine[] = [];
+  const { lines, stream } = logSink<LogLine>();
   const refusals = () => lines.filter((l) => l.msg === 'request refused before routing');
 
   beforeAll(async () => {
-    const stream = new Writable({
-      write(chunk, _enc, done) {
-        for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l) as LogLine);
-        done();
-      },
-    });
     t = await startService({ env: { LOG_LEVEL: 'info', BODY_TIMEOUT_MS: '200' }, logDestination: stream });
     port = Number(new URL(t.url).port);
   });
