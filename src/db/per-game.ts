@@ -23,6 +23,16 @@ export function acrossGames<O>(
   page: (gameId: Expression<string>) => SelectQueryBuilder<DB, any, O>,
   order: (rows: SelectQueryBuilder<any, any, O>) => SelectQueryBuilder<any, any, O>,
 ): Promise<O[]> {
+  return acrossGamesQuery(q, table, page, order).execute();
+}
+
+/** acrossGames' statement, not yet run: to be read as a subquery of a larger one. */
+export function acrossGamesQuery<O>(
+  q: Q,
+  table: 'orders' | 'sessions',
+  page: (gameId: Expression<string>) => SelectQueryBuilder<DB, any, O>,
+  order: (rows: SelectQueryBuilder<any, any, O>) => SelectQueryBuilder<any, any, O>,
+): SelectQueryBuilder<any, any, O> {
   const gameId = sql.ref<string>('g.game_id');
   // Typed loosely: the joined table is the caller's, and the rows are the page's (O).
   const games = q.selectFrom('games as g') as unknown as SelectQueryBuilder<any, any, {}>;
@@ -32,5 +42,5 @@ export function acrossGames<O>(
       : games
           .innerJoin(`${table} as m`, (join) => join.on(sql`m.rowid`, 'in', page(gameId).clearSelect().select(sql`rowid`.as('r'))))
           .selectAll('m');
-  return order(q.selectFrom(joined.as('x')).selectAll() as SelectQueryBuilder<any, any, O>).execute();
+  return order(q.selectFrom(joined.as('x')).selectAll() as SelectQueryBuilder<any, any, O>);
 }

@@ -1,8 +1,8 @@
-import type { Expression, Kysely, Selectable, Transaction } from 'kysely';
+import type { Expression, Kysely, Selectable, SelectQueryBuilder, Transaction } from 'kysely';
 import type { StatementRunner, TransactionRunner } from '../db/group-commit.js';
 import type { DB, NppaEventsTable, SessionsTable } from '../db/schema.js';
 import { prepare } from '../db/prepared.js';
-import { acrossGames } from '../db/per-game.js';
+import { acrossGames, acrossGamesQuery } from '../db/per-game.js';
 
 export type SessionRow = Selectable<SessionsTable>;
 export type BehaviourEventRow = Selectable<NppaEventsTable>;
@@ -115,34 +115,58 @@ export class SessionStore {
   }
 
   /**
-   * Newest first, keyset paging on (created_at, game_id, session_id). One game: one range read
-   * of (game_id, created_at, session_id) in order. Without a game, every game's newest rows
-   * are read that way and merged in one statement (db/per-game.ts; no sort of every session).
+   * Newest first, keyset paging on (created_at, game_id, session_id). With `open` set, one game is
+   * one range read of its open or closed index (game_id, created_at, session_id) in order;
+   * without a game, every game's newest rows are read that way and merged in one statement
+   * (db/per-game.ts; no sort of every session). A player's sessions are read from the player
+   * index. Neither set: no index holds a game's open and closed sessions together (migration
+   * 0009 dropped the one that did, for a cheaper enter-game), so the newest of each are read
+   * and merged here.
    */
   async list(q: Q, f: SessionFilter): Promise<SessionRow[]> {
-    const query = (gameId: string | Expression<string> | undefined) => {
-      let query = q.selectFrom('sessions').selectAll();
-      if (gameId !== undefined) query = query.where('game_id', '=', gameId);
-      if (f.comboId !== undefined) query = query.where('combo_id', '=', f.comboId);
-      if (f.open !== undefined) query = query.where('left_at', f.open ? 'is' : 'is not', null);
-      const c = f.after;
-      if (c) {
-        // `created_at <=` first: a range the index can seek to (see OrderAdminStore.list).
-        query = query.where('created_at', '<=', c.createdAt).where((eb) =>
-          eb.or([
-            eb('created_at', '<', c.createdAt),
-            eb('game_id', '<', c.gameId),
-            eb.and([eb('game_id', '=', c.gameId), eb('session_id', '<', c.sessionId)]),
-          ]),
-        );
-      }
-      return query.orderBy('created_at', 'desc').orderBy('game_id', 'desc').orderBy('session_id', 'desc').limit(f.limit);
-    };
-    if (f.gameId !== undefined) return query(f.gameId).execute();
-    return acrossGames(q, 'sessions', query, (m) => m.orderBy('created_at', 'desc').orderBy('game_id', 'desc').orderBy('session_id', 'desc').limit(f.limit));
+    if (f.open !== undefined || f.comboId !== undefined) return this.listIndexed(q, f);
+    // One statement, so one snapshot: a session is in exactly one of the two pages.
+    const open = this.pages(q, { ...f, open: true });
+    const closed = this.pages(q, { ...f, open: false });
+    const both = q.selectFrom(open.as('o')).selectAll().unionAll(q.selectFrom(closed.as('c')).selectAll());
+    return newestFirst(q.selectFrom(both.as('u')).selectAll(), f.limit).execute();
+  }
+
+  private listIndexed(q: Q, f: SessionFilter): Promise<SessionRow[]> {
+    return this.pages(q, f).execute();
+  }
+
+  /** The listing's page of `f` as one statement, not yet run: one game's, or every game's merged. */
+  private pages(q: Q, f: SessionFilter): SelectQueryBuilder<DB, any, SessionRow> {
+    if (f.gameId !== undefined) return page(q, f, f.gameId);
+    return acrossGamesQuery(q, 'sessions', (gameId) => page(q, f, gameId), (m) => newestFirst(m, f.limit));
   }
 
   async insertBehaviourEvent(q: Q, row: BehaviourEventRow): Promise<void> {
     await q.insertInto('nppa_events').values(row).execute();
   }
+}
+
+/** One game's page of `f`, newest first, read in order from an index that starts with game_id. */
+function page(q: Q, f: SessionFilter, gameId: string | Expression<string>): SelectQueryBuilder<DB, 'sessions', SessionRow> {
+  let query = q.selectFrom('sessions').selectAll().where('game_id', '=', gameId);
+  if (f.comboId !== undefined) query = query.where('combo_id', '=', f.comboId);
+  if (f.open !== undefined) query = query.where('left_at', f.open ? 'is' : 'is not', null);
+  const c = f.after;
+  if (c) {
+    // `created_at <=` first: a range the index can seek to (see OrderAdminStore.list).
+    query = query.where('created_at', '<=', c.createdAt).where((eb) =>
+      eb.or([
+        eb('created_at', '<', c.createdAt),
+        eb('game_id', '<', c.gameId),
+        eb.and([eb('game_id', '=', c.gameId), eb('session_id', '<', c.sessionId)]),
+      ]),
+    );
+  }
+  return newestFirst(query, f.limit);
+}
+
+/** The listing's order, newest first by (created_at, game_id, session_id), and its page size. */
+function newestFirst<T extends SelectQueryBuilder<any, any, any>>(query: T, limit: number): T {
+  return query.orderBy('created_at', 'desc').orderBy('game_id', 'desc').orderBy('session_id', 'desc').limit(limit) as T;
 }

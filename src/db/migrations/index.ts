@@ -9,6 +9,7 @@ import * as m0005 from './0005_sessions_open_closed_indexes.js';
 import * as m0006 from './0006_nppa_backlog_order.js';
 import * as m0007 from './0007_nppa_sent_identity.js';
 import * as m0008 from './0008_nppa_leases_shift_at.js';
+import * as m0009 from './0009_sessions_drop_game_created.js';
 
 /**
  * Versioned migrations, applied in name order, forward only. Add a new file
@@ -25,4 +26,5 @@ export const migrations: Record<string, Migration> = {
   '0006_nppa_backlog_order': m0006,
   '0007_nppa_sent_identity': m0007,
   '0008_nppa_leases_shift_at': m0008,
+  '0009_sessions_drop_game_created': m0009,
 };
