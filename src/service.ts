@@ -11,7 +11,8 @@ import { registerApiDocsRoutes } from './apidocs/routes.js';
 import { packageVersion } from './lib/package-info.js';
 import { createFastify, type AuthKind } from './http/app.js';
 import { verifySignedRequest, type CallerDirectory } from './http/auth.js';
-import { adminAuthenticator } from './http/admin-auth.js';
+import { bearerGuard } from './http/bearer-guard.js';
+import { bearerToken } from './http/auth.js';
 import type { Refusal } from './http/refusals.js';
 import { isPromise, type MaybePromise } from './lib/maybe-promise.js';
 import { registerHealthRoutes } from './http/health.js';
@@ -163,7 +164,10 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   });
   const onLimited = (p: RateLimitPolicy) => metrics.rateLimited(p.key.split(':', 1)[0] as string);
   const rateLimit = rateLimitHook({ limiter, policyFor: requestPolicy(config.clientRateLimitPerSecond), onLimited });
-  const authenticateAdmin = adminAuthenticator({ adminToken: config.adminToken, limiter, failuresPerMinute: config.adminAuthFailuresPerMinute, onLocked: onLimited });
+  const guard = (token: ReturnType<typeof bearerToken>, bucket: string, guessed: string) =>
+    bearerGuard({ token, bucket, guessed, limiter, failuresPerMinute: config.adminAuthFailuresPerMinute, onLocked: onLimited });
+  const authenticateAdmin = guard(bearerToken(config.adminToken, 'admin token', 'admin token is not valid'), 'admin-auth', 'admin tokens');
+  const authenticateMetrics = config.metricsToken ? guard(bearerToken(config.metricsToken, 'METRICS_TOKEN', 'metrics token is not valid'), 'metrics-auth', 'metrics tokens') : null;
   const limitToken: TokenLimit = (reply, token) => {
     const policy = tokenPolicy(parseOrderToken(token)?.orderId ?? null, config.clientRateLimitPerSecond);
     return policy ? limit({ limiter, onLimited }, policy, reply) : undefined;
@@ -307,7 +311,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   registerApiDocsRoutes(app);
   // production: one log line and one metrics sample per request; GET /metrics.
   installRequestObservability(app, metrics);
-  registerMetricsRoute(app, metrics, config.metricsToken);
+  registerMetricsRoute(app, metrics, authenticateMetrics);
 
   // Whether the database is migrated is read again every few seconds, not once: a database
   // replaced by an empty one (restored, recreated) must take the instance out.

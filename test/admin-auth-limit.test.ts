@@ -3,9 +3,10 @@ import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/lib/clock.js';
 import { REDIS_URL, connectTestRedis, dropKeysAndClose } from './helpers/redis.js';
+import { METRICS_TOKEN, sample } from './helpers/metrics.js';
 import { ADMIN_TOKEN, startService, type TestService } from './helpers/service.js';
 
-// ADMIN_AUTH_FAILURES_PER_MINUTE (src/http/admin-auth.ts): an address may present that many
+// ADMIN_AUTH_FAILURES_PER_MINUTE (src/http/bearer-guard.ts): an address may present that many
 // wrong admin tokens in a burst, then one more every 60 / N seconds; past that every admin
 // request from it is 429, the right token included.
 
@@ -126,6 +127,54 @@ describe('wrong admin tokens per address (ADMIN_AUTH_FAILURES_PER_MINUTE)', () =
     await listGames(t, ADMIN_TOKEN);
     const text = await (await fetch(`${t.url}/metrics`)).text();
     expect(text).toMatch(/^combo_rate_limited_total\{kind="admin-auth"\} 2$/m);
+  });
+});
+
+/** GET /metrics with `token` (none: no Authorization header). */
+async function scrape(t: TestService, token: string | null, scheme = 'Bearer'): Promise<Answer & { text: string }> {
+  const r = await fetch(`${t.url}/metrics`, { headers: token === null ? {} : { authorization: `${scheme} ${token}` } });
+  const text = await r.text();
+  const body = r.headers.get('content-type')?.startsWith('application/json') ? (JSON.parse(text) as Answer['body']) : {};
+  return { status: r.status, body, retryAfter: r.headers.get('retry-after'), text };
+}
+
+describe('wrong METRICS_TOKENs per address: the same limit, a bucket of its own', () => {
+  let t: TestService | undefined;
+  afterEach(async () => {
+    await t?.stop();
+    t = undefined;
+  });
+
+  it('N wrong metrics tokens are 401, then 429 for the right one too; the operator API is not locked out by them, nor /metrics by wrong admin tokens', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 10, 27, 8, 0, 0));
+    t = await startService({ clock, env: { METRICS_TOKEN, ADMIN_AUTH_FAILURES_PER_MINUTE: '2' } });
+    const wrong = [await scrape(t, WRONG), await scrape(t, WRONG)];
+    expect(wrong.map((a) => [a.status, a.body.error, a.body.message])).toEqual(Array(2).fill([401, 'unauthorized', 'metrics token is not valid']));
+    expect(await scrape(t, WRONG)).toMatchObject({ status: 429, body: { error: 'rate_limited', message: 'too many wrong metrics tokens from this address; retry after 30 s' }, retryAfter: '30' });
+    expect((await scrape(t, METRICS_TOKEN)).status).toBe(429);
+    // No token is not a guess, and the other bucket is untouched.
+    expect((await scrape(t, null)).body).toEqual({ error: 'unauthorized', message: 'Authorization: Bearer <METRICS_TOKEN> is required' });
+    expect((await listGames(t, ADMIN_TOKEN)).status).toBe(200);
+    expect(statuses([await listGames(t, WRONG), await listGames(t, WRONG), await listGames(t, WRONG)])).toEqual([401, 401, 429]);
+    clock.advance(30_000);
+    // One failure's worth back: the scraper gets in (the scheme in any case, as for ADMIN_TOKEN).
+    const ok = await scrape(t, METRICS_TOKEN, 'bearer');
+    expect(ok.status).toBe(200);
+    expect(sample(ok.text, 'combo_rate_limited_total', { kind: 'metrics-auth' })).toBe(2);
+    expect(sample(ok.text, 'combo_rate_limited_total', { kind: 'admin-auth' })).toBe(1);
+  });
+
+  it('0 turns it off for /metrics too', async () => {
+    t = await startService({ clock: new ManualClock(), env: { METRICS_TOKEN, ADMIN_AUTH_FAILURES_PER_MINUTE: '0' } });
+    const answers = await Promise.all(Array.from({ length: 20 }, () => scrape(t!, WRONG)));
+    expect(new Set(statuses(answers))).toEqual(new Set([401]));
+    expect((await scrape(t, METRICS_TOKEN)).status).toBe(200);
+  });
+
+  it('the OpenAPI document lists 429 on /metrics', async () => {
+    t = await startService();
+    const doc = (await (await fetch(`${t.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
+    expect(Object.keys(doc.paths['/metrics']!.get!.responses)).toEqual(expect.arrayContaining(['200', '401', '429']));
   });
 });
 

@@ -76,26 +76,45 @@ function checkSignature<C extends SignedCaller<unknown>>(req: FastifyRequest, pa
   return caller;
 }
 
-/** Bearer ADMIN_TOKEN check for the operator API, in constant time. */
-export function verifyAdminToken(req: FastifyRequest, adminToken: string): void {
-  const refusal = adminTokenRefusal(req, adminToken);
+/** A bearer token check (ADMIN_TOKEN, METRICS_TOKEN), in constant time. */
+export function verifyBearer(req: FastifyRequest, token: BearerToken): void {
+  const refusal = bearerRefusal(req, token);
   if (refusal) throw refusal.error();
 }
 
+/** A token the service expects as `Authorization: Bearer <token>`, and what it is called in answers. */
+export interface BearerToken {
+  value: string;
+  /** `admin token`, `METRICS_TOKEN`: named in the answer to a request without it. */
+  name: string;
+  /** Why the request was refused, when its token is wrong (made only when thrown). */
+  wrong: Refusal;
+}
+
+export interface Refusal {
+  error: () => ApiError;
+  /** A token was presented and it is wrong. */
+  guess: boolean;
+}
+
+export const bearerToken = (value: string, name: string, wrongMessage: string): BearerToken => ({
+  value,
+  name,
+  wrong: { error: () => Errors.unauthorized(wrongMessage), guess: true },
+});
+
 /**
- * Why a request is not let into the operator API, or null when its bearer token is the admin
- * token (compared in constant time). `guess`: a token was presented and it is wrong. The error
- * is made only when it is thrown: a wrong token that is answered 429 instead must cost what
- * the right one does (admin-auth.ts).
+ * Why a request is refused, or null when its bearer token is `token` (compared in constant
+ * time). The error is made only when it is thrown: a wrong token that is answered 429 instead
+ * must cost what the right one does (bearer-guard.ts).
  */
-export function adminTokenRefusal(req: FastifyRequest, adminToken: string): { error: () => ApiError; guess: boolean } | null {
+export function bearerRefusal(req: FastifyRequest, token: BearerToken): Refusal | null {
   const h = authorizationHeader(req, Errors.unauthorized);
   // The scheme is case-insensitive (RFC 9110 11.1).
   const m = h ? /^Bearer[ \t]+(.+)$/i.exec(h) : null;
-  if (!m) return { error: () => Errors.unauthorized('Authorization: Bearer <admin token> is required'), guess: false };
+  if (!m) return { error: () => Errors.unauthorized(`Authorization: Bearer <${token.name}> is required`), guess: false };
+  // Hashing both sides gives equal lengths, so the comparison is constant-time.
   const a = createHash('sha256').update(m[1] as string).digest();
-  const b = createHash('sha256').update(adminToken).digest();
-  return timingSafeEqual(a, b) ? null : WRONG_ADMIN_TOKEN;
+  const b = createHash('sha256').update(token.value).digest();
+  return timingSafeEqual(a, b) ? null : token.wrong;
 }
-
-const WRONG_ADMIN_TOKEN = { error: () => Errors.unauthorized('admin token is not valid'), guess: true };

@@ -3,8 +3,9 @@ import type { MaybePromise } from '../lib/maybe-promise.js';
 /**
  * Token buckets for PROTOCOL 2 rate limits: one bucket per caller (`game:<id>`,
  * `partner:<id>`, `ip:<address>`), refilled at `perSecond` tokens per second, holding at most
- * one second's worth (burst = perSecond). Every request takes one token. The failed admin
- * sign-ins of an address (`admin-auth:<address>`) are a slower bucket with a burst of its own.
+ * one second's worth (burst = perSecond). Every request takes one token. The wrong
+ * admin tokens and metrics tokens of an address (`admin-auth:<address>`, `metrics-auth:<address>`)
+ * are slower buckets with a burst of their own.
  */
 
 /** What a rate-limited caller is limited by. The authenticated caller (req.caller) provides it. */

@@ -29,7 +29,7 @@ tokens = math.min(capacity, tokens + elapsed * rate / 1000)
 
 // A refusal writes nothing: below the bucket's size the refill is linear, so the next step
 // computes the same tokens from the stored ones, and the key still expires only once the bucket
-// would be full. It also makes a refusal cost what a peek does (admin-auth.ts: a right admin
+// would be full. It also makes a refusal cost what a peek does (http/bearer-guard.ts: a right admin
 // token from a locked-out address must not answer faster than a wrong one).
 const TAKE_SCRIPT = `${BUCKET}
 if tokens < 1 then
