@@ -2,6 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
+import type tls from 'node:tls';
 import Fastify, { LogController, type FastifyContextConfig, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerFactory } from 'fastify';
 import type { Logger } from 'pino';
 import { isStorageTimeout, isStorageUnavailable } from '../db/index.js';
@@ -301,6 +302,12 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks, clock: Clock): A
  * 20 s, a whole HTTP/1.1 request within 30 s, checked every second.
  */
 function trackTlsConnections(server: http2.Http2SecureServer): void {
+  // HTTP/1.1 over TLS answers a client that half-closes after its request, as in cleartext
+  // (dual-server.ts): Node's HTTP/1.1 handling reads this flag from the server it runs under.
+  (server as unknown as { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
+  server.on('secureConnection', (socket: tls.TLSSocket) => {
+    if (socket.alpnProtocol !== 'h2') socket.allowHalfOpen = true;
+  });
   const sockets = new Set<net.Socket>();
   const sessions = openSessions(server);
   server.on('connection', (socket: net.Socket) => {

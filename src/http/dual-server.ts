@@ -24,7 +24,8 @@ export class DualProtocolServer extends net.Server {
 
   constructor(handler: Handler, options: { firstBytesTimeoutMs?: number; http2IdleTimeoutMs?: number; headersTimeoutMs?: number } = {}) {
     // The accepting server applies socket options: without noDelay, Nagle + delayed ACK stall answers.
-    super({ pauseOnConnect: false, noDelay: true, keepAlive: true });
+    // allowHalfOpen: a client's FIN closes only its side (see http1 below).
+    super({ pauseOnConnect: false, noDelay: true, keepAlive: true, allowHalfOpen: true });
     this.firstBytesTimeoutMs = options.firstBytesTimeoutMs ?? 20_000;
     // requireHostHeader off: the handler answers a missing Host itself, as an ErrorResponse.
     // Node checks the header and request time-outs every connectionsCheckingInterval (30 s by
@@ -34,6 +35,11 @@ export class DualProtocolServer extends net.Server {
       { keepAliveTimeout: 65_000, requestTimeout: Math.max(30_000, headersTimeout), headersTimeout, connectionsCheckingInterval: 1000, requireHostHeader: false },
       handler,
     );
+    // A client that half-closes after its request (RFC 9112 9.6: a half-closed connection does
+    // not mean it no longer wants the answer; `printf ... | nc -N`, some proxies' health checks)
+    // gets its answers, and the connection ends after the last. Node's default aborts the
+    // request in progress at the FIN and drops its answer, though the write may have been made.
+    (this.http1 as http.Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
     // Node's HTTP/2 server has no time-outs of its own and allows ~4 billion streams per
     // session: an idle session (or one that only sent the preface) would stay open forever.
     // Idle sessions end as idle HTTP/1.1 connections do; a session gets 128 streams at once.
@@ -69,6 +75,8 @@ export class DualProtocolServer extends net.Server {
       socket.setTimeout(0);
       socket.off('timeout', onTimeout);
       socket.unshift(head);
+      // An HTTP/2 client's FIN ends its session, as before: the socket ends its side too.
+      if (matches) socket.allowHalfOpen = false;
       (matches ? this.http2 : this.http1).emit('connection', socket);
     };
     socket.on('readable', onReadable);
