@@ -143,7 +143,7 @@ describe('over TLS, HTTP/1.1 clients that half-close after their request', () =>
     const halfClosed = until(() => gm.callsFor(game.gameId) === 1, 'the GM call').then(() => undefined);
     const { hostname, port } = new URL(t.url);
     const answer = new Promise<string>((resolve, reject) => {
-      const socket = tls.connect({ host: hostname, port: Number(port), ALPNProtocols: ['http/1.1'], rejectUnauthorized: false, servername: 'localhost', allowHalfOpen: true }, () => {
+      const socket = tls.connect({ host: hostname, port: Number(port), ALPNProtocols: ['http/1.1'], rejectUnauthorized: false, servername: 'localhost' }, () => {
         socket.write(`GET ${uri} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${auth}\r\n\r\n`);
         void halfClosed.then(() => socket.end());
       });
