@@ -1,6 +1,7 @@
 import { type Expression, type ExpressionBuilder, type Kysely, type QueryCreator, type Selectable, type SqlBool, type Transaction } from 'kysely';
 import type { TransactionOptions, TransactionRunner } from '../db/group-commit.js';
 import type { Dialect } from '../db/index.js';
+import { inIndexOrder } from '../db/planner.js';
 import type { DB, NotificationAttemptsTable, NotificationsTable, NotificationStatus, OrderStatus } from '../db/schema.js';
 
 export type NotificationRow = Selectable<NotificationsTable>;
@@ -216,7 +217,13 @@ export class NotificationStore {
   }
 
   list(f: ListFilter): Promise<NotificationRow[]> {
-    let q = this.db.selectFrom('notifications').selectAll();
+    // A game's notifications by status: read in order from (game_id, status, notification_id).
+    if (f.gameId !== undefined && f.status !== undefined) return inIndexOrder(this.db, (db) => this.listIn(db, f));
+    return this.listIn(this.db, f);
+  }
+
+  private listIn(db: Kysely<DB> | Transaction<DB>, f: ListFilter): Promise<NotificationRow[]> {
+    let q = db.selectFrom('notifications').selectAll();
     if (f.gameId !== undefined) q = q.where('game_id', '=', f.gameId);
     if (f.status !== undefined) q = q.where('status', '=', f.status);
     if (f.beforeId !== undefined) q = q.where('notification_id', '<', f.beforeId);

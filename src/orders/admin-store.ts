@@ -1,6 +1,7 @@
-import type { Expression, Kysely, Selectable } from 'kysely';
+import type { Expression, Kysely, Selectable, Transaction } from 'kysely';
 import type { DB, NotificationAttemptsTable, NotificationsTable, OrderStatus, PaymentsTable } from '../db/schema.js';
 import { acrossGames } from '../db/per-game.js';
+import { inIndexOrder } from '../db/planner.js';
 import type { OrderEventRow, OrderRow } from './store.js';
 
 export interface OrderFilter {
@@ -32,8 +33,14 @@ export class OrderAdminStore {
    * table (10 million rows: seconds; docs/benchmarks.md).
    */
   async list(filter: OrderFilter, after: OrderCursor | null, limit: number): Promise<OrderRow[]> {
+    return filter.status !== undefined && filter.comboId === undefined && filter.referenceId === undefined
+      ? inIndexOrder(this.db, (db) => this.listIn(db, filter, after, limit))
+      : this.listIn(this.db, filter, after, limit);
+  }
+
+  private listIn(db: Kysely<DB> | Transaction<DB>, filter: OrderFilter, after: OrderCursor | null, limit: number): Promise<OrderRow[]> {
     const query = (gameId: string | Expression<string> | undefined) => {
-      let q = this.db.selectFrom('orders').selectAll();
+      let q = db.selectFrom('orders').selectAll();
       if (gameId !== undefined) q = q.where('game_id', '=', gameId);
       if (filter.status !== undefined) q = q.where('status', '=', filter.status);
       if (filter.comboId !== undefined) q = q.where('combo_id', '=', filter.comboId);
@@ -49,7 +56,7 @@ export class OrderAdminStore {
     };
     const otherFilter = filter.status !== undefined || filter.comboId !== undefined || filter.referenceId !== undefined;
     if (filter.gameId !== undefined || !otherFilter) return query(filter.gameId).execute();
-    return acrossGames(this.db, 'orders', query, (m) => m.orderBy('created_at', 'desc').orderBy('order_id', 'desc').limit(limit));
+    return acrossGames(db, 'orders', query, (m) => m.orderBy('created_at', 'desc').orderBy('order_id', 'desc').limit(limit));
   }
 
   events(orderId: string): Promise<OrderEventRow[]> {

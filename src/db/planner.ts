@@ -1,0 +1,33 @@
+import { PostgresAdapter, sql, type Kysely, type Transaction } from 'kysely';
+import type { DB } from './schema.js';
+
+type Q = Kysely<DB> | Transaction<DB>;
+
+/**
+ * Runs a listing filtered by status so that PostgreSQL reads each game's page in the listing's
+ * order from the index made for it ((game_id, status, created_at, ...)), never by sorting what
+ * another index found (on SQLite, `run(db)` as it is: its plans are checked by the tests).
+ *
+ * Why: a status such as `created` or `pending` can be rare in the table's statistics (orders and
+ * notifications leave it within minutes) and common when it is listed (a burst since the last
+ * ANALYZE). Estimating one row, the planner took the smaller index that starts with `status`
+ * ((status, expires_at), (status, next_attempt_at)), read every such row of every game and
+ * sorted them: 18 ms for a game with none of 68,843 new orders, 8.7 s for a listing across 404
+ * games (docs/benchmarks.md, "Thirty-third session"). With sorts priced out for the statement
+ * (SET LOCAL, this transaction only), the plans that read an index in order win; the one sort
+ * left, merging the games' pages, is in every plan, so it decides nothing.
+ *
+ * Only for filters that such an index serves in order (a status, with a game for
+ * notifications): for others the plan without a sort may be a walk of the whole table.
+ */
+export async function inIndexOrder<T>(db: Kysely<DB>, run: (q: Q) => Promise<T>): Promise<T> {
+  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return run(db);
+  return db.transaction().execute(async (trx) => {
+    await sql`set local enable_sort = off`.execute(trx);
+    await sql`set local enable_incremental_sort = off`.execute(trx);
+    // A priced-out sort costs 10^10: past jit_above_cost, which would compile the statement
+    // (tens of milliseconds) to run a page of 50 rows.
+    await sql`set local jit = off`.execute(trx);
+    return run(trx);
+  });
+}
