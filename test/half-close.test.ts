@@ -20,23 +20,49 @@ import { createGame, signed, startService, type TestService } from './helpers/se
 const ENTER = '/v1/server/enter-game';
 
 /**
- * Writes `bytes`, half-closes (at once, or when `halfClose` resolves), and resolves with all
- * the server sent once it closed too.
+ * Writes `bytes` on a socket from `connect`, half-closes (at once, or when `halfClose`
+ * resolves), and resolves with all the server sent once it closed too. It resolves only when the
+ * server ends the connection: a server that kept it open fails the test by its time-out, long
+ * before the 20 s header time-out would close it.
  */
-function sendThenHalfClose(t: TestService, bytes: Buffer | string, halfClose: Promise<void> = Promise.resolve()): Promise<string> {
-  const { hostname, port } = new URL(t.url);
+function exchangeThenHalfClose(connect: (onConnect: () => void) => net.Socket, bytes: Buffer | string, halfClose: Promise<void> = Promise.resolve()): Promise<string> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect({ host: hostname, port: Number(port), allowHalfOpen: true }, () => {
+    const socket = connect(() => {
       socket.write(bytes);
       void halfClose.then(() => socket.end());
     });
     const chunks: Buffer[] = [];
-    socket.on('data', (c) => chunks.push(c));
+    socket.on('data', (c: Buffer) => chunks.push(c));
     socket.on('error', reject);
-    // Resolves only when the server ends the connection: a server that kept it open would fail
-    // the test by its time-out, long before the 20 s header time-out would close it.
     socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
   });
+}
+
+/** The same over cleartext TCP to `t`. */
+function sendThenHalfClose(t: TestService, bytes: Buffer | string, halfClose?: Promise<void>): Promise<string> {
+  const { hostname, port } = new URL(t.url);
+  return exchangeThenHalfClose((onConnect) => net.connect({ host: hostname, port: Number(port), allowHalfOpen: true }, onConnect), bytes, halfClose);
+}
+
+/**
+ * A game whose GM holds its answers (until gm.release()), a partner and a bound user, set up
+ * through `setup`; the partner's signed query-binding request, and a promise that the service
+ * has called the GM with it (the answer is then being made).
+ */
+async function heldRoleQuery(setup: TestService, gm: FakeGm, gmKeys: Map<string, string[]>, player: string): Promise<{ request: string; gmCalled: Promise<void> }> {
+  const game = await createGame(setup, { gm_url: gm.url });
+  gmKeys.set(game.gameId, [game.secret]);
+  const partner = await createPartner(setup, [game.gameId]);
+  gm.roles.set(player, [role('r1')]);
+  const bound = await signed(setup, game, 'POST', '/v1/server/bind-partner-user', { partner_id: partner.partnerId, partner_user_id: `${player}-u`, combo_id: player, role_id: 'r1' });
+  expect(bound.status).toBe(200);
+  gm.mode = { kind: 'hold' };
+  const uri = queryUri(game.gameId, `${player}-u`);
+  const auth = authorizationHeader({ kind: 'partner', id: partner.partnerId }, partner.secret, 'GET', uri, '');
+  return {
+    request: `GET ${uri} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${auth}\r\n\r\n`,
+    gmCalled: until(() => gm.callsFor(game.gameId) === 1, 'the GM call').then(() => undefined),
+  };
 }
 
 describe('HTTP/1.1 clients that half-close after their request', () => {
@@ -53,19 +79,11 @@ describe('HTTP/1.1 clients that half-close after their request', () => {
   });
 
   it('get an answer that is still being made at the FIN (the game\'s GM answers after it)', async () => {
-    const game = await createGame(t, { gm_url: gm.url });
-    gmKeys.set(game.gameId, [game.secret]);
-    const partner = await createPartner(t, [game.gameId]);
-    gm.roles.set('hc-player', [role('r1')]);
-    expect((await signed(t, game, 'POST', '/v1/server/bind-partner-user', { partner_id: partner.partnerId, partner_user_id: 'hc-u', combo_id: 'hc-player', role_id: 'r1' })).status).toBe(200);
-    gm.mode = { kind: 'hold' };
-    const uri = queryUri(game.gameId, 'hc-u');
-    const auth = authorizationHeader({ kind: 'partner', id: partner.partnerId }, partner.secret, 'GET', uri, '');
+    const { request, gmCalled } = await heldRoleQuery(t, gm, gmKeys, 'hc-player');
     // The FIN goes once the service is waiting for the GM; another request on another
     // connection, answered, means the service has read it. Only then does the GM answer.
-    const halfClosed = until(() => gm.callsFor(game.gameId) === 1, 'the GM call').then(() => undefined);
-    const answer = sendThenHalfClose(t, `GET ${uri} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${auth}\r\n\r\n`, halfClosed);
-    await halfClosed;
+    const answer = sendThenHalfClose(t, request, gmCalled);
+    await gmCalled;
     expect((await fetch(`${t.url}/healthz`)).status).toBe(200);
     gm.release();
     const text = await answer;
@@ -132,27 +150,11 @@ describe('over TLS, HTTP/1.1 clients that half-close after their request', () =>
   });
 
   it('get an answer still being made at the FIN', async () => {
-    const game = await createGame(plain, { gm_url: gm.url });
-    gmKeys.set(game.gameId, [game.secret]);
-    const partner = await createPartner(plain, [game.gameId]);
-    gm.roles.set('tls-player', [role('r1')]);
-    expect((await signed(plain, game, 'POST', '/v1/server/bind-partner-user', { partner_id: partner.partnerId, partner_user_id: 'tls-u', combo_id: 'tls-player', role_id: 'r1' })).status).toBe(200);
-    gm.mode = { kind: 'hold' };
-    const uri = queryUri(game.gameId, 'tls-u');
-    const auth = authorizationHeader({ kind: 'partner', id: partner.partnerId }, partner.secret, 'GET', uri, '');
-    const halfClosed = until(() => gm.callsFor(game.gameId) === 1, 'the GM call').then(() => undefined);
+    const { request, gmCalled } = await heldRoleQuery(plain, gm, gmKeys, 'tls-player');
     const { hostname, port } = new URL(t.url);
-    const answer = new Promise<string>((resolve, reject) => {
-      const socket = tls.connect({ host: hostname, port: Number(port), ALPNProtocols: ['http/1.1'], rejectUnauthorized: false, servername: 'localhost' }, () => {
-        socket.write(`GET ${uri} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${auth}\r\n\r\n`);
-        void halfClosed.then(() => socket.end());
-      });
-      const chunks: Buffer[] = [];
-      socket.on('data', (c: Buffer) => chunks.push(c));
-      socket.on('error', reject);
-      socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
-    });
-    await halfClosed;
+    const connect = (onConnect: () => void) => tls.connect({ host: hostname, port: Number(port), ALPNProtocols: ['http/1.1'], rejectUnauthorized: false, servername: 'localhost' }, onConnect);
+    const answer = exchangeThenHalfClose(connect, request, gmCalled);
+    await gmCalled;
     const healthz = await new Promise<number>((resolve, reject) =>
       https.get(`${t.url}/healthz`, { rejectUnauthorized: false }, (r) => resolve(r.resume().statusCode ?? 0)).on('error', reject),
     );
