@@ -18,11 +18,16 @@ type Q = Kysely<DB> | Transaction<DB>;
  * left, merging the games' pages, is in every plan, so it decides nothing.
  *
  * Only for filters that such an index serves in order (a status, with a game for
- * notifications): for others the plan without a sort may be a walk of the whole table.
+ * notifications; sessions without a filter, from the open and closed indexes): for others the
+ * plan without a sort may be a walk of the whole table. Nor does it make every plan good: a
+ * status common in the table but rare in one game may still be looked for by walking that
+ * game's (game_id, created_at, ...) index, a plan without a sort, which the planner may prefer
+ * with or without these settings (noted on issue 2).
  */
-export async function inIndexOrder<T>(db: Kysely<DB>, run: (q: Q) => Promise<T>): Promise<T> {
-  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return run(db);
-  return db.transaction().execute(async (trx) => {
+export async function inIndexOrder<T>(db: Q, run: (q: Q) => Promise<T>): Promise<T> {
+  // Inside a caller's transaction the settings would outlive the listing: left as planned.
+  if (!(db.getExecutor().adapter instanceof PostgresAdapter) || db.isTransaction) return run(db);
+  return (db as Kysely<DB>).transaction().execute(async (trx) => {
     await sql`set local enable_sort = off`.execute(trx);
     await sql`set local enable_incremental_sort = off`.execute(trx);
     // A priced-out sort costs 10^10: past jit_above_cost, which would compile the statement

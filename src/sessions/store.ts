@@ -3,6 +3,7 @@ import type { StatementRunner, TransactionRunner } from '../db/group-commit.js';
 import type { DB, NppaEventsTable, SessionsTable } from '../db/schema.js';
 import { prepare } from '../db/prepared.js';
 import { acrossGames, acrossGamesQuery } from '../db/per-game.js';
+import { inIndexOrder } from '../db/planner.js';
 
 export type SessionRow = Selectable<SessionsTable>;
 export type BehaviourEventRow = Selectable<NppaEventsTable>;
@@ -121,15 +122,19 @@ export class SessionStore {
    * (db/per-game.ts; no sort of every session). A player's sessions are read from the player
    * index. Neither set: no index holds a game's open and closed sessions together (migration
    * 0009 dropped the one that did, for a cheaper enter-game), so the newest of each are read
-   * and merged here.
+   * and merged in one statement.
    */
   async list(q: Q, f: SessionFilter): Promise<SessionRow[]> {
     if (f.open !== undefined || f.comboId !== undefined) return this.listIndexed(q, f);
-    // One statement, so one snapshot: a session is in exactly one of the two pages.
-    const open = this.pages(q, { ...f, open: true });
-    const closed = this.pages(q, { ...f, open: false });
-    const both = q.selectFrom(open.as('o')).selectAll().unionAll(q.selectFrom(closed.as('c')).selectAll());
-    return newestFirst(q.selectFrom(both.as('u')).selectAll(), f.limit).execute();
+    // One statement, so one snapshot: a session is in exactly one of the two pages. On
+    // PostgreSQL each page is read in its index's order, not gathered and sorted (a cursor's
+    // page read every open session older than it; db/planner.ts).
+    return inIndexOrder(q, (db) => {
+      const open = this.pages(db, { ...f, open: true });
+      const closed = this.pages(db, { ...f, open: false });
+      const both = db.selectFrom(open.as('o')).selectAll().unionAll(db.selectFrom(closed.as('c')).selectAll());
+      return newestFirst(db.selectFrom(both.as('u')).selectAll(), f.limit).execute();
+    });
   }
 
   private listIndexed(q: Q, f: SessionFilter): Promise<SessionRow[]> {

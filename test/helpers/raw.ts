@@ -69,8 +69,8 @@ export async function storedRows(t: TestService, gameId: string): Promise<{ orde
 
 /**
  * Writes bytes as given on a fresh connection (several pipelined requests, say) without
- * half-closing it (Node's server ends a connection at a client's FIN, dropping answers still
- * being made), and resolves with everything the server sent until it closed the connection.
+ * half-closing it (test/half-close.test.ts covers clients that do), and resolves with
+ * everything the server sent until it closed the connection.
  */
 export async function exchange(t: TestService, bytes: string): Promise<string> {
   return (await sendAndCollect(t, Buffer.from(bytes))).toString('latin1');
