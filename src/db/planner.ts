@@ -4,8 +4,8 @@ import type { DB } from './schema.js';
 type Q = Kysely<DB> | Transaction<DB>;
 
 /**
- * Runs a listing filtered by status so that PostgreSQL reads each game's page in the listing's
- * order from the index made for it ((game_id, status, created_at, ...)), never by sorting what
+ * Runs an operator listing so that PostgreSQL reads each game's page in the listing's order from
+ * the index made for it ((game_id, status, created_at, ...) for a status), never by sorting what
  * another index found (on SQLite, `run(db)` as it is: its plans are checked by the tests).
  *
  * Why: a status such as `created` or `pending` can be rare in the table's statistics (orders and
