@@ -31,7 +31,16 @@ function withService(env: Record<string, string>, clock?: ManualClock) {
 async function stored(t: TestService, game: TestGame, sessionId: string) {
   const db = t.service.database.db;
   const rows = await db.selectFrom('sessions').selectAll().where('game_id', '=', game.gameId).where('session_id', '=', sessionId).execute();
-  const events = await db.selectFrom('nppa_events').select(['bt', 'ot_ms', 'combo_id']).where('game_id', '=', game.gameId).where('session_id', '=', sessionId).execute();
+  // In the order they were written: without an order PostgreSQL may return a row the uploader
+  // has updated after a later one (a CI run listed a logout before its login).
+  const events = await db
+    .selectFrom('nppa_events')
+    .select(['bt', 'ot_ms', 'combo_id'])
+    .where('game_id', '=', game.gameId)
+    .where('session_id', '=', sessionId)
+    .orderBy('ot_ms')
+    .orderBy('event_id')
+    .execute();
   return { rows, events: events.map((e) => ({ ...e, bt: Number(e.bt), ot_ms: Number(e.ot_ms) })) };
 }
 
