@@ -20,13 +20,18 @@ interface Answer {
   retryAfter: string | null;
 }
 
+/** GET `path` with `token` as the bearer (none: no Authorization header) and `headers`. */
+async function bearerGet(t: TestService, path: string, token: string | null, headers: Record<string, string> = {}, scheme = 'Bearer'): Promise<Answer & { text: string }> {
+  const r = await fetch(`${t.url}${path}`, { headers: token === null ? headers : { ...headers, authorization: `${scheme} ${token}` } });
+  const text = await r.text();
+  const body = r.headers.get('content-type')?.startsWith('application/json') ? (JSON.parse(text) as Answer['body']) : {};
+  return { status: r.status, body, retryAfter: r.headers.get('retry-after'), text };
+}
+
 /** GET /admin/v1/games with `token` (none: no Authorization header), from `forwardedFor` when given. */
 async function listGames(t: TestService, token: string | null, forwardedFor?: string): Promise<Answer> {
-  const headers: Record<string, string> = {};
-  if (token !== null) headers.authorization = `Bearer ${token}`;
-  if (forwardedFor) headers['x-forwarded-for'] = forwardedFor;
-  const r = await fetch(`${t.url}/admin/v1/games`, { headers });
-  return { status: r.status, body: (await r.json()) as Answer['body'], retryAfter: r.headers.get('retry-after') };
+  const { status, body, retryAfter } = await bearerGet(t, '/admin/v1/games', token, forwardedFor ? { 'x-forwarded-for': forwardedFor } : {});
+  return { status, body, retryAfter };
 }
 
 const WRONG = 'not-the-admin-token-0123456789';
@@ -131,12 +136,7 @@ describe('wrong admin tokens per address (ADMIN_AUTH_FAILURES_PER_MINUTE)', () =
 });
 
 /** GET /metrics with `token` (none: no Authorization header). */
-async function scrape(t: TestService, token: string | null, scheme = 'Bearer'): Promise<Answer & { text: string }> {
-  const r = await fetch(`${t.url}/metrics`, { headers: token === null ? {} : { authorization: `${scheme} ${token}` } });
-  const text = await r.text();
-  const body = r.headers.get('content-type')?.startsWith('application/json') ? (JSON.parse(text) as Answer['body']) : {};
-  return { status: r.status, body, retryAfter: r.headers.get('retry-after'), text };
-}
+const scrape = (t: TestService, token: string | null, scheme = 'Bearer') => bearerGet(t, '/metrics', token, {}, scheme);
 
 describe('wrong METRICS_TOKENs per address: the same limit, a bucket of its own', () => {
   let t: TestService | undefined;

@@ -125,7 +125,7 @@ export class SessionStore {
    * and merged in one statement.
    */
   async list(q: Q, f: SessionFilter): Promise<SessionRow[]> {
-    if (f.open !== undefined || f.comboId !== undefined) return this.listIndexed(q, f);
+    if (f.open !== undefined || f.comboId !== undefined) return this.pages(q, f).execute();
     // One statement, so one snapshot: a session is in exactly one of the two pages. On
     // PostgreSQL each page is read in its index's order, not gathered and sorted (a cursor's
     // page read every open session older than it; db/planner.ts).
@@ -135,10 +135,6 @@ export class SessionStore {
       const both = db.selectFrom(open.as('o')).selectAll().unionAll(db.selectFrom(closed.as('c')).selectAll());
       return newestFirst(db.selectFrom(both.as('u')).selectAll(), f.limit).execute();
     });
-  }
-
-  private listIndexed(q: Q, f: SessionFilter): Promise<SessionRow[]> {
-    return this.pages(q, f).execute();
   }
 
   /** The listing's page of `f` as one statement, not yet run: one game's, or every game's merged. */
