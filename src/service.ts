@@ -129,7 +129,11 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     logger.warn({ err: e }, 'SQLite WAL checkpoint on the worker thread failed; past the safety limit the writer checkpoints by itself');
   });
   try {
-    await migrateToLatest(database);
+    await migrateToLatest(database, undefined, {
+      lockTimeoutMs: config.databaseMigrationLockTimeoutMs,
+      onLockTimeout: ({ migration, attempt, retryInMs }) =>
+        logger.warn({ migration, attempt, retryInMs }, 'a migration waited too long for a table lock (a long transaction holds it); its attempt was rolled back and will be tried again'),
+    });
   } catch (e) {
     await database.close();
     throw isStorageUnavailable(e) ? new DatabaseUnusableError(e) : e;

@@ -39,6 +39,7 @@ describe('README settings table: defaults', () => {
       NPPA_CONCURRENCY: c.nppa.concurrency,
       ALLOW_PRIVATE_NOTIFY_URLS: c.allowPrivateUrls,
       DATABASE_STATEMENT_TIMEOUT_MS: c.databaseStatementTimeoutMs,
+      DATABASE_MIGRATION_LOCK_TIMEOUT_MS: c.databaseMigrationLockTimeoutMs,
     }).toEqual({
       SWEEP_INTERVAL_MS: 1000,
       GM_TIMEOUT_MS: 5000,
@@ -54,6 +55,7 @@ describe('README settings table: defaults', () => {
       NPPA_CONCURRENCY: 16,
       ALLOW_PRIVATE_NOTIFY_URLS: false,
       DATABASE_STATEMENT_TIMEOUT_MS: 30_000,
+      DATABASE_MIGRATION_LOCK_TIMEOUT_MS: 2000,
     });
   });
 });

@@ -68,6 +68,9 @@ describe('loadConfig', () => {
     ['DATABASE_STATEMENT_TIMEOUT_MS', '0', 0],
     ['DATABASE_STATEMENT_TIMEOUT_MS', '1', 1],
     ['DATABASE_STATEMENT_TIMEOUT_MS', '3600000', 3_600_000],
+    ['DATABASE_MIGRATION_LOCK_TIMEOUT_MS', '0', 0],
+    ['DATABASE_MIGRATION_LOCK_TIMEOUT_MS', '1', 1],
+    ['DATABASE_MIGRATION_LOCK_TIMEOUT_MS', '600000', 600_000],
   ])('accepts %s=%s', (name, value, expected) => {
     const c = loadConfig({ DATA_DIR: dir, [name]: value });
     const field = {
@@ -81,6 +84,7 @@ describe('loadConfig', () => {
       BODY_TIMEOUT_MS: c.bodyTimeoutMs,
       SQLITE_CHECKPOINT_INTERVAL_MS: c.sqliteCheckpointIntervalMs,
       DATABASE_STATEMENT_TIMEOUT_MS: c.databaseStatementTimeoutMs,
+      DATABASE_MIGRATION_LOCK_TIMEOUT_MS: c.databaseMigrationLockTimeoutMs,
     }[name];
     expect(field).toBe(expected);
   });
@@ -123,6 +127,9 @@ describe('loadConfig', () => {
     ['DATABASE_STATEMENT_TIMEOUT_MS', '-1'],
     ['DATABASE_STATEMENT_TIMEOUT_MS', '3600001'],
     ['DATABASE_STATEMENT_TIMEOUT_MS', '30s'],
+    ['DATABASE_MIGRATION_LOCK_TIMEOUT_MS', '-1'],
+    ['DATABASE_MIGRATION_LOCK_TIMEOUT_MS', '600001'],
+    ['DATABASE_MIGRATION_LOCK_TIMEOUT_MS', '2s'],
   ])('refuses %s=%s and names it', (name, value) => {
     const p = problems({ DATA_DIR: dir, [name]: value });
     expect(p).toHaveLength(1);

@@ -7,7 +7,11 @@ async function run(args: string[], io: Io): Promise<number> {
   const config = loadConfig(io.env);
   const database = openDatabase(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
   try {
-    const result = await migrateToLatest(database);
+    const result = await migrateToLatest(database, undefined, {
+      lockTimeoutMs: config.databaseMigrationLockTimeoutMs,
+      onLockTimeout: ({ migration, attempt, retryInMs }) =>
+        io.err(`migration ${migration} waited more than ${config.databaseMigrationLockTimeoutMs} ms for a table lock (attempt ${attempt}; a long transaction holds it): rolled back, trying again in ${retryInMs / 1000} s\n`),
+    });
     const applied = result.results?.filter((r) => r.status === 'Success').map((r) => r.migrationName) ?? [];
     io.out(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
     return 0;
@@ -22,6 +26,8 @@ export const migrateCommand: Command = {
   help: `usage:
   combo-platform migrate
 
-  Applies pending migrations to DATABASE_URL (the service also does this at start).`,
+  Applies pending migrations to DATABASE_URL (the service also does this at start).
+  On PostgreSQL a migration waits at most DATABASE_MIGRATION_LOCK_TIMEOUT_MS (default 2000)
+  for a table lock, then is rolled back and tried again, for up to 10 minutes.`,
   run,
 };

@@ -8,6 +8,9 @@ import ipaddr from 'ipaddr.js';
 /** The longest SESSION_TIMEOUT_SECONDS may be (30 days). */
 export const MAX_SESSION_TIMEOUT_SECONDS = 30 * 86_400;
 
+/** PostgreSQL: a migration's lock wait per attempt, when DATABASE_MIGRATION_LOCK_TIMEOUT_MS is not set (ms). */
+export const DEFAULT_MIGRATION_LOCK_TIMEOUT_MS = 2000;
+
 /**
  * Service configuration, read from the environment once, at start, by `loadConfig` (never at
  * import time). Every bad value is reported with the variable's name; all problems are
@@ -31,6 +34,8 @@ export interface Config {
    * ends it (ms; default 30000); 0: no limit. Migrations run without it.
    */
   databaseStatementTimeoutMs: number;
+  /** PostgreSQL: how long a migration's attempt waits for a lock before it gives up and is tried again (ms); 0: without limit. */
+  databaseMigrationLockTimeoutMs: number;
   /** 32-byte key that encrypts secret keys at rest; null: derive from a key file under ./data. */
   secretsKey: Buffer | null;
   dataDir: string;
@@ -237,6 +242,7 @@ export function loadConfig(env: Env = process.env): Config {
     sqliteSynchronous: oneOf('SQLITE_SYNCHRONOUS', 'NORMAL', ['NORMAL', 'FULL'] as const),
     sqliteCheckpointIntervalMs: int('SQLITE_CHECKPOINT_INTERVAL_MS', 20, 0, 60_000),
     databaseStatementTimeoutMs: int('DATABASE_STATEMENT_TIMEOUT_MS', 30_000, 0, 3_600_000),
+    databaseMigrationLockTimeoutMs: int('DATABASE_MIGRATION_LOCK_TIMEOUT_MS', DEFAULT_MIGRATION_LOCK_TIMEOUT_MS, 0, 600_000),
     secretsKey,
     dataDir,
     production: nodeEnv === 'production',

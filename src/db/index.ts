@@ -3,6 +3,7 @@ import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type Migration, type MigrationResultSet } from 'kysely';
 import pg from 'pg';
+import { DEFAULT_MIGRATION_LOCK_TIMEOUT_MS } from '../config/index.js';
 import type { DB } from './schema.js';
 import { migrations } from './migrations/index.js';
 import { GroupCommitter, type StatementRunner, type TransactionOptions, type TransactionRunner } from './group-commit.js';
@@ -212,11 +213,35 @@ export function migrator(db: Kysely<DB>, list: Record<string, Migration> = migra
   });
 }
 
+export interface MigrateOptions {
+  /**
+   * PostgreSQL: how long one attempt waits for a lock (ms; DATABASE_MIGRATION_LOCK_TIMEOUT_MS);
+   * 0: without limit. A migration's DDL queues for its table's lock behind any transaction that
+   * reads the table (a long report, a `pg_dump`), and every query on that table then queues
+   * behind the migration: with a limit the attempt gives up instead, the table's traffic goes
+   * on, and the run is tried again.
+   */
+  lockTimeoutMs?: number;
+  /** How long to keep trying again after lock time-outs (ms; default 600 s). */
+  lockRetryBudgetMs?: number;
+  /** The wait before the first new attempt (ms; default 1 s); it doubles up to 30 s. */
+  lockRetryDelayMs?: number;
+  /** Told of each attempt given up on a lock, before the wait (the service logs it). */
+  onLockTimeout?(attempt: LockTimeoutAttempt): void;
+}
+
+export interface LockTimeoutAttempt {
+  /** The migration whose statement waited. */
+  migration: string;
+  attempt: number;
+  retryInMs: number;
+}
+
 /**
  * Applies every pending migration (of `list`: the service's own unless a test gives others);
  * throws with the failing migration's error.
  */
-export async function migrateToLatest(database: Database, list?: Record<string, Migration>): Promise<MigrationResultSet> {
+export async function migrateToLatest(database: Database, list?: Record<string, Migration>, options: MigrateOptions = {}): Promise<MigrationResultSet> {
   const { db } = database;
   // A migration may rewrite a whole table: on SQLite its journals go to temporary files (see
   // openSqlite), so memory does not grow with the table.
@@ -234,7 +259,8 @@ export async function migrateToLatest(database: Database, list?: Record<string, 
       if (unknown) throw newerRelease(unknown.name);
       return { results: [] };
     }
-    const unlimited = withoutTimeouts(list ?? migrations);
+    const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_MIGRATION_LOCK_TIMEOUT_MS;
+    const unlimited = withoutTimeouts(list ?? migrations, lockTimeoutMs);
     // Waiting for another instance's migrations (the lock) must not time out either: the session
     // of this one connection goes without, and gets the pool's time-outs back after. Behind
     // PgBouncer (transaction pooling) these session SETs may land on other server connections:
@@ -242,7 +268,7 @@ export async function migrateToLatest(database: Database, list?: Record<string, 
     return db.connection().execute(async (conn) => {
       await sql.raw(timeoutStatements(0)).execute(conn);
       try {
-        return throwIfFailed(await migrator(conn, unlimited).migrateToLatest());
+        return await retriedAfterLockTimeouts(() => migrator(conn, unlimited).migrateToLatest(), lockTimeoutMs, options);
       } finally {
         await sql.raw(database.sessionTimeouts || 'reset statement_timeout; reset idle_in_transaction_session_timeout').execute(conn);
       }
@@ -275,8 +301,37 @@ export async function migrateToLatest(database: Database, list?: Record<string, 
   }
 }
 
-/** How long a process waits for another's migrations to finish (SQLite). */
+/**
+ * How long a process waits for another's migrations to finish (SQLite), and (PostgreSQL) keeps
+ * trying again after its migrations' lock time-outs.
+ */
 const MIGRATION_LOCK_WAIT_MS = 600_000;
+
+/**
+ * PostgreSQL: runs the migrations again while an attempt ends on a lock time-out (55P03; the
+ * attempt's transaction, every migration of the run, was rolled back), waiting 1 s, 2 s, ...
+ * up to 30 s between attempts, for at most the retry budget.
+ */
+async function retriedAfterLockTimeouts(run: () => Promise<MigrationResultSet>, lockTimeoutMs: number, o: MigrateOptions): Promise<MigrationResultSet> {
+  const budget = o.lockRetryBudgetMs ?? MIGRATION_LOCK_WAIT_MS;
+  const started = Date.now();
+  for (let attempt = 1; ; attempt++) {
+    const result = await run();
+    if ((result.error as { code?: unknown } | undefined)?.code !== '55P03') return throwIfFailed(result);
+    const migration = result.results?.find((r) => r.status === 'Error')?.migrationName ?? 'a migration';
+    const retryInMs = Math.min((o.lockRetryDelayMs ?? 1000) * 2 ** (attempt - 1), 30_000);
+    if (Date.now() - started + retryInMs > budget) {
+      throw new DatabaseUnusableError(
+        new Error(
+          `migration ${migration} could not lock what it changes within ${lockTimeoutMs} ms in ${attempt} attempts over ${Math.round((Date.now() - started) / 1000)} s: ` +
+            'a long transaction holds it (see pg_stat_activity); end that transaction and start again, or set DATABASE_MIGRATION_LOCK_TIMEOUT_MS=0 to wait for it without limit',
+        ),
+      );
+    }
+    o.onLockTimeout?.({ migration, attempt, retryInMs });
+    await new Promise((resolve) => setTimeout(resolve, retryInMs));
+  }
+}
 
 /**
  * A failed run as one line for the operator (main.ts prints a DatabaseUnusableError without a
@@ -306,15 +361,20 @@ export async function migrationsApplied(db: Kysely<DB>): Promise<boolean> {
 const UNREACHABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'EPIPE']);
 const UNREACHABLE_MESSAGE = /Connection terminated|timeout exceeded when trying to connect|not queryable|Cannot use a pool after calling end/;
 
-/** Each migration first turns the time-outs off for the rest of its transaction (PostgreSQL). */
-function withoutTimeouts(list: Record<string, Migration>): Record<string, Migration> {
+/**
+ * Each migration first turns the time-outs off for the rest of its transaction (PostgreSQL), and
+ * limits its lock waits to `lockTimeoutMs` (set after Kysely's advisory lock is taken: waiting
+ * for another instance's migrations has no such limit).
+ */
+function withoutTimeouts(list: Record<string, Migration>, lockTimeoutMs: number): Record<string, Migration> {
+  if (!Number.isSafeInteger(lockTimeoutMs) || lockTimeoutMs < 0) throw new Error(`lock time-out must be a whole number of ms (got ${lockTimeoutMs})`);
   return Object.fromEntries(
     Object.entries(list).map(([name, m]) => [
       name,
       {
         ...m,
         up: async (db: Kysely<any>) => {
-          await sql.raw(timeoutStatements(0, 'local')).execute(db);
+          await sql.raw(`${timeoutStatements(0, 'local')}; set local lock_timeout = ${lockTimeoutMs}`).execute(db);
           await m.up(db);
         },
       },
