@@ -20,9 +20,12 @@ type Q = Kysely<DB> | Transaction<DB>;
  * Only for filters that such an index serves in order (a status, with a game for
  * notifications; sessions without a filter, from the open and closed indexes): for others the
  * plan without a sort may be a walk of the whole table. Nor does it make every plan good: a
- * status common in the table but rare in one game may still be looked for by walking that
- * game's (game_id, created_at, ...) index, a plan without a sort, which the planner may prefer
- * with or without these settings (noted on issue 2).
+ * status common in the table but absent from one large game was looked for by walking a time
+ * index in the listing's order (the table's or the game's), reading every row of it, a plan
+ * without a sort that the planner took with or without these settings. The statistics on
+ * (game_id, status) of migration 0010 tell it which statuses a game has; they apply where the
+ * game is a value (one game's listing), not across games, where each game's page is planned
+ * once for all games: there the mistake remains (docs/benchmarks.md, "Thirty-fourth session").
  */
 export async function inIndexOrder<T>(db: Q, run: (q: Q) => Promise<T>): Promise<T> {
   // Inside a caller's transaction the settings would outlive the listing: left as planned.
