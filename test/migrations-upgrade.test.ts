@@ -21,6 +21,8 @@ const SHIPPED: string[][] = [
   ['0001_initial', '0002_compliance_nppa', '0002_notifications_window', '0002_orders_listing', '0003_orders_drop_redundant_index', '0004_admin_listing_indexes'],
   ['0001_initial', '0002_compliance_nppa', '0002_notifications_window', '0002_orders_listing', '0003_orders_drop_redundant_index', '0004_admin_listing_indexes', '0005_sessions_open_closed_indexes'],
   ['0001_initial', '0002_compliance_nppa', '0002_notifications_window', '0002_orders_listing', '0003_orders_drop_redundant_index', '0004_admin_listing_indexes', '0005_sessions_open_closed_indexes', '0006_nppa_backlog_order'],
+  ['0001_initial', '0002_compliance_nppa', '0002_notifications_window', '0002_orders_listing', '0003_orders_drop_redundant_index', '0004_admin_listing_indexes', '0005_sessions_open_closed_indexes', '0006_nppa_backlog_order', '0007_nppa_sent_identity', '0008_nppa_leases_shift_at'],
+  ['0001_initial', '0002_compliance_nppa', '0002_notifications_window', '0002_orders_listing', '0003_orders_drop_redundant_index', '0004_admin_listing_indexes', '0005_sessions_open_closed_indexes', '0006_nppa_backlog_order', '0007_nppa_sent_identity', '0008_nppa_leases_shift_at', '0009_sessions_drop_game_created'],
 ];
 
 /** 0006 as it first shipped (9caf13d), before shift_at was added to it (c72eb8a). */
@@ -78,7 +80,7 @@ describe('upgrading a database left at an earlier set of migrations', () => {
   it('from 0006 as it first shipped: nppa_leases gets its shift_at, and the uploader can save its progress', async () => {
     tdb = await createTestDatabase();
     database = openDatabase(tdb.url);
-    const upTo0005 = SHIPPED[SHIPPED.length - 2]!;
+    const upTo0005 = SHIPPED.find((set) => set.at(-1) === '0005_sessions_open_closed_indexes')!;
     await migrateToLatest(database, { ...Object.fromEntries(upTo0005.map((name) => [name, migrations[name]!])), '0006_nppa_backlog_order': FIRST_0006 });
     const columns = async () => (await database!.db.introspection.getTables()).find((t) => t.name === 'nppa_leases')!.columns.map((c) => c.name);
     expect(await columns()).not.toContain('shift_at');
