@@ -247,7 +247,7 @@ export async function migrateToLatest(database: Database, list?: Record<string, 
   // openSqlite), so memory does not grow with the table.
   const sqlite = database.dialect === 'sqlite';
   if (!sqlite) {
-    // PostgreSQL: Kysely runs the pending migrations in one transaction, under an advisory lock.
+    // PostgreSQL: Kysely runs each pending migration in a transaction, under an advisory lock.
     // A migration may rewrite a table: each one turns the statement time-out off for the rest
     // of that transaction (SET LOCAL, which PgBouncer keeps on the transaction's connection).
     const known = await migrator(db, list).getMigrations();
@@ -268,7 +268,17 @@ export async function migrateToLatest(database: Database, list?: Record<string, 
     return db.connection().execute(async (conn) => {
       await sql.raw(timeoutStatements(0)).execute(conn);
       try {
-        return await retriedAfterLockTimeouts(() => migrator(conn, unlimited).migrateToLatest(), lockTimeoutMs, options);
+        // One migration per transaction (Kysely's migrateUp: one step, its own transaction and
+        // advisory lock): an earlier migration's table lock is released at its commit instead of
+        // being held while a later one waits for its own lock or runs (0010's ANALYZE), and a lock
+        // time-out rolls back and retries only the migration that waited.
+        const results: NonNullable<MigrationResultSet['results']> = [];
+        const started = Date.now();
+        for (;;) {
+          const step = await retriedAfterLockTimeouts(() => migrator(conn, unlimited).migrateUp(), lockTimeoutMs, options, started);
+          if (!step.results?.length) return { results };
+          results.push(...step.results);
+        }
       } finally {
         await sql.raw(database.sessionTimeouts || 'reset statement_timeout; reset idle_in_transaction_session_timeout').execute(conn);
       }
@@ -309,12 +319,11 @@ const MIGRATION_LOCK_WAIT_MS = 600_000;
 
 /**
  * PostgreSQL: runs the migrations again while an attempt ends on a lock time-out (55P03; the
- * attempt's transaction, every migration of the run, was rolled back), waiting 1 s, 2 s, ...
+ * attempt's transaction, that one migration, was rolled back), waiting 1 s, 2 s, ...
  * up to 30 s between attempts, for at most the retry budget.
  */
-async function retriedAfterLockTimeouts(run: () => Promise<MigrationResultSet>, lockTimeoutMs: number, o: MigrateOptions): Promise<MigrationResultSet> {
+async function retriedAfterLockTimeouts(run: () => Promise<MigrationResultSet>, lockTimeoutMs: number, o: MigrateOptions, started = Date.now()): Promise<MigrationResultSet> {
   const budget = o.lockRetryBudgetMs ?? MIGRATION_LOCK_WAIT_MS;
-  const started = Date.now();
   for (let attempt = 1; ; attempt++) {
     const result = await run();
     if ((result.error as { code?: unknown } | undefined)?.code !== '55P03') return throwIfFailed(result);
