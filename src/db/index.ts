@@ -219,7 +219,7 @@ export interface MigrateOptions {
    * 0: without limit. A migration's DDL queues for its table's lock behind any transaction that
    * reads the table (a long report, a `pg_dump`), and every query on that table then queues
    * behind the migration: with a limit the attempt gives up instead, the table's traffic goes
-   * on, and the run is tried again.
+   * on, and the migration is tried again.
    */
   lockTimeoutMs?: number;
   /** How long to keep trying again after lock time-outs (ms; default 600 s). */
