@@ -47,9 +47,6 @@ describe.skipIf(TEST_DB !== 'postgres')('a later migration\'s lock wait does not
     await holder.query('rollback');
     const result = await run;
     expect(read).toEqual({ n: 0 });
-    expect(result.results?.map((r) => [r.migrationName, r.status])).toEqual([
-      ['0009_sessions_drop_game_created', 'Success'],
-      ['0010_listing_status_statistics', 'Success'],
-    ]);
+    expect(result.results?.map((r) => [r.migrationName, r.status])).toEqual(Object.keys(migrations).filter((name) => name >= '0009').map((name) => [name, 'Success']));
   });
 });
