@@ -138,6 +138,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     await database.close();
     throw isStorageUnavailable(e) ? new DatabaseUnusableError(e) : e;
   }
+  startPlayerIndexer(database, logger);
   const ids = new IdGenerator(config.nodeId ?? undefined);
   // SECRETS_KEY_PREVIOUS: during a key rotation, values sealed with the old key still open.
   const secrets = new SecretBox(opts.secretsKey, config.secretsKeyPrevious ? [config.secretsKeyPrevious] : []);
@@ -449,4 +450,20 @@ async function withinGrace(ms: number, work: () => Promise<void>): Promise<void>
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * SQLite: the worker that keeps a player's sessions indexed off the request path
+ * (db/player-index.ts), started once the sessions table is migrated. A failing pass fails
+ * again every second (a full disk): one warning a minute.
+ */
+function startPlayerIndexer(database: Database, logger: Logger): void {
+  const indexer = database.startPlayerIndexer?.();
+  let lastWarning = 0;
+  indexer?.on('failure', (e: Error) => {
+    if (Date.now() - lastWarning < 60_000) return;
+    lastWarning = Date.now();
+    logger.warn({ err: e }, 'the player index worker failed a pass; player listings stay exact and read more of the sessions table until it catches up');
+  });
+  indexer?.on('reset', () => logger.warn('the player index no longer matched the database (replaced, or rowids renumbered): it is being built again'));
 }

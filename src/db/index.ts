@@ -10,6 +10,7 @@ import { GroupCommitter, type StatementRunner, type TransactionOptions, type Tra
 import { runDirectly } from './direct.js';
 import { TurnSnapshot } from './turn-snapshot.js';
 import { SAFETY_NET_PAGES, WalCheckpointer } from './checkpointer.js';
+import { attachPlayerIndex, attachPlayerIndexInMemory, openPlayerIndexFile, PlayerIndexer } from './player-index.js';
 
 export type { TransactionOptions, TransactionRunner };
 
@@ -35,6 +36,13 @@ export interface Database {
   sqliteFile?: string;
   /** The background WAL checkpointer (SQLite on a file, when SQLITE_CHECKPOINT_INTERVAL_MS > 0). */
   checkpointer?: WalCheckpointer;
+  /**
+   * SQLite on a file: starts the worker that fills the player index (db/player-index.ts), once
+   * the migrations are applied; it is stopped by close().
+   */
+  startPlayerIndexer?(options?: { intervalMs?: number }): PlayerIndexer;
+  /** The player index worker, once started. */
+  readonly playerIndexer?: PlayerIndexer;
   /** Connection pool counters (PostgreSQL only), for /metrics. */
   poolStats?(): { total: number; idle: number; waiting: number };
   /** PostgreSQL: the statements that give a connection its time-outs ('' when there are none). */
@@ -100,12 +108,17 @@ function openSqlite(file: string, options: DatabaseOptions): Database {
   // read transaction per event-loop turn that every write of this process ends first
   // (db/turn-snapshot.ts). An in-memory database is private to its connection: there, reads go
   // through Kysely.
+  // The sessions of a player: in a second file on SQLite, attached to the read-only connection
+  // (db/player-index.ts); in memory, an empty one attached to the one connection.
+  const playerIndex = file === ':memory:' ? null : openPlayerIndexFile(file);
+  if (!playerIndex) attachPlayerIndexInMemory(raw);
   const reader = file === ':memory:' ? null : withStatementCache(openReader(file));
   const snapshot = reader ? new TurnSnapshot(reader) : null;
   const statements = withStatementCache(raw, snapshot ? () => snapshot.endForWrite() : undefined);
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: statements }) });
   const committer = new GroupCommitter(db, statements);
   if (reader && snapshot) runDirectly(db, reader, true, snapshot);
+  let indexer: PlayerIndexer | undefined;
   return {
     db,
     dialect: 'sqlite',
@@ -116,10 +129,23 @@ function openSqlite(file: string, options: DatabaseOptions): Database {
     ping: async () => {
       raw.prepare('select 1').get();
     },
+    startPlayerIndexer:
+      file === ':memory:'
+        ? undefined
+        : (o) => {
+            if (indexer) throw new Error('the player indexer is already running');
+            indexer = new PlayerIndexer({ file, intervalMs: o?.intervalMs });
+            return indexer;
+          },
+    get playerIndexer() {
+      return indexer;
+    },
     close: async () => {
+      await indexer?.stop();
       await checkpointer?.stop();
       snapshot?.end();
       reader?.close();
+      playerIndex?.close();
       await db.destroy();
     },
   };
@@ -130,6 +156,7 @@ const SQLITE_BUSY_TIMEOUT_MS = 5000;
 function openReader(file: string): SQLite.Database {
   const reader = new SQLite(file, { readonly: true });
   reader.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
+  attachPlayerIndex(reader, file);
   return reader;
 }
 

@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Database } from '../db/index.js';
+import type { PlayerIndexPass } from '../db/player-index.js';
 import type { OrderStatus } from '../db/schema.js';
 import { ObservabilityStore } from './store.js';
 import { RequestMetrics } from './request-metrics.js';
@@ -113,6 +114,18 @@ export class ServiceMetrics implements DomainMetrics {
     registers: [this.registry],
   });
 
+  private readonly playerIndexPasses = new Counter({
+    name: 'combo_sqlite_player_index_passes_total',
+    help: 'Passes of the SQLite player index worker that indexed sessions or failed, by result',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+  private readonly playerIndexSessions = new Counter({
+    name: 'combo_sqlite_player_index_sessions_total',
+    help: 'Sessions the SQLite player index worker has indexed (a player\'s sessions past them are read from the sessions table)',
+    registers: [this.registry],
+  });
+
   constructor(private readonly database: Database, opts: { defaultMetrics?: boolean; nodeId?: number | null } = {}) {
     this.store = new ObservabilityStore(database.db, database.sqliteFile);
     database.checkpointer?.on('checkpoint', (pages: number) => {
@@ -120,6 +133,11 @@ export class ServiceMetrics implements DomainMetrics {
       this.checkpointedPages.inc(pages);
     });
     database.checkpointer?.on('failure', () => this.checkpoints.inc({ result: 'failure' }));
+    database.playerIndexer?.on('indexed', (p: PlayerIndexPass) => {
+      this.playerIndexPasses.inc({ result: 'success' });
+      this.playerIndexSessions.inc(p.indexed);
+    });
+    database.playerIndexer?.on('failure', () => this.playerIndexPasses.inc({ result: 'failure' }));
     if (opts.nodeId !== undefined && opts.nodeId !== null) this.registry.setDefaultLabels({ node_id: String(opts.nodeId) });
     if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
     this.sampledGauge(

@@ -1,9 +1,10 @@
-import type { Expression, Kysely, Selectable, SelectQueryBuilder, Transaction } from 'kysely';
+import { PostgresAdapter, type Expression, type Kysely, type Selectable, type SelectQueryBuilder, type Transaction } from 'kysely';
 import type { StatementRunner, TransactionRunner } from '../db/group-commit.js';
 import type { DB, NppaEventsTable, SessionsTable } from '../db/schema.js';
 import { prepare } from '../db/prepared.js';
 import { acrossGames, acrossGamesQuery } from '../db/per-game.js';
 import { inIndexOrder } from '../db/planner.js';
+import { playerSessionsSqlite } from './player-sessions-sqlite.js';
 
 export type SessionRow = Selectable<SessionsTable>;
 export type BehaviourEventRow = Selectable<NppaEventsTable>;
@@ -104,8 +105,12 @@ export class SessionStore {
     );
   }
 
-  /** A player's sessions created at or after `since` (online-time accounting). */
+  /**
+   * A player's sessions created at or after `since` (online-time accounting). On SQLite from the
+   * player index beside the database (./player-sessions-sqlite.ts), on the root handle.
+   */
   playerSessions(q: Q, gameId: string, comboId: string, since: number): Promise<SessionRow[]> {
+    if (!isPostgres(q)) return playerSessionsSqlite(q, { gameId, comboId, since });
     return q
       .selectFrom('sessions')
       .selectAll()
@@ -125,6 +130,7 @@ export class SessionStore {
    * and merged in one statement.
    */
   async list(q: Q, f: SessionFilter): Promise<SessionRow[]> {
+    if (f.comboId !== undefined && !isPostgres(q)) return playerSessionsSqlite(q, { ...f, comboId: f.comboId });
     if (f.open !== undefined || f.comboId !== undefined) return this.pages(q, f).execute();
     // One statement, so one snapshot: a session is in exactly one of the two pages. On
     // PostgreSQL each page is read in its index's order, not gathered and sorted (a cursor's
@@ -147,6 +153,8 @@ export class SessionStore {
     await q.insertInto('nppa_events').values(row).execute();
   }
 }
+
+const isPostgres = (q: Q) => q.getExecutor().adapter instanceof PostgresAdapter;
 
 /** One game's page of `f`, newest first, read in order from an index that starts with game_id. */
 function page(q: Q, f: SessionFilter, gameId: string | Expression<string>): SelectQueryBuilder<DB, 'sessions', SessionRow> {

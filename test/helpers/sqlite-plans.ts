@@ -1,6 +1,7 @@
 import SQLite from 'better-sqlite3';
 import { Kysely, SqliteDialect, sql, type CompiledQuery } from 'kysely';
 import { migrateToLatest, openDatabase } from '../../src/db/index.js';
+import { attachPlayerIndex } from '../../src/db/player-index.js';
 import type { DB } from '../../src/db/schema.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 
@@ -23,6 +24,8 @@ export interface LoggedSqlite {
 /** A Kysely over the SQLite file `file` that records the queries it sends, to read their plans. */
 export function loggedSqlite(file: string): LoggedSqlite {
   const raw = new SQLite(file);
+  // As on the service's read-only connection: a player's sessions read the player index too.
+  attachPlayerIndex(raw, file);
   const seen: CompiledQuery[] = [];
   const kysely = new Kysely<DB>({
     dialect: new SqliteDialect({ database: raw }),

@@ -11,6 +11,7 @@ import * as m0007 from './0007_nppa_sent_identity.js';
 import * as m0008 from './0008_nppa_leases_shift_at.js';
 import * as m0009 from './0009_sessions_drop_game_created.js';
 import * as m0010 from './0010_listing_status_statistics.js';
+import * as m0011 from './0011_sessions_player_index_derived.js';
 
 /**
  * Versioned migrations, applied in name order, forward only. Add a new file
@@ -29,4 +30,5 @@ export const migrations: Record<string, Migration> = {
   '0008_nppa_leases_shift_at': m0008,
   '0009_sessions_drop_game_created': m0009,
   '0010_listing_status_statistics': m0010,
+  '0011_sessions_player_index_derived': m0011,
 };

@@ -1,0 +1,257 @@
+import { EventEmitter } from 'node:events';
+import { existsSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+import SQLite from 'better-sqlite3';
+
+/**
+ * SQLite: the sessions of a player, indexed off the request path.
+ *
+ * An index keyed by player, as `sessions_player_created (game_id, combo_id, created_at,
+ * session_id)` was, takes each new session to another player's leaf page: every enter-game's
+ * commit wrote one more page to the WAL, and the checkpoint copied it again. It was the largest
+ * single cost of an enter-game beside the least work (docs/benchmarks.md, "Twentieth session",
+ * "Thirty-fifth session"). On SQLite that index lives in a second file beside the database,
+ * `<database>-player-index`, filled by a worker thread from the sessions table in rowid order
+ * (SQLite gives a new row the largest rowid yet, and rows are never deleted): once a second,
+ * in transactions of up to CHUNK_ROWS sessions, each with the rowid it has reached (`through`).
+ * A player's page of sessions (PROTOCOL 11's listing with a player, a player's online days) is
+ * the file's entries joined to the sessions they name, plus the sessions past `through`, read
+ * by rowid range: always exact, whatever the worker's lag; the lag only costs the read.
+ *
+ * The file holds nothing that is not in the database: deleting it (or restoring the database
+ * from a backup without it) makes the worker fill it again from the first session. The worker
+ * checks at each pass that the session at `through` is still the one it recorded; if not (the
+ * database file was replaced, or a VACUUM renumbered rowids), it empties the file and starts over.
+ * The file is attached to the read-only connection as `derived` (never to the write connection:
+ * its `begin immediate` would then lock this file as well, and wait for the worker).
+ */
+
+/** The derived file beside the database file. */
+export const playerIndexFile = (databaseFile: string): string => `${databaseFile}-player-index`;
+
+/** The schema's version in the file's user_version: another version is emptied and rebuilt. */
+const SCHEMA_VERSION = 1;
+
+/** Sessions indexed per transaction of the worker: bounds its memory and its WAL. */
+export const CHUNK_ROWS = 20_000;
+
+/** How often the worker indexes new sessions (ms). */
+export const PLAYER_INDEX_INTERVAL_MS = 1000;
+
+/** The file's tables, in the schema `p` ('' or 'derived.'). */
+const schema = (p: string) => `
+  create table if not exists ${p}session_players (
+    game_id text not null, combo_id text not null, created_at integer not null, session_id text not null,
+    primary key (game_id, combo_id, created_at, session_id)
+  ) without rowid;
+  create index if not exists ${p}session_players_combo on session_players (combo_id, created_at, game_id, session_id);
+  create table if not exists ${p}progress (
+    id integer primary key check (id = 1), through integer not null, game_id text, session_id text
+  );
+  insert or ignore into ${p}progress (id, through) values (1, 0);
+`;
+
+/**
+ * Opens (creating it if needed) the derived file and returns a connection to it. The caller keeps
+ * it open while the database is: the read-only connection that attaches the file needs its WAL
+ * index (-shm), which only a connection that may write creates.
+ */
+export function openPlayerIndexFile(databaseFile: string): SQLite.Database {
+  try {
+    return openOrCreate(playerIndexFile(databaseFile));
+  } catch (e) {
+    // Not a database, or damaged (a power loss mid-write can do that with synchronous=OFF,
+    // which it does not use, or a partial copy): it holds nothing of its own, so it is built again.
+    if (!/^SQLITE_(CORRUPT|NOTADB)/.test((e as { code?: string }).code ?? '')) throw e;
+    for (const suffix of ['', '-wal', '-shm']) rmSync(playerIndexFile(databaseFile) + suffix, { force: true });
+    return openOrCreate(playerIndexFile(databaseFile));
+  }
+}
+
+function openOrCreate(file: string): SQLite.Database {
+  const db = new SQLite(file);
+  try {
+    db.pragma('journal_mode = WAL');
+    db.pragma('busy_timeout = 5000');
+    if (db.pragma('user_version', { simple: true }) !== SCHEMA_VERSION) {
+      db.exec('drop table if exists session_players; drop table if exists progress;');
+      db.pragma(`user_version = ${SCHEMA_VERSION}`);
+    }
+    db.exec(schema(''));
+    return db;
+  } catch (e) {
+    db.close();
+    throw e;
+  }
+}
+
+/** For a database in memory: the same schema, attached to its one connection, always empty. */
+export function attachPlayerIndexInMemory(db: SQLite.Database): void {
+  db.prepare(`attach database ':memory:' as derived`).run();
+  db.exec(schema('derived.'));
+}
+
+/** Attaches the derived file to a (read-only) connection as `derived`. */
+export function attachPlayerIndex(db: SQLite.Database, databaseFile: string): void {
+  const file = playerIndexFile(databaseFile);
+  if (!existsSync(file)) throw new Error(`the player index file ${file} does not exist`);
+  db.prepare('attach database ? as derived').run(file);
+}
+
+// Plain CommonJS, run from the sources and the build alike (see db/checkpointer.ts).
+const SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const SQLite = require(workerData.driver);
+const main = new SQLite(workerData.file, { readonly: true });
+main.pragma('busy_timeout = 5000');
+const index = new SQLite(workerData.indexFile);
+index.pragma('busy_timeout = 5000');
+index.pragma('synchronous = NORMAL');
+// Prepared at the first pass, not at start: a pass fails (and is tried again) rather than the
+// worker, should the sessions table not be there yet.
+let st;
+function statements() {
+  if (st) return st;
+  const s = {
+    newSessions: main.prepare('select rowid, game_id, session_id, combo_id, created_at from sessions where rowid > ? order by rowid limit ?').raw(true),
+    atRowid: main.prepare('select game_id, session_id from sessions where rowid = ?'),
+    progress: index.prepare('select through, game_id, session_id from progress'),
+    insert: index.prepare('insert or ignore into session_players (game_id, combo_id, created_at, session_id) values (?, ?, ?, ?)'),
+    advance: index.prepare('update progress set through = ?, game_id = ?, session_id = ?'),
+    empty: index.prepare('delete from session_players'),
+  };
+  // One step, in one write transaction of the file (another instance's worker may share it):
+  // the sessions committed past 'through', up to a chunk; 'reset' when the session at
+  // 'through' is no longer the one recorded there (the file is emptied, to be filled again).
+  s.step = index.transaction(() => {
+    const p = s.progress.get();
+    if (p.through > 0) {
+      const at = s.atRowid.get(p.through);
+      if (!at || at.game_id !== p.game_id || at.session_id !== p.session_id) {
+        s.empty.run();
+        s.advance.run(0, null, null);
+        return { reset: true };
+      }
+    }
+    const rows = s.newSessions.all(p.through, workerData.chunkRows);
+    for (const r of rows) s.insert.run(r[1], r[3], r[4], r[2]);
+    const last = rows[rows.length - 1];
+    if (last) s.advance.run(last[0], last[1], last[2]);
+    return { indexed: rows.length, through: last ? last[0] : p.through };
+  }).immediate;
+  return (st = s);
+}
+// One pass: every session committed before it, in chunks.
+function pass() {
+  let indexed = 0;
+  for (;;) {
+    const r = statements().step();
+    if (r.reset) {
+      parentPort.postMessage({ reset: true });
+      continue;
+    }
+    indexed += r.indexed;
+    if (r.indexed < workerData.chunkRows) return { indexed, through: r.through };
+  }
+}
+function run(id) {
+  try {
+    const r = pass();
+    parentPort.postMessage({ id, indexed: r.indexed, through: r.through });
+  } catch (e) {
+    parentPort.postMessage({ id, error: String((e && e.message) || e) });
+  }
+}
+const timer = setInterval(() => run(undefined), workerData.intervalMs);
+parentPort.on('message', (m) => {
+  if (m.pass !== undefined) return run(m.pass);
+  clearInterval(timer);
+  main.close();
+  index.close();
+  parentPort.close();
+});
+`;
+
+export interface PlayerIndexerOptions {
+  /** The database file. */
+  file: string;
+  intervalMs?: number;
+  chunkRows?: number;
+}
+
+/** What one pass did: sessions indexed, and the rowid of sessions indexed through. */
+export interface PlayerIndexPass {
+  indexed: number;
+  through: number;
+}
+
+/**
+ * The worker thread that fills the player index (see above). Emits 'indexed' (PlayerIndexPass,
+ * after a pass that indexed sessions), 'reset' (the file was emptied to be filled again) and
+ * 'failure' (Error; the pass is tried again at the next interval). A worker that dies is not
+ * restarted: the listings stay exact, reading more of the sessions table as it grows.
+ */
+export class PlayerIndexer extends EventEmitter {
+  private readonly worker: Worker;
+  private readonly exited: Promise<void>;
+  private readonly waiting = new Map<number, { resolve: (p: PlayerIndexPass) => void; reject: (e: Error) => void }>();
+  private nextId = 0;
+  private stopped = false;
+
+  constructor(o: PlayerIndexerOptions) {
+    super();
+    const driver = createRequire(import.meta.url).resolve('better-sqlite3');
+    this.worker = new Worker(SOURCE, {
+      eval: true,
+      workerData: {
+        file: o.file,
+        indexFile: playerIndexFile(o.file),
+        driver,
+        intervalMs: o.intervalMs ?? PLAYER_INDEX_INTERVAL_MS,
+        chunkRows: o.chunkRows ?? CHUNK_ROWS,
+      },
+    });
+    this.worker.unref();
+    this.worker.on('message', (m: { id?: number; indexed?: number; through?: number; error?: string; reset?: boolean }) => {
+      if (m.reset) return void this.emit('reset');
+      const waiter = m.id === undefined ? undefined : this.waiting.get(m.id);
+      if (m.id !== undefined) this.waiting.delete(m.id);
+      if (m.error !== undefined) {
+        const e = new Error(`player index: ${m.error}`);
+        if (waiter) waiter.reject(e);
+        this.emit('failure', e);
+        return;
+      }
+      const p = { indexed: m.indexed ?? 0, through: m.through ?? 0 };
+      waiter?.resolve(p);
+      if (p.indexed > 0) this.emit('indexed', p);
+    });
+    this.worker.on('error', (e) => this.emit('failure', e));
+    this.exited = new Promise((resolve) =>
+      this.worker.once('exit', () => {
+        this.stopped = true;
+        for (const w of this.waiting.values()) w.reject(new Error('the player index worker has stopped'));
+        this.waiting.clear();
+        resolve();
+      }),
+    );
+  }
+
+  /** Runs a pass now (besides the timer's): resolves once every session committed before it is indexed. */
+  pass(): Promise<PlayerIndexPass> {
+    if (this.stopped) return Promise.reject(new Error('the player index worker has stopped'));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      this.worker.postMessage({ pass: id });
+    });
+  }
+
+  /** Stops the worker and closes its connections (before the database itself is closed). */
+  async stop(): Promise<void> {
+    this.worker.ref(); // see WalCheckpointer.stop
+    this.worker.postMessage('stop');
+    await this.exited;
+  }
+}
