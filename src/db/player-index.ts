@@ -45,7 +45,6 @@ const schema = (p: string) => `
     game_id text not null, combo_id text not null, created_at integer not null, session_id text not null,
     primary key (game_id, combo_id, created_at, session_id)
   ) without rowid;
-  create index if not exists ${p}session_players_combo on session_players (combo_id, created_at, game_id, session_id);
   create table if not exists ${p}progress (
     id integer primary key check (id = 1), through integer not null, game_id text, session_id text
   );
@@ -108,6 +107,13 @@ main.pragma('busy_timeout = 5000');
 const index = new SQLite(workerData.indexFile);
 index.pragma('busy_timeout = 5000');
 index.pragma('synchronous = NORMAL');
+// The file's pages stay in memory between passes up to this much (SQLite's default is 2 MiB):
+// each pass touches pages all over the player key.
+index.pragma('cache_size = -32768');
+// [rowid, game_id, session_id, combo_id, created_at], compared as the key (game_id, combo_id,
+// created_at, session_id); strings by code unit, a fine order to insert in.
+const cmp = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
+const byKey = (a, b) => cmp(a[1], b[1]) || cmp(a[3], b[3]) || a[4] - b[4] || cmp(a[2], b[2]);
 // Prepared at the first pass, not at start: a pass fails (and is tried again) rather than the
 // worker, should the sessions table not be there yet.
 let st;
@@ -135,8 +141,10 @@ function statements() {
       }
     }
     const rows = s.newSessions.all(p.through, workerData.chunkRows);
-    for (const r of rows) s.insert.run(r[1], r[3], r[4], r[2]);
     const last = rows[rows.length - 1];
+    // In the index's order: each leaf page is reached once per chunk, from the one before it.
+    rows.sort(byKey);
+    for (const r of rows) s.insert.run(r[1], r[3], r[4], r[2]);
     if (last) s.advance.run(last[0], last[1], last[2]);
     return { indexed: rows.length, through: last ? last[0] : p.through };
   }).immediate;

@@ -21,9 +21,9 @@ export interface PlayerSessionsFilter {
  * SQLite: a player's sessions, newest first, from the player index beside the database
  * (db/player-index.ts) and the sessions it has not reached yet, in one statement (one snapshot
  * of both files):
- * - the index's entries, read in order from its key (game_id, combo_id, created_at, session_id)
- *   or, without a game, from (combo_id, created_at, game_id, session_id), each joined to its
- *   session by the sessions' primary key;
+ * - the index's entries, read in order from its key (game_id, combo_id, created_at, session_id),
+ *   one range per game (without a game, every game's page, merged), each joined to its session
+ *   by the sessions' primary key;
  * - the sessions past the rowid the index has reached (`progress.through`), read by rowid range:
  *   `not indexed` keeps SQLite from reading the game's whole primary key instead.
  * The two are disjoint (an entry is written with the rowid it reached, in one transaction), so
@@ -40,10 +40,17 @@ export async function playerSessionsSqlite(q: Q, f: PlayerSessionsFilter): Promi
 function statement(f: PlayerSessionsFilter): RawBuilder<SessionRow> {
   const order = sql`order by created_at desc, game_id desc, session_id desc`;
   const limit = f.limit === undefined ? sql`` : sql`limit ${f.limit}`;
-  const indexed = sql`select s.* from derived.session_players p
+  // One game's entries in the page's order, joined to their sessions (`s`).
+  const entries = (select: RawBuilder<unknown>, game: RawBuilder<unknown>) => sql`select ${select} from derived.session_players p
     join sessions s on s.game_id = p.game_id and s.session_id = p.session_id
-    where ${conditions('p', f)}${openCondition('s', f)}
-    order by p.created_at desc, p.game_id desc, p.session_id desc ${limit}`;
+    where p.game_id = ${game} and ${conditions('p', f)}${openCondition('s', f)}
+    order by p.created_at desc, p.session_id desc ${limit}`;
+  // Without a game, each game's page (as db/per-game.ts reads the tables: by rowid through a
+  // correlated subquery, SQLite having no LATERAL), merged below.
+  const indexed =
+    f.gameId !== undefined
+      ? entries(sql`s.*`, sql`${f.gameId}`)
+      : sql`select m.* from games g join sessions m on m.rowid in (${entries(sql`s.rowid`, sql.ref('g.game_id'))})`;
   const tail = sql`select * from sessions not indexed
     where rowid > (select through from derived.progress) and ${conditions('sessions', f)}${openCondition('sessions', f)}
     ${order} ${limit}`;
@@ -54,7 +61,7 @@ function statement(f: PlayerSessionsFilter): RawBuilder<SessionRow> {
 function conditions(t: string, f: PlayerSessionsFilter): RawBuilder<unknown> {
   const c = (column: string) => sql.ref(`${t}.${column}`);
   const parts = [sql`${c('combo_id')} = ${f.comboId}`];
-  if (f.gameId !== undefined) parts.push(sql`${c('game_id')} = ${f.gameId}`);
+  if (f.gameId !== undefined && t !== 'p') parts.push(sql`${c('game_id')} = ${f.gameId}`);
   if (f.since !== undefined) parts.push(sql`${c('created_at')} >= ${f.since}`);
   const a = f.after;
   if (a) {
