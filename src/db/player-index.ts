@@ -150,10 +150,14 @@ function statements() {
   }).immediate;
   return (st = s);
 }
-// One pass: every session committed before it, in chunks.
+// Set by the main thread before it asks the worker to stop: a pass (a rebuild of millions of
+// sessions takes minutes) ends after its current chunk, rather than holding up the service's stop.
+const stopping = new Int32Array(workerData.stop);
+// One pass: every session committed before it, in chunks; null when stopped part way.
 function pass() {
   let indexed = 0;
   for (;;) {
+    if (Atomics.load(stopping, 0) !== 0) return null;
     const r = statements().step();
     if (r.reset) {
       parentPort.postMessage({ reset: true });
@@ -166,7 +170,8 @@ function pass() {
 function run(id) {
   try {
     const r = pass();
-    parentPort.postMessage({ id, indexed: r.indexed, through: r.through });
+    // Stopped: the caller's pass is rejected when the worker exits.
+    if (r) parentPort.postMessage({ id, indexed: r.indexed, through: r.through });
   } catch (e) {
     parentPort.postMessage({ id, error: String((e && e.message) || e) });
   }
@@ -203,6 +208,8 @@ export interface PlayerIndexPass {
 export class PlayerIndexer extends EventEmitter {
   private readonly worker: Worker;
   private readonly exited: Promise<void>;
+  /** Non-zero once stop() is called: the worker's pass ends after its current chunk. */
+  private readonly stopping = new Int32Array(new SharedArrayBuffer(4));
   private readonly waiting = new Map<number, { resolve: (p: PlayerIndexPass) => void; reject: (e: Error) => void }>();
   private nextId = 0;
   private stopped = false;
@@ -218,6 +225,7 @@ export class PlayerIndexer extends EventEmitter {
         driver,
         intervalMs: o.intervalMs ?? PLAYER_INDEX_INTERVAL_MS,
         chunkRows: o.chunkRows ?? CHUNK_ROWS,
+        stop: this.stopping.buffer,
       },
     });
     this.worker.unref();
@@ -259,6 +267,7 @@ export class PlayerIndexer extends EventEmitter {
   /** Stops the worker and closes its connections (before the database itself is closed). */
   async stop(): Promise<void> {
     this.worker.ref(); // see WalCheckpointer.stop
+    Atomics.store(this.stopping, 0, 1);
     this.worker.postMessage('stop');
     await this.exited;
   }
