@@ -1,9 +1,11 @@
+import { copyFileSync, rmSync } from 'node:fs';
 import SQLite from 'better-sqlite3';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase } from '../src/db/index.js';
 import { PlayerIndexer, playerIndexFile } from '../src/db/player-index.js';
 import { insertGames } from './helpers/sqlite-plans.js';
-import { createTestDatabase, TEST_DB } from './helpers/db.js';
+import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
+import { admin, createGame, signed, startService, type TestGame, type TestService } from './helpers/service.js';
 
 // Audit of the SQLite player index (db/player-index.ts) through the service's real entry points.
 
@@ -39,4 +41,45 @@ describe.skipIf(TEST_DB !== 'sqlite')('stopping the player index worker (SQLite)
     expect(result).toBeInstanceOf(Error);
     expect(String(result)).toMatch(/the player index worker has stopped/);
   }, 60_000);
+});
+
+describe.skipIf(TEST_DB !== 'sqlite')('the player index after a restore that kept the file (SQLite)', () => {
+  let tdb: TestDatabase | undefined;
+  let t: TestService | undefined;
+  afterEach(async () => {
+    await t?.stop();
+    t = undefined;
+    await tdb?.drop();
+  });
+
+  it('a session entered right after the restart is listed by its player (the file no longer matches: README "Durability")', async () => {
+    tdb = await createTestDatabase();
+    const file = tdb.url.slice('sqlite:'.length);
+    const backup = `${file}.backup`;
+    t = await startService({ db: tdb });
+    const game: TestGame = await createGame(t);
+    const enter = (svc: TestService, sessionId: string) =>
+      signed(svc, game, 'POST', '/v1/server/enter-game', { combo_id: 'p', session_id: sessionId });
+    for (const s of ['a1', 'a2']) expect((await enter(t, s)).status).toBe(200);
+    // The nightly backup (SQLite's backup API, as `combo backup` does).
+    const src = new SQLite(file);
+    await src.backup(backup);
+    src.close();
+    // Later sessions, indexed by the worker.
+    for (const s of ['b1', 'b2', 'b3', 'b4']) expect((await enter(t, s)).status).toBe(200);
+    expect((await t.service.database.playerIndexer!.pass()).through).toBeGreaterThanOrEqual(6);
+    await t.service.stop();
+    // Restore: the database and its WAL are replaced; the player index is left as it was.
+    rmSync(`${file}-wal`, { force: true });
+    rmSync(`${file}-shm`, { force: true });
+    copyFileSync(backup, file);
+    t = await startService({ db: tdb });
+    // The player enters again straight after the restart.
+    expect((await enter(t, 'c1')).status).toBe(200);
+    const listed = await admin(t, 'GET', `/admin/v1/sessions?game_id=${game.gameId}&combo_id=p`);
+    expect(listed.status).toBe(200);
+    expect(listed.body.data.map((s: { session_id: string }) => s.session_id).sort()).toEqual(['a1', 'a2', 'c1']);
+    const all = await admin(t, 'GET', `/admin/v1/sessions?combo_id=p`);
+    expect(all.body.data.map((s: { session_id: string }) => s.session_id).sort()).toEqual(['a1', 'a2', 'c1']);
+  });
 });

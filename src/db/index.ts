@@ -10,7 +10,7 @@ import { GroupCommitter, type StatementRunner, type TransactionOptions, type Tra
 import { runDirectly } from './direct.js';
 import { TurnSnapshot } from './turn-snapshot.js';
 import { SAFETY_NET_PAGES, WalCheckpointer } from './checkpointer.js';
-import { attachPlayerIndex, attachPlayerIndexInMemory, openPlayerIndexFile, PlayerIndexer } from './player-index.js';
+import { attachPlayerIndex, attachPlayerIndexInMemory, openPlayerIndexFile, PlayerIndexer, resetIfStale } from './player-index.js';
 
 export type { TransactionOptions, TransactionRunner };
 
@@ -134,8 +134,12 @@ function openSqlite(file: string, options: DatabaseOptions): Database {
         ? undefined
         : (o) => {
             if (indexer) throw new Error('the player indexer is already running');
-            indexer = new PlayerIndexer({ file, intervalMs: o?.intervalMs });
-            return indexer;
+            // A file that no longer matches the database is emptied now, not at the worker's
+            // first pass: listings read it from the first request on.
+            const stale = resetIfStale(playerIndex!, raw);
+            const started = (indexer = new PlayerIndexer({ file, intervalMs: o?.intervalMs }));
+            if (stale) process.nextTick(() => started.emit('reset'));
+            return started;
           },
     get playerIndexer() {
       return indexer;

@@ -98,6 +98,35 @@ export function attachPlayerIndex(db: SQLite.Database, databaseFile: string): vo
   db.prepare('attach database ? as derived').run(file);
 }
 
+/**
+ * At start, before the service answers: empties the file if its session at `through` is not the
+ * database's (a restored backup, the file kept), as the worker's pass would, but at once. Until
+ * then a listing would read the stale entries, and none of the sessions entered since the restart
+ * that got rowids at or below the stale `through`. `index`: a connection that may write the file;
+ * `main`: one to the database. True when the file was emptied; false too when there is no
+ * sessions table yet (nothing to list, and the worker checks again at each pass).
+ */
+export function resetIfStale(index: SQLite.Database, main: SQLite.Database): boolean {
+  let at: SQLite.Statement;
+  try {
+    at = main.prepare('select game_id, session_id from sessions where rowid = ?');
+  } catch (e) {
+    if (/no such table/.test((e as Error).message)) return false;
+    throw e;
+  }
+  return index.transaction(() => {
+    const p = index.prepare('select through, game_id, session_id from progress').get() as
+      | { through: number; game_id: string | null; session_id: string | null }
+      | undefined;
+    if (!p || p.through === 0) return false;
+    const row = at.get(p.through) as { game_id: string; session_id: string } | undefined;
+    if (row && row.game_id === p.game_id && row.session_id === p.session_id) return false;
+    index.exec('delete from session_players');
+    index.prepare('update progress set through = 0, game_id = null, session_id = null').run();
+    return true;
+  }).immediate();
+}
+
 // Plain CommonJS, run from the sources and the build alike (see db/checkpointer.ts).
 const SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
