@@ -1,8 +1,9 @@
-import { copyFileSync, rmSync } from 'node:fs';
+import { closeSync, copyFileSync, openSync, rmSync, statSync, writeSync } from 'node:fs';
 import SQLite from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase } from '../src/db/index.js';
 import { PlayerIndexer, playerIndexFile } from '../src/db/player-index.js';
+import { SessionStore } from '../src/sessions/store.js';
 import { insertGames } from './helpers/sqlite-plans.js';
 import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
 import { admin, createGame, signed, startService, type TestGame, type TestService } from './helpers/service.js';
@@ -82,4 +83,58 @@ describe.skipIf(TEST_DB !== 'sqlite')('the player index after a restore that kep
     const all = await admin(t, 'GET', `/admin/v1/sessions?combo_id=p`);
     expect(all.body.data.map((s: { session_id: string }) => s.session_id).sort()).toEqual(['a1', 'a2', 'c1']);
   });
+});
+
+describe.skipIf(TEST_DB !== 'sqlite')('a damaged player index whose first page is intact (SQLite)', () => {
+  it('a file with damaged pages past its first: the listings stay exact (no SQLITE_CORRUPT), and the file is made again at the next start', async () => {
+    const tdb = await createTestDatabase();
+    const file = tdb.url.slice('sqlite:'.length);
+    let database = openDatabase(tdb.url);
+    try {
+      await migrateToLatest(database);
+      await insertGames(database.db, 'g_a');
+      await database.close();
+      const raw = new SQLite(file);
+      raw.exec(`with recursive n(i) as (select 1 union all select i + 1 from n where i < 20000)
+        insert into sessions (game_id, session_id, combo_id, entered_at, left_at, close_reason, created_at)
+        select 'g_a', 's' || i, 'p' || (i % 100), i, null, null, i from n`);
+      raw.close();
+      database = openDatabase(tdb.url);
+      expect((await database.startPlayerIndexer!({ intervalMs: 3_600_000 }).pass()).through).toBe(20000);
+      await database.close();
+      // Pages in the middle of the file are damaged (a torn copy); its header and schema page are intact.
+      const ix = playerIndexFile(file);
+      const fd = openSync(ix, 'r+');
+      writeSync(fd, Buffer.alloc(4 * 4096, 0x55), 0, 4 * 4096, Math.floor(statSync(ix).size / 8192) * 4096);
+      closeSync(fd);
+      database = openDatabase(tdb.url);
+      const store = new SessionStore(database.db);
+      const listAll = async () => {
+        const failed: string[] = [];
+        for (let p = 0; p < 100; p++) {
+          for (const gameId of [undefined, 'g_a']) {
+            try {
+              expect(await store.list(database.db, { comboId: `p${p}`, gameId, limit: 500 })).toHaveLength(200);
+            } catch (e) {
+              failed.push(`p${p} ${gameId ?? ''}: ${(e as Error).message}`);
+            }
+          }
+        }
+        return failed;
+      };
+      expect(await listAll()).toEqual([]);
+      // The next start makes the file again, and the worker fills it from the first session.
+      await database.close();
+      database = openDatabase(tdb.url);
+      const check = new SQLite(ix, { readonly: true });
+      expect(check.pragma('quick_check', { simple: true })).toBe('ok');
+      expect(check.prepare('select through from progress').get()).toEqual({ through: 0 });
+      check.close();
+      expect((await database.startPlayerIndexer!({ intervalMs: 3_600_000 }).pass()).through).toBe(20000);
+      expect(await listAll()).toEqual([]);
+    } finally {
+      await database.close();
+      await tdb.drop();
+    }
+  }, 60_000);
 });

@@ -10,7 +10,15 @@ import { GroupCommitter, type StatementRunner, type TransactionOptions, type Tra
 import { runDirectly } from './direct.js';
 import { TurnSnapshot } from './turn-snapshot.js';
 import { SAFETY_NET_PAGES, WalCheckpointer } from './checkpointer.js';
-import { attachPlayerIndex, attachPlayerIndexInMemory, openPlayerIndexFile, PlayerIndexer, resetIfStale } from './player-index.js';
+import {
+  attachPlayerIndex,
+  attachPlayerIndexInMemory,
+  markPlayerIndexDamaged,
+  onPlayerIndexDamaged,
+  openPlayerIndexFile,
+  PlayerIndexer,
+  resetIfStale,
+} from './player-index.js';
 
 export type { TransactionOptions, TransactionRunner };
 
@@ -118,6 +126,8 @@ function openSqlite(file: string, options: DatabaseOptions): Database {
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: statements }) });
   const committer = new GroupCommitter(db, statements);
   if (reader && snapshot) runDirectly(db, reader, true, snapshot);
+  // A listing that found the file damaged: made again at the next start.
+  if (playerIndex) onPlayerIndexDamaged(db, () => markPlayerIndexDamaged(playerIndex));
   let indexer: PlayerIndexer | undefined;
   return {
     db,

@@ -33,6 +33,33 @@ export const playerIndexFile = (databaseFile: string): string => `${databaseFile
 /** The schema's version in the file's user_version: another version is emptied and rebuilt. */
 const SCHEMA_VERSION = 1;
 
+/**
+ * The user_version of a file found damaged while in use (a read or a pass failed with
+ * SQLITE_CORRUPT): the next start deletes it and makes it again.
+ */
+const DAMAGED = -1;
+
+/** Marks the file damaged (see DAMAGED), through a connection that may write it; best effort. */
+export function markPlayerIndexDamaged(index: SQLite.Database): void {
+  try {
+    index.pragma(`user_version = ${DAMAGED}`);
+  } catch {
+    // Its first page is damaged too: opening it fails, and it is made again then as well.
+  }
+}
+
+const damagedHandlers = new WeakMap<object, () => void>();
+
+/** What a read through the Kysely handle `q` calls when it finds the player index damaged. */
+export function onPlayerIndexDamaged(q: object, handler: () => void): void {
+  damagedHandlers.set(q, handler);
+}
+
+/** A read through `q` found the player index damaged (player-sessions-sqlite.ts). */
+export function playerIndexDamaged(q: object): void {
+  damagedHandlers.get(q)?.();
+}
+
 /** Sessions indexed per transaction of the worker: bounds its memory and its WAL. */
 export const CHUNK_ROWS = 20_000;
 
@@ -73,7 +100,9 @@ function openOrCreate(file: string): SQLite.Database {
   try {
     db.pragma('journal_mode = WAL');
     db.pragma('busy_timeout = 5000');
-    if (db.pragma('user_version', { simple: true }) !== SCHEMA_VERSION) {
+    const version = db.pragma('user_version', { simple: true });
+    if (version === DAMAGED) throw Object.assign(new Error('the player index was found damaged'), { code: 'SQLITE_CORRUPT' });
+    if (version !== SCHEMA_VERSION) {
       db.exec('drop table if exists session_players; drop table if exists progress;');
       db.pragma(`user_version = ${SCHEMA_VERSION}`);
     }
@@ -202,6 +231,13 @@ function run(id) {
     // Stopped: the caller's pass is rejected when the worker exits.
     if (r) parentPort.postMessage({ id, indexed: r.indexed, through: r.through });
   } catch (e) {
+    // A damaged file (its header intact, or open() would have made it again): marked, so that the
+    // next start makes it again (DAMAGED).
+    if (/^SQLITE_(CORRUPT|NOTADB)/.test((e && e.code) || '')) {
+      try {
+        index.pragma('user_version = ' + workerData.damaged);
+      } catch {}
+    }
     parentPort.postMessage({ id, error: String((e && e.message) || e) });
   }
 }
@@ -255,6 +291,7 @@ export class PlayerIndexer extends EventEmitter {
         intervalMs: o.intervalMs ?? PLAYER_INDEX_INTERVAL_MS,
         chunkRows: o.chunkRows ?? CHUNK_ROWS,
         stop: this.stopping.buffer,
+        damaged: DAMAGED,
       },
     });
     this.worker.unref();

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import { executeDirect } from '../db/direct.js';
+import { playerIndexDamaged } from '../db/player-index.js';
 import type { DB } from '../db/schema.js';
 import type { SessionRow } from './store.js';
 
@@ -31,10 +32,29 @@ export interface PlayerSessionsFilter {
  * is attached (the root handle; in memory, the one connection).
  */
 export async function playerSessionsSqlite(q: Q, f: PlayerSessionsFilter): Promise<SessionRow[]> {
-  const query = statement(f);
+  try {
+    return await run(q, statement(f));
+  } catch (e) {
+    // The player index file is damaged past its first pages (a torn copy, a disk fault): it holds
+    // nothing of its own, so the page is read from the sessions table alone, exact and slower.
+    // The file is marked to be made again at the next start (db/player-index.ts).
+    if (!/^SQLITE_(CORRUPT|NOTADB)/.test((e as { code?: string }).code ?? '')) throw e;
+    playerIndexDamaged(q);
+    return run(q, sessionsOnly(f));
+  }
+}
+
+async function run(q: Q, query: RawBuilder<SessionRow>): Promise<SessionRow[]> {
   const compiled = query.compile(q);
   const direct = executeDirect<SessionRow>(q, compiled.sql, compiled.parameters);
   return (await (direct ?? q.executeQuery<SessionRow>(compiled))).rows;
+}
+
+/** The same page from the sessions table alone (the player index unreadable). */
+function sessionsOnly(f: PlayerSessionsFilter): RawBuilder<SessionRow> {
+  const limit = f.limit === undefined ? sql`` : sql`limit ${f.limit}`;
+  return sql<SessionRow>`select * from sessions where ${conditions('sessions', f)}${openCondition('sessions', f)}
+    order by created_at desc, game_id desc, session_id desc ${limit}`;
 }
 
 function statement(f: PlayerSessionsFilter): RawBuilder<SessionRow> {
