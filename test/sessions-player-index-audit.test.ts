@@ -138,3 +138,29 @@ describe.skipIf(TEST_DB !== 'sqlite')('a damaged player index whose first page i
     }
   }, 60_000);
 });
+
+describe.skipIf(TEST_DB !== 'sqlite')('starting the worker while another instance writes the player index (SQLite)', () => {
+  it('the start-time check gives way (the worker checks at its first pass) rather than failing the start', async () => {
+    const tdb = await createTestDatabase();
+    const database = openDatabase(tdb.url);
+    const other = new SQLite(playerIndexFile(tdb.url.slice('sqlite:'.length)));
+    try {
+      await migrateToLatest(database);
+      await insertGames(database.db, 'g_a');
+      await new SessionStore(database.db).insert(database.db, {
+        game_id: 'g_a', session_id: 's1', combo_id: 'p', entered_at: 1, left_at: null, close_reason: null, created_at: 1,
+      });
+      // A file that no longer matches (the start-time check would empty it), and another
+      // instance's worker in the middle of a long chunk of it.
+      other.exec(`update progress set through = 99, game_id = 'g_a', session_id = 'gone'`);
+      other.exec('begin immediate');
+      const worker = database.startPlayerIndexer!({ intervalMs: 3_600_000 });
+      other.exec('commit');
+      expect(await worker.pass()).toEqual({ indexed: 1, through: 1 });
+    } finally {
+      other.close();
+      await database.close();
+      await tdb.drop();
+    }
+  }, 30_000);
+});

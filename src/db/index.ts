@@ -146,7 +146,14 @@ function openSqlite(file: string, options: DatabaseOptions): Database {
             if (indexer) throw new Error('the player indexer is already running');
             // A file that no longer matches the database is emptied now, not at the worker's
             // first pass: listings read it from the first request on.
-            const stale = resetIfStale(playerIndex!, raw);
+            // Not able to tell (another instance's worker holds the file past the busy time-out):
+            // the worker checks at its first pass, as before.
+            let stale = false;
+            try {
+              stale = resetIfStale(playerIndex!, raw);
+            } catch {
+              stale = false;
+            }
             const started = (indexer = new PlayerIndexer({ file, intervalMs: o?.intervalMs }));
             if (stale) process.nextTick(() => started.emit('reset'));
             return started;

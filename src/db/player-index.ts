@@ -143,13 +143,18 @@ export function resetIfStale(index: SQLite.Database, main: SQLite.Database): boo
     if (/no such table/.test((e as Error).message)) return false;
     throw e;
   }
-  return index.transaction(() => {
+  const matches = () => {
     const p = index.prepare('select through, game_id, session_id from progress').get() as
       | { through: number; game_id: string | null; session_id: string | null }
       | undefined;
-    if (!p || p.through === 0) return false;
+    if (!p || p.through === 0) return true;
     const row = at.get(p.through) as { game_id: string; session_id: string } | undefined;
-    if (row && row.game_id === p.game_id && row.session_id === p.session_id) return false;
+    return row !== undefined && row.game_id === p.game_id && row.session_id === p.session_id;
+  };
+  // Read first without the file's write lock (another instance's worker may hold it for a chunk).
+  if (matches()) return false;
+  return index.transaction(() => {
+    if (matches()) return false;
     index.exec('delete from session_players');
     index.prepare('update progress set through = 0, game_id = null, session_id = null').run();
     return true;
