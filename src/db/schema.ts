@@ -131,6 +131,11 @@ export interface NotificationAttemptsTable {
   response_snippet: string | null;
 }
 
+/**
+ * Sessions are compliance data and are never deleted; on SQLite the player index beside the
+ * database (db/player-index.ts) also relies on it: a new row's rowid is above every committed one.
+ * A retention that deleted sessions would have to keep the row with the largest rowid.
+ */
 export interface SessionsTable {
   game_id: string;
   session_id: string;
