@@ -84,6 +84,15 @@ async function checkListings(store: SessionStore, database: Database, all: Sessi
   }
 }
 
+/** A fresh database of the suite's kind, migrated, with GAMES. */
+async function migrated(): Promise<{ tdb: TestDatabase; database: Database; store: SessionStore }> {
+  const tdb = await createTestDatabase();
+  const database = openDatabase(tdb.url);
+  await migrateToLatest(database);
+  await insertGames(database.db, ...GAMES);
+  return { tdb, database, store: new SessionStore(database.db) };
+}
+
 describe('a player\'s sessions, whatever the player index has reached', () => {
   let tdb: TestDatabase;
   let database: Database;
@@ -91,11 +100,7 @@ describe('a player\'s sessions, whatever the player index has reached', () => {
   let indexer: PlayerIndexer | undefined;
 
   beforeEach(async () => {
-    tdb = await createTestDatabase();
-    database = openDatabase(tdb.url);
-    await migrateToLatest(database);
-    await insertGames(database.db, ...GAMES);
-    store = new SessionStore(database.db);
+    ({ tdb, database, store } = await migrated());
   });
   afterEach(async () => {
     await database.close();
@@ -135,12 +140,8 @@ describe.skipIf(TEST_DB !== 'sqlite')('the player index file (SQLite)', () => {
   let store: SessionStore;
 
   beforeEach(async () => {
-    tdb = await createTestDatabase();
+    ({ tdb, database, store } = await migrated());
     file = tdb.url.slice('sqlite:'.length);
-    database = openDatabase(tdb.url);
-    await migrateToLatest(database);
-    await insertGames(database.db, ...GAMES);
-    store = new SessionStore(database.db);
   });
   afterEach(async () => {
     await database.close();
