@@ -145,14 +145,14 @@ function openSqlite(file: string, options: DatabaseOptions): Database {
         : (o) => {
             if (indexer) throw new Error('the player indexer is already running');
             // A file that no longer matches the database is emptied now, not at the worker's
-            // first pass: listings read it from the first request on.
-            // Not able to tell (another instance's worker holds the file past the busy time-out):
-            // the worker checks at its first pass, as before.
+            // first pass: listings read it from the first request on. Not able to tell (another
+            // instance's worker holds the file past the busy time-out): the worker checks at its
+            // first pass.
             let stale = false;
             try {
               stale = resetIfStale(playerIndex!, raw);
             } catch {
-              stale = false;
+              // left to the worker
             }
             const started = (indexer = new PlayerIndexer({ file, intervalMs: o?.intervalMs }));
             if (stale) process.nextTick(() => started.emit('reset'));
@@ -366,11 +366,11 @@ export async function migrateToLatest(database: Database, list?: Record<string, 
 const MIGRATION_LOCK_WAIT_MS = 600_000;
 
 /**
- * PostgreSQL: runs the migrations again while an attempt ends on a lock time-out (55P03; the
+ * PostgreSQL: runs the next migration again while an attempt ends on a lock time-out (55P03; the
  * attempt's transaction, that one migration, was rolled back), waiting 1 s, 2 s, ...
- * up to 30 s between attempts, for at most the retry budget.
+ * up to 30 s between attempts, within the run's retry budget counted from `started`.
  */
-async function retriedAfterLockTimeouts(run: () => Promise<MigrationResultSet>, lockTimeoutMs: number, o: MigrateOptions, started = Date.now()): Promise<MigrationResultSet> {
+async function retriedAfterLockTimeouts(run: () => Promise<MigrationResultSet>, lockTimeoutMs: number, o: MigrateOptions, started: number): Promise<MigrationResultSet> {
   const budget = o.lockRetryBudgetMs ?? MIGRATION_LOCK_WAIT_MS;
   for (let attempt = 1; ; attempt++) {
     const result = await run();

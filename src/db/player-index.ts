@@ -48,6 +48,9 @@ export function markPlayerIndexDamaged(index: SQLite.Database): void {
   }
 }
 
+/** SQLite's answer when a file is not a database or is damaged. */
+export const isDamagedFile = (e: unknown): boolean => /^SQLITE_(CORRUPT|NOTADB)/.test((e as { code?: string } | null)?.code ?? '');
+
 const damagedHandlers = new WeakMap<object, () => void>();
 
 /** What a read through the Kysely handle `q` calls when it finds the player index damaged. */
@@ -87,9 +90,9 @@ export function openPlayerIndexFile(databaseFile: string): SQLite.Database {
   try {
     return openOrCreate(playerIndexFile(databaseFile));
   } catch (e) {
-    // Not a database, or damaged (a power loss mid-write can do that with synchronous=OFF,
-    // which it does not use, or a partial copy): it holds nothing of its own, so it is built again.
-    if (!/^SQLITE_(CORRUPT|NOTADB)/.test((e as { code?: string }).code ?? '')) throw e;
+    // Not a database, damaged (a partial copy, a disk fault) or marked so: it holds nothing of
+    // its own, so it is made again.
+    if (!isDamagedFile(e)) throw e;
     for (const suffix of ['', '-wal', '-shm']) rmSync(playerIndexFile(databaseFile) + suffix, { force: true });
     return openOrCreate(playerIndexFile(databaseFile));
   }

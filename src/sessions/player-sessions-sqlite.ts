@@ -1,6 +1,6 @@
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import { executeDirect } from '../db/direct.js';
-import { playerIndexDamaged } from '../db/player-index.js';
+import { isDamagedFile, playerIndexDamaged } from '../db/player-index.js';
 import type { DB } from '../db/schema.js';
 import type { SessionRow } from './store.js';
 
@@ -38,7 +38,7 @@ export async function playerSessionsSqlite(q: Q, f: PlayerSessionsFilter): Promi
     // The player index file is damaged past its first pages (a torn copy, a disk fault): it holds
     // nothing of its own, so the page is read from the sessions table alone, exact and slower.
     // The file is marked to be made again at the next start (db/player-index.ts).
-    if (!/^SQLITE_(CORRUPT|NOTADB)/.test((e as { code?: string }).code ?? '')) throw e;
+    if (!isDamagedFile(e)) throw e;
     playerIndexDamaged(q);
     return run(q, sessionsOnly(f));
   }
