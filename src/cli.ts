@@ -6,6 +6,7 @@ import { ApiFailure } from './cli/client.js';
 import { gamesCommand } from './cli/games.js';
 import { CommandError, UsageError, type Command, type Io } from './cli/io.js';
 import { keysCommand } from './cli/keys.js';
+import { listenCommand } from './cli/listen.js';
 import { migrateCommand } from './cli/migrate.js';
 import { nppaTestCommand } from './cli/nppa-test.js';
 import { rotateSecretsCommand } from './cli/rotate-secrets.js';
@@ -20,7 +21,7 @@ import { packageVersion } from './lib/package-info.js';
  * command group under src/cli/. Exit status: 0 done, 1 the command failed (API error,
  * unreachable service, receiver refused), 2 wrong usage or configuration.
  */
-const COMMANDS: Command[] = [gamesCommand, keysCommand, productsCommand, apiCommand, ordersCommand, signCommand, notifyCommand, migrateCommand, backupCommand, rotateSecretsCommand, nppaTestCommand];
+const COMMANDS: Command[] = [gamesCommand, keysCommand, productsCommand, apiCommand, ordersCommand, signCommand, notifyCommand, listenCommand, migrateCommand, backupCommand, rotateSecretsCommand, nppaTestCommand];
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
