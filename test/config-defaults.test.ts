@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config/index.js';
 
-/** The defaults and bounds the README settings table documents, read by loadConfig. */
+/** The defaults and bounds docs/configuration.md documents, read by loadConfig. */
 let dir: string;
 beforeAll(() => {
   dir = mkdtempSync(path.join(os.tmpdir(), 'combo-config-defaults-'));
@@ -21,7 +21,7 @@ function problems(env: Record<string, string>): string[] {
   return [];
 }
 
-describe('README settings table: defaults', () => {
+describe('docs/configuration.md: defaults', () => {
   it('with nothing set, each documented default is the one in effect', () => {
     const c = loadConfig({ DATA_DIR: dir });
     expect({
@@ -60,7 +60,7 @@ describe('README settings table: defaults', () => {
   });
 });
 
-describe('README settings table: bounds', () => {
+describe('docs/configuration.md: bounds', () => {
   it('SWEEP_INTERVAL_MS is 10..600000: 9 is refused by name, 10 accepted', () => {
     expect(problems({ SWEEP_INTERVAL_MS: '9' })).toEqual(['SWEEP_INTERVAL_MS must be an integer from 10 to 600000 (got "9")']);
     expect(loadConfig({ DATA_DIR: dir, SWEEP_INTERVAL_MS: '10' }).sweepIntervalMs).toBe(10);
