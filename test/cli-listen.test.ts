@@ -58,7 +58,7 @@ describe('listen', () => {
     }
   });
 
-  it('refuses (401, with the reason) a wrong key, another game, a stale timestamp and an unsigned request, and keeps listening', async () => {
+  it('refuses (401, with the reason) a wrong key, another game, a stale timestamp and an unsigned request, and keeps listening; a GET is answered, not printed', async () => {
     const secret = 'sk_listen_test_secret_0123456789';
     const { cli, url } = await startListener(['--secret', secret, '--game', 'g1', '--json']);
     try {
@@ -68,6 +68,8 @@ describe('listen', () => {
         return { status: res.status, body: await res.json() };
       };
       const game = { kind: 'game' as const, id: 'g1' };
+      const up = await fetch(`${url}/`);
+      expect([up.status, await up.text()]).toEqual([200, 'combo-platform listen: POST notifications here\n']);
       expect(await send(authorizationHeader(game, secret, 'POST', '/n?x=1', body))).toEqual({ status: 200, body: { ok: true } });
       const cases: Array<[string | undefined, string]> = [
         [authorizationHeader(game, 'sk_another_secret_0123456789', 'POST', '/n?x=1', body), 'the signature does not match (another key, or the request was changed)'],

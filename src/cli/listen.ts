@@ -87,6 +87,13 @@ async function listen(args: string[], io: Io): Promise<number> {
   let done!: () => void;
   const finished = new Promise<void>((resolve) => (done = resolve));
   const server = http.createServer((req, res) => {
+    // Notifications are POSTs. A GET (a browser, or a script waiting for the receiver to be
+    // up) is told what this is, and not printed.
+    if (req.method === 'GET' || req.method === 'HEAD') {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end('combo-platform listen: POST notifications here\n');
+      return;
+    }
     readBody(req).then(
       (body) => {
         const method = req.method ?? 'GET';
@@ -125,7 +132,8 @@ export const listenCommand: Command = {
   A notification receiver for a game being integrated (use http://HOST:PORT/<any path> as the
   order's notify_url). Every request is verified with the game's secret key (PROTOCOL 1:
   signature, timestamp within 300 s) and printed; a verified one is answered 200, which
-  acknowledges it, any other 401 with the reason, and the service retries it.
+  acknowledges it, any other 401 with the reason, and the service retries it. A GET is
+  answered 200 (the receiver is up) and not printed.
   --secret SK   the game's secret key (env COMBO_SECRET_KEY keeps it out of argv)
   --game G      accept only notifications signed for game G
   --count N     exit 0 after N verified notifications (default: run until Ctrl-C)

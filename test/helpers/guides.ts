@@ -79,7 +79,7 @@ export interface GuideRun {
  * exactly `env` (plus PATH and HOME). Asynchronous: a service under test in this process
  * keeps answering meanwhile.
  */
-export function runShellBlocks(blocks: Fence[], db: 'sqlite' | 'postgres', env: Record<string, string>, timeoutMs: number): Promise<GuideRun> {
+export function runShellBlocks(blocks: Fence[], db: 'sqlite' | 'postgres', env: Record<string, string>, timeoutMs: number, opts: { ownGroup?: boolean } = {}): Promise<GuideRun> {
   const ran = blocks.map((b, i) => ({ b, i })).filter(({ b }) => b.tags.length === 0 || b.tags.includes(db));
   // A marker line on stdout before each block splits the output per block; the ERR trap
   // names the block and line that failed.
@@ -92,7 +92,20 @@ export function runShellBlocks(blocks: Fence[], db: 'sqlite' | 'postgres', env: 
       cwd: REPO_ROOT,
       env: { PATH: process.env.PATH!, HOME: process.env.HOME!, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
+      // ownGroup: the script and what it starts in the background (a service, a receiver) form
+      // one process group, which is killed when the script exits: a block that failed before
+      // stopping them leaves nothing running (and nothing holding the output pipes open).
+      detached: opts.ownGroup === true,
     });
+    const killGroup = () => {
+      if (!opts.ownGroup || child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // the group is gone
+      }
+    };
+    child.on('exit', killGroup);
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -100,6 +113,7 @@ export function runShellBlocks(blocks: Fence[], db: 'sqlite' | 'postgres', env: 
     const timer = setTimeout(() => {
       stderr += `\n(runner: killed after ${timeoutMs} ms)\n`;
       child.kill('SIGKILL');
+      killGroup();
     }, timeoutMs);
     child.on('close', (status) => {
       clearTimeout(timer);
@@ -119,11 +133,13 @@ export function describeRun(r: GuideRun): string {
 }
 
 /**
- * The guides and how many `sh` blocks each has: a guide that gains (or loses) a block fails
- * `test/docs-examples.test.ts` until its count here is changed with it, so no example is added
- * without its test being looked at. Each guide's blocks are run by the named test file.
+ * The guides, the README's quick start and docs/architecture.md, with how many `sh` blocks
+ * each has: a file that gains (or loses) a block fails `test/docs-examples.test.ts` until its
+ * count here is changed with it, so no example is added without its test being looked at.
+ * Each file's blocks are run by the named test file.
  */
 export const GUIDES: Record<string, { shBlocks: number; test: string }> = {
+  'README.md': { shBlocks: 6, test: 'test/readme-quick-start.test.ts' },
   'docs/guides/game-backend.md': { shBlocks: 5, test: 'test/docs-examples.test.ts' },
   'docs/guides/partners.md': { shBlocks: 8, test: 'test/docs-partners.test.ts' },
   'docs/guides/operators.md': { shBlocks: 14, test: 'test/docs-operators.test.ts' },
