@@ -140,6 +140,7 @@ export function describeRun(r: GuideRun): string {
  */
 export const GUIDES: Record<string, { shBlocks: number; test: string }> = {
   'README.md': { shBlocks: 6, test: 'test/readme-quick-start.test.ts' },
+  'docs/architecture.md': { shBlocks: 8, test: 'test/docs-architecture.test.ts' },
   'docs/guides/game-backend.md': { shBlocks: 5, test: 'test/docs-examples.test.ts' },
   'docs/guides/partners.md': { shBlocks: 8, test: 'test/docs-partners.test.ts' },
   'docs/guides/operators.md': { shBlocks: 14, test: 'test/docs-operators.test.ts' },
