@@ -325,7 +325,7 @@ describe('graceful shutdown', () => {
   });
 });
 
-describe('npm start (the README quick start)', () => {
+describe('npm start', () => {
   // npm runs a script through `sh -c` and passes SIGTERM to that shell only: unless the shell
   // has become the service (`exec`), the service is orphaned and keeps running.
   it('SIGTERM to npm reaches the service: it drains, stops and exits, and npm exits 0', async () => {
