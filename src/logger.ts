@@ -28,7 +28,7 @@ const IN_PROGRESS = Symbol('in progress');
  * `value` with every SECRET_KEYS entry censored, at any depth. Copy on write: a value with
  * nothing to censor (every request line) is returned as it is, after one look at each key.
  * Written here rather than pino's `redact` (fast-redact): that takes fixed paths, one level of
- * `*` per path, and its wildcard paths cost ~4 µs per request line (docs/benchmarks.md); this
+ * `*` per path, and its wildcard paths cost microseconds per request line; this
  * walk costs a fraction of a microsecond for a request line and sees every level. An object met
  * twice gets the same censored form (a shared object is censored everywhere), one that refers
  * back to itself is written "[Circular]", and past MAX_DEPTH levels the rest is replaced.

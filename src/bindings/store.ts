@@ -23,7 +23,7 @@ export class BindingStore {
 
   constructor(readonly db: Kysely<DB>) {
     // Only what the key does not tell: each text column read costs a string made through V8's
-    // C++ API (~1,300 instructions each, callgrind).
+    // C++ API, the largest part of the read's cost.
     this.byKey = prepare<BoundRole>(db, (d) =>
       d
         .selectFrom('bindings')

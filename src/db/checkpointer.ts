@@ -6,8 +6,8 @@ import { Worker } from 'node:worker_threads';
  * WAL pages at which the writer checkpoints by itself while the checkpointer runs (SQLite's
  * default is 1000). Under steady writes a commit nearly always lands while the worker copies, so
  * the worker's checkpoint rarely leaves the whole WAL copied, and only then can the next commit
- * start the WAL over from its beginning: left to the worker, the file grew to the threshold
- * (40 MiB at 10,000 pages; docs/benchmarks.md, "Sixteenth session"). At this threshold the
+ * start the WAL over from its beginning: left to the worker, the file would grow to the
+ * threshold (40 MiB at 10,000 pages). At this threshold the
  * writer's own checkpoint finds all but the last interval's pages copied, so it is short, and it
  * lets the WAL start over: the file stays near 8 MiB. It also bounds the WAL should the worker stop.
  */
@@ -53,9 +53,9 @@ export interface CheckpointerOptions {
  * `intervalMs` (SQLITE_CHECKPOINT_INTERVAL_MS, default 20; 0 turns it off). Left to SQLite, the
  * connection that commits when the WAL passes 1000 pages does the checkpoint inside that commit:
  * a thousand page reads and writes and two fsyncs on the event loop, which every request in
- * flight waits for. On the 2-core benchmark VMs the worker raised write throughput by 10-30 %;
- * its effect on the p99 has varied by machine, from worse (the thirteenth session's Intel VM) to
- * 20-30 % lower (the sixteenth session's; docs/benchmarks.md). Durability is unchanged: a commit
+ * flight waits for. On 2 cores the worker raises write throughput; its effect on the p99
+ * depends on the machine, as its copying competes with the requests for the cores
+ * (docs/benchmarks.md). Durability is unchanged: a commit
  * is durable in the WAL; the checkpoint only moves pages (and syncs the WAL, so a power loss
  * costs at most about the last interval's commits with synchronous=NORMAL).
  *

@@ -21,9 +21,9 @@ const handles = new WeakMap<object, Direct>();
 
 /**
  * Parameters are passed to better-sqlite3 as arguments, not as one array, up to this many:
- * it reads an array's elements through V8's C++ API, ~380 instructions each, and arguments
- * directly (25-column insert: 31k instructions against 22k, callgrind; docs/benchmarks.md,
- * "Thirteenth session"). Past it the array, so that a long list cannot exhaust the stack.
+ * it reads an array's elements one by one through V8's C++ API, and arguments directly (a
+ * third cheaper for a 25-column insert). Past it the array, so that a long list cannot
+ * exhaust the stack.
  */
 const SPREAD_MAX = 64;
 
@@ -72,10 +72,9 @@ const rowBuilders = new WeakMap<SQLite.Statement, (values: unknown[]) => unknown
 
 /**
  * A read's rows as objects, like `stmt.all()`, built in JavaScript. better-sqlite3 makes each
- * row object through V8's C++ API, one slow-path property definition per column (~15k
- * instructions for a 7-column binding row); it makes a row of values (raw mode) cheaply, and
- * an object literal of a fixed shape costs next to nothing (docs/benchmarks.md, "Eleventh
- * session"). The statement may be shared with Kysely's driver, so raw mode is switched off again.
+ * row object through V8's C++ API, one slow-path property definition per column; it makes a
+ * row of values (raw mode) cheaply, and an object literal of a fixed shape costs next to
+ * nothing. The statement may be shared with Kysely's driver, so raw mode is switched off again.
  */
 function readRows<R>(stmt: SQLite.Statement, params: readonly unknown[]): R[] {
   let build = rowBuilders.get(stmt);

@@ -25,9 +25,9 @@ export interface TransactionOptions {
   /**
    * SQLite: the job leaves nothing behind when it throws (its writes come last, and it undoes
    * any write of its own that a later failure would strand), so it joins the batch without a
-   * savepoint. A savepoint copies every page the job changes into a journal in memory: for
-   * create-order that is ~10 % of the request's instructions (docs/benchmarks.md, "Tenth
-   * session"). PostgreSQL ignores it: there the job is a transaction of its own.
+   * savepoint. A savepoint copies every page the job changes into a journal in memory, a
+   * sizeable part of a create-order's work. PostgreSQL ignores it: there the job is a
+   * transaction of its own.
    */
   noSavepoint?: boolean;
 }

@@ -103,7 +103,8 @@ function openSqlite(file: string, options: DatabaseOptions): Database {
   // Journals in memory: a group-commit batch runs each job in a savepoint, and the savepoint's
   // journal (the pages the job changes, ~40-60 KiB) soon outgrows SQLite's 64 KiB in-memory
   // spill limit; in a temporary file every page then costs write system calls. In memory,
-  // create-order costs ~18 % less CPU (docs/benchmarks.md). A batch holds little; a transaction
+  // create-order's database work is markedly cheaper (`npm run bench:sqlite-writes` measures
+  // both; docs/benchmarks.md, "SQLite writes"). A batch holds little; a transaction
   // that may change many rows asks for temporary files (TransactionOptions.large), and so do
   // migrations.
   raw.pragma('temp_store = MEMORY');

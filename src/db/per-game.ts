@@ -12,10 +12,9 @@ type Q = Kysely<DB> | Transaction<DB>;
  * One statement, whatever the number of games: every game is joined to its page laterally
  * (PostgreSQL's LATERAL; SQLite has none, so there each game picks its page's rows by rowid
  * through a correlated subquery). Each page is an index range read in order, where one query
- * over the table would sort every matching row, and the database plans the page once. It
- * replaced a UNION ALL of one page per game, which was planned afresh for every game: 200 ms a
- * listing on PostgreSQL and 25 ms on SQLite at 200 games, empty or not (docs/benchmarks.md,
- * "Hundreds of games").
+ * over the table would sort every matching row, and the database plans the page once. A
+ * UNION ALL of one page per game would be planned afresh for every game, a cost that grows with
+ * the number of games, empty or not (tens to hundreds of milliseconds at 200 games).
  */
 export function acrossGames<O>(
   q: Q,

@@ -10,22 +10,22 @@ type Q = Kysely<DB> | Transaction<DB>;
  *
  * Why: a status such as `created` or `pending` can be rare in the table's statistics (orders and
  * notifications leave it within minutes) and common when it is listed (a burst since the last
- * ANALYZE). Estimating one row, the planner took the smaller index that starts with `status`
- * ((status, expires_at), (status, next_attempt_at)), read every such row of every game and
- * sorted them: 18 ms for a game with none of 68,843 new orders, 8.7 s for a listing across 404
- * games (docs/benchmarks.md, "Thirty-third session"). With sorts priced out for the statement
+ * ANALYZE). Estimating one row, the planner takes the smaller index that starts with `status`
+ * ((status, expires_at), (status, next_attempt_at)), reads every such row of every game and
+ * sorts them: milliseconds for one game, seconds for a listing across hundreds of games, at
+ * tens of thousands of such rows. With sorts priced out for the statement
  * (SET LOCAL, this transaction only), the plans that read an index in order win; the one sort
  * left, merging the games' pages, is in every plan, so it decides nothing.
  *
  * Only for filters that such an index serves in order (a status, with a game for
  * notifications; sessions without a filter, from the open and closed indexes): for others the
  * plan without a sort may be a walk of the whole table. Nor does it make every plan good: a
- * status common in the table but absent from one large game was looked for by walking a time
+ * status common in the table but absent from one large game is looked for by walking a time
  * index in the listing's order (the table's or the game's), reading every row of it, a plan
- * without a sort that the planner took with or without these settings. The statistics on
+ * without a sort that the planner takes with or without these settings. The statistics on
  * (game_id, status) of migration 0010 tell it which statuses a game has; they apply where the
  * game is a value (one game's listing), not across games, where each game's page is planned
- * once for all games: there the mistake remains (docs/benchmarks.md, "Thirty-fourth session").
+ * once for all games: there the mistake remains.
  */
 export async function inIndexOrder<T>(db: Q, run: (q: Q) => Promise<T>): Promise<T> {
   // Inside a caller's transaction the settings would outlive the listing: left as planned.

@@ -7,11 +7,11 @@ import SQLite from 'better-sqlite3';
 /**
  * SQLite: the sessions of a player, indexed off the request path.
  *
- * An index keyed by player, as `sessions_player_created (game_id, combo_id, created_at,
- * session_id)` was, takes each new session to another player's leaf page: every enter-game's
- * commit wrote one more page to the WAL, and the checkpoint copied it again. It was the largest
- * single cost of an enter-game beside the least work (docs/benchmarks.md, "Twentieth session",
- * "Thirty-fifth session"). On SQLite that index lives in a second file beside the database,
+ * An index keyed by player in the sessions table (`(game_id, combo_id, created_at,
+ * session_id)`) takes each new session to another player's leaf page: every enter-game's
+ * commit would write one more page to the WAL, and the checkpoint copy it again, the largest
+ * single cost of an enter-game (docs/benchmarks.md, "What bounds each route"). So on SQLite
+ * that index lives in a second file beside the database,
  * `<database>-player-index`, filled by a worker thread from the sessions table in rowid order
  * (SQLite gives a new row the largest rowid yet, and rows are never deleted): once a second,
  * in transactions of up to CHUNK_ROWS sessions, each with the rowid it has reached (`through`).

@@ -79,9 +79,10 @@ const EXEMPT = new Set(['/healthz', '/readyz', '/metrics']);
  *
  * The check runs in the Node request handler, before Fastify sees the request: a refusal costs
  * the HTTP parse and one preformatted write (an ErrorResponse with `x-trace-id`, like every
- * answer), a fraction of an admitted request. Refusing through Fastify (routing, hooks, error
- * handler) cost ~40 µs of CPU, so at 5x the sustainable rate the refusals alone saturated the
- * process and everything, admitted or not, queued for seconds (docs/benchmarks.md).
+ * answer), a fraction of an admitted request. A refusal through Fastify (routing, hooks, error
+ * handler) costs about as much as a small request, so at 5x the sustainable rate the refusals
+ * alone would saturate the process and everything, admitted or not, would queue for seconds
+ * (docs/benchmarks.md, "Overload at 5x").
  */
 export class LoadShedder {
   private inflight = 0;

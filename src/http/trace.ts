@@ -1,8 +1,8 @@
 import { writeRandomHex, writeUint } from '../lib/ids.js';
 
 // The id is written into one buffer and read out as one flat string. Built by concatenation it
-// was a V8 cons string, and Node's check of every header value (a regular expression) runs on a
-// cons string through V8's runtime: ~1,500 instructions, ~6 times the flat string's cost.
+// would be a V8 cons string, and Node's check of every header value (a regular expression) runs
+// on a cons string through V8's runtime, several times the flat string's cost.
 const text = Buffer.alloc(32);
 
 // Requests in the same millisecond share the prefix, the time in base 36, written digit by digit

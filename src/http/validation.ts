@@ -59,8 +59,8 @@ function codePointLength(s: string): number {
 /**
  * minLength and maxLength in code points, as Ajv's own keywords count them, with the same
  * errors, but counted only when the UTF-16 length leaves the answer open: a string has at most
- * as many code points as UTF-16 units and at least half as many. Ajv counts every string twice
- * (~4,000 instructions per create-order, callgrind); within the bounds, this counts none.
+ * as many code points as UTF-16 units and at least half as many. Ajv counts every string twice,
+ * on every request; within the bounds, this counts none.
  */
 function useCodePointLengths(ajv: Ajv.default): void {
   for (const keyword of ['maxLength', 'minLength'] as const) {

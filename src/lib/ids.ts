@@ -72,8 +72,8 @@ const DIGITS = Buffer.from('0123456789abcdefghijklmnopqrstuvwxyz', 'latin1');
  * Writes `high * 2^22 + low` (high below 2^41: ms since EPOCH in an id; low below 2^22) in `radix`, at
  * least `width` digits, as BigInt#toString would, into `target` ending at `end`; returns where
  * the digits start. In doubles, by long division in two limbs: each step's values stay below
- * 2^53, so every one is exact. BigInt arithmetic and its conversion to text cost ~2,000
- * instructions an id (callgrind); this a few hundred.
+ * 2^53, so every one is exact. BigInt arithmetic and its conversion to text cost several
+ * times more, on every order.
  */
 function writeDigits(target: Buffer, end: number, high: number, low: number, radix: number, width: number): number {
   if (high < 0) {
@@ -97,7 +97,7 @@ function writeDigits(target: Buffer, end: number, high: number, low: number, rad
 /**
  * Writes the integer `n` (0 <= n < 2^53) in `radix`, as `n.toString(radix)` would, into
  * `target` ending at `end`; returns where its digits start. Number#toString with a radix runs in
- * V8's runtime for a double (~2,000 instructions, callgrind).
+ * V8's slow runtime path for a double.
  */
 export function writeUint(target: Buffer, end: number, n: number, radix: number): number {
   const high = Math.floor(n / LOW);

@@ -13,8 +13,7 @@ interface Entry<T> {
  * Loaded snapshots (a game's or a partner's settings and keys) kept for `ttlMs`: concurrent
  * misses share one load, and a failed load is forgotten so the next request retries it. A hit
  * whose load has finished is returned as a plain value: the signature check of every request
- * reads one, and an `await` there costs a promise and a microtask per request
- * (docs/benchmarks.md, "Ninth session").
+ * reads one, and an `await` there costs a promise and a microtask per request.
  */
 export class SnapshotCache<T> {
   private readonly entries = new Map<string, Entry<T>>();

@@ -11,9 +11,8 @@ import { AsyncResource } from 'node:async_hooks';
  * collections in a moment with no tick queued (an idle service, the memory reducer), those maps
  * are freed, the next tick builds fresh ones, and the cache goes megamorphic. From then on every
  * tick (a query-binding request makes 9 inside Node's HTTP and stream code) defines three keys
- * through `Runtime_DefineKeyedOwnPropertyInLiteral`, ~1,300 instructions each: 33k of the ~230k
- * instructions of such a request, 22k of an enter-game or create-order (docs/benchmarks.md,
- * "Twelfth session").
+ * through `Runtime_DefineKeyedOwnPropertyInLiteral`, V8's slow path: about a seventh of such a
+ * request's work, and a tenth of an enter-game's or a create-order's.
  *
  * One object built by an identical literal, with the same two symbols (an AsyncResource carries
  * them as own keys), gets the same map chain and, held here, keeps it alive. Node keeps its ids

@@ -35,8 +35,8 @@ interface ExportedValue {
  * `combo_http_request_duration_seconds`, by method, route pattern and status.
  *
  * prom-client's labelled Counter and Histogram hash their label object on every observation
- * (and the histogram converts its bucket bound to a string key): about 12k instructions per
- * request, 4-5 % of a signed request's whole cost (docs/benchmarks.md, "Eleventh session").
+ * (and the histogram converts its bucket bound to a string key): a few percent of a signed
+ * request's whole cost.
  * Here an observation is three Map lookups on strings and a number, and a few additions; the
  * exposition is built only when /metrics is scraped, in the format prom-client itself writes.
  */

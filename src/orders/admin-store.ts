@@ -30,7 +30,7 @@ export class OrderAdminStore {
    * read through a per-game index ((game_id, status, created_at, order_id), (game_id, combo_id,
    * created_at, order_id), (game_id, reference_id)) and merged, in one statement however many games
    * there are (db/per-game.ts): without it a rare status or an unknown player scanned the whole
-   * table (10 million rows: seconds; docs/benchmarks.md).
+   * table (seconds at 10 million rows; docs/benchmarks.md, "Scale").
    */
   async list(filter: OrderFilter, after: OrderCursor | null, limit: number): Promise<OrderRow[]> {
     return filter.status !== undefined && filter.comboId === undefined && filter.referenceId === undefined

@@ -18,8 +18,8 @@ export const ORDER_COLUMNS = [
 export const EVENT_COLUMNS = ['event_id', 'order_id', 'from_status', 'to_status', 'at', 'detail'] as const satisfies readonly (keyof OrderEventRow)[];
 
 // The prepared inserts' parameters, field by field in column order. Not `COLUMNS.map((c) =>
-// row[c])`: a load by a varying key goes megamorphic in V8 (~140 instructions a field, ~4k per
-// create-order). test/unit/insert-params.test.ts holds these to the column lists.
+// row[c])`: a load by a varying key goes megamorphic in V8, a slow lookup for every field of
+// every insert. test/unit/insert-params.test.ts holds these to the column lists.
 export const orderParams = (r: OrderRow): unknown[] => [
   r.order_id, r.game_id, r.reference_id, r.combo_id, r.product_id, r.platform, r.notify_url, r.quantity, r.meta,
   r.context, r.amount, r.currency, r.status, r.token_secret, r.request_hash, r.is_sandbox, r.late_payment,

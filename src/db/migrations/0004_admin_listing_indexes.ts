@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 
 /**
- * Operator listings at scale (10 million orders and sessions, docs/benchmarks.md). Each listing
+ * Operator listings at scale (10 million orders and sessions, docs/benchmarks.md, "Scale"). Each listing
  * pages newest first; an index that both filters and orders lets a page read only its rows:
  * - orders by status (with or without a game): (game_id, status, created_at, order_id); without
  *   a game the query reads each game's newest rows and merges them (src/orders/admin-store.ts);

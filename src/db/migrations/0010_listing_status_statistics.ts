@@ -9,9 +9,8 @@ import { PostgresAdapter, sql, type Kysely } from 'kysely';
  * `succeeded` everywhere but a game whose endpoint fails) is then expected in tens of thousands
  * of that game's rows, and its operator listing (`game_id=..&status=..`, newest first) walks a
  * time index in the listing's order to find the first 50, the whole table's time index or the
- * game's, reading every row of it: 0.25 to 1.9 s at a million rows, where the
- * (game_id, status, ...) index finds nothing at once (0.05 ms). docs/benchmarks.md,
- * "Thirty-fourth session".
+ * game's, reading every row of it (seconds at a million rows), where the
+ * (game_id, status, ...) index finds nothing at once.
  *
  * Target 1000 (most common values kept, of 300,000 sampled rows): one entry per (game, status)
  * pair, enough for every pair of about 170 games (6 order statuses; 250 games with the 4 of
