@@ -8,7 +8,7 @@ import { schemaCompiler } from '../src/http/validation.js';
  *
  * BENCH_BARE_SPIN_US=N makes the route busy-wait N µs before answering: it shows what N µs of
  * pure user-space work per request costs the route as a whole on this machine (the kernel's
- * share of each answer grows with it; docs/benchmarks.md, "Eighth session"). A request's
+ * share of each answer grows with it). A request's
  * `?spin_us=N` overrides it for that request (the `bare-matched` scenario of bench/run.ts).
  * BARE_PORT picks its port (default: any free one; the address is printed as JSON on stdout).
  */

@@ -5,10 +5,9 @@
 // six full garbage collections from the signal's callback, when no process.nextTick is queued.
 // That is what V8's memory reducer does to a service that has gone idle for a moment. It frees
 // objects' hidden classes that nothing holds, which is the condition src/lib/tick-shape.ts
-// guards against. Without this preload, whether it happens in a run depends on timing
-// (docs/benchmarks.md, "Twelfth session"). A signal rather than a timer: on a fast machine a
-// timer fell inside the counted requests, and the collections and the recompilation after
-// them were counted as per-request work ("Thirteenth session").
+// guards against. Without this preload, whether it happens in a run depends on timing. A
+// signal rather than a timer: on a fast machine a timer can fall inside the counted requests,
+// and the collections and the recompilation after them would be counted as per-request work.
 'use strict';
 const v8 = require('node:v8');
 const vm = require('node:vm');

@@ -3,7 +3,7 @@
  * the bare route and the service's hot routes. Unlike req/s or CPU time, an instruction count
  * does not move with what else the machine (or the VM's host) is doing, so a change of a few
  * percent shows on a noisy 2-core VM where timing runs vary by ±50 % (docs/benchmarks.md,
- * "Tenth session"). It counts user-space instructions only: the kernel's share of each request
+ * "Instructions"). It counts user-space instructions only: the kernel's share of each request
  * (loopback TCP) is not in it, so it is a measure for A/B comparisons of our own code, not a
  * throughput figure.
  *
@@ -11,17 +11,15 @@
  * INSTR_WARMUP requests (default 15000: with fewer, V8 is still optimising and the count keeps
  * falling), then counted over INSTR_REQUESTS requests (default 4000) between
  * `callgrind_control -i on` and `-i off`. Only the JavaScript thread is counted: V8's compiler
- * and GC helper threads vary from run to run. Repeated runs of one build differed by up to
- * ±10 % (docs/benchmarks.md, "Eleventh session"), much of it one inline cache of Node's that
- * src/lib/tick-shape.ts now keeps steady ("Twelfth session"; INSTR_IDLE_GC=1 loads
- * bench/idle-gc.cjs into each server and signals it halfway through the warm-up, bringing on the
- * idle collections that used to upset it). Compare builds
+ * and GC helper threads vary from run to run. Repeated runs of one build differ by up to
+ * ±10 %; one inline cache of Node's that an idle moment's collections upset is kept steady by
+ * src/lib/tick-shape.ts (INSTR_IDLE_GC=1 loads bench/idle-gc.cjs into each server and signals
+ * it halfway through the warm-up, bringing those collections on in every run). Compare builds
  * over alternated runs, or by one function's inclusive count (NODE_OPTIONS=--perf-basic-prof
  * names the JIT frames). INSTR_ONLY picks scenarios (bare, create-order, enter-game,
  * query-binding); INSTR_KEEP=1 keeps the callgrind files (for callgrind_annotate). Needs valgrind.
  * Valgrind does not offer the SHA extensions, so OpenSSL hashes with AVX2 under it: the signed
- * routes' SHA-256 (~21k instructions per create-order) counts for more than it costs outside
- * valgrind on a CPU that has them (docs/benchmarks.md, "Fourteenth session").
+ * routes' SHA-256 counts for more than it costs outside valgrind on a CPU that has them.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -143,7 +141,7 @@ async function main(): Promise<void> {
       MAX_EVENT_LOOP_DELAY_MS: '0',
       // The background pollers (notifications, expiry sweeps, NPPA uploads) tick once a second of
       // wall time. Under valgrind a second holds ~70 requests instead of thousands, so their
-      // ticks would add ~25k instructions to every request, and vary with valgrind's speed.
+      // ticks would add a large share to every request's count, and vary with valgrind's speed.
       // They are not per-request work: they tick once a minute or less here.
       NOTIFY_POLL_INTERVAL_MS: '60000',
       NPPA_POLL_INTERVAL_MS: '60000',

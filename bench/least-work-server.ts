@@ -11,15 +11,14 @@ import { EMPTY_BODY_SHA256, parseAuthorization, sha256Hex, signatureMatches } fr
  * signature (PROTOCOL 1, with the service's own signer) and then:
  * - enter-game: inserts the session into SQLite, durable before the answer (WAL,
  *   synchronous=NORMAL, concurrent inserts grouped into one transaction per event-loop turn);
- * - create-order: inserts the order the same way (one row: the service no longer writes a
- *   creation event, docs/benchmarks.md, "Fourteenth session");
+ * - create-order: inserts the order the same way (one row, as the service writes it);
  * - query-binding: reads the binding and answers a constant role (a warm role cache).
  *
  * Nothing else: no hooks, trace ids, rate limits, metrics, load shedding, caller lookup or
  * purchase guard, and tables with their keys only (none of the listing indexes the operator
- * API needs at 10 million rows). Its ratio to the bare route shows what the issue's ratio
- * targets leave for everything else on the machine at hand (docs/benchmarks.md, "Ninth
- * session"). Secrets come from LEAST_GAME_SECRET and LEAST_PARTNER_SECRET.
+ * API needs at 10 million rows). Its ratio to the bare route shows what the ratio targets
+ * leave for everything else on the machine at hand (docs/benchmarks.md, "What bounds each
+ * route"). Secrets come from LEAST_GAME_SECRET and LEAST_PARTNER_SECRET.
  */
 const gameSecret = process.env.LEAST_GAME_SECRET ?? '';
 const partnerSecret = process.env.LEAST_PARTNER_SECRET ?? '';

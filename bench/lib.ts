@@ -153,9 +153,9 @@ export function orderRequestBody(referenceId: string, i: number, player = `playe
 /**
  * Requests serialised before the run, handed to autocannon's connections in turn: every one is
  * sent once, whichever connection sends it. Through `setupRequest`, autocannon would rebuild each
- * request (copy its options, join the headers, two buffers): ~15 µs more of the generator's CPU
- * per request on the 2-core VM than the bare route's one static request, on cores the generator
- * shares with the service (docs/benchmarks.md, "Fifteenth session").
+ * request (copy its options, join the headers, two buffers), which costs the generator more CPU
+ * per request than the bare route's one static request, on cores the generator shares with the
+ * service (docs/benchmarks.md, "Method").
  */
 export interface RequestStream {
   /** autocannon's per-connection hook: the connection's next request is the stream's next. */

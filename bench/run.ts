@@ -732,7 +732,7 @@ main().catch((e) => {
 /**
  * BENCH_IDS. `sequential` ids append to their indexes; the players, taken in turn, do not. With
  * `random`, the session's primary key and the idempotency key land at random too, as they do
- * when clients make random ids (docs/benchmarks.md, "Twentieth session").
+ * when clients make random ids (docs/benchmarks.md, "Scenarios").
  */
 function benchIds(value: string | undefined): 'sequential' | 'random' {
   if (value === undefined || value === '' || value === 'sequential') return 'sequential';

@@ -183,7 +183,7 @@ function seedSqlite(file: string): void {
  * The player index beside the database (src/db/player-index.ts), filled as its worker would
  * have filled it under the load, but in one sorted insert: the service's worker then finds it
  * caught up, and the listings are measured at their steady state. (The worker's own rate when
- * it builds the file from nothing is measured in docs/benchmarks.md, "Thirty-fifth session".)
+ * it builds the file from nothing is in docs/operations.md, "Durability".)
  */
 function fillPlayerIndex(db: Database.Database, file: string): void {
   const t = Date.now();
