@@ -40,7 +40,7 @@ describe('GET /admin/v1/audit', () => {
     expect(p2.body.next_cursor).toBeNull();
   });
 
-  // X-Operator (README, Operator API): printable ASCII as is; any script as an RFC 8187 value;
+  // X-Operator (docs/api.md, Operator API): printable ASCII as is; any script as an RFC 8187 value;
   // anything else is left out (the audit log says admin).
   it.each([
     ['alice', 'admin:alice'],

@@ -12,10 +12,10 @@ import { insertGames } from './helpers/sqlite-plans.js';
 
 // What PostgreSQL plans for the operator listings filtered by status when the statistics are
 // stale: they were gathered when no order was `created` (nor notification `pending`), and a
-// burst of them came since. Estimating one row, the planner read every such row of every game
-// out of the (status, ...) index, then sorted; the listing now runs with sorts priced out
+// burst of them came since. Estimating one row, the planner would read every such row of every
+// game out of the (status, ...) index, then sort; the listing runs with sorts priced out
 // (src/db/planner.ts), so each game's page is read in order from the index that starts
-// (game_id, status) (docs/benchmarks.md, "Thirty-third session"). Also the sessions listing
+// (game_id, status). Also the sessions listing
 // without a filter, whose open page was gathered from the open index and sorted.
 
 const BURST = 4000;

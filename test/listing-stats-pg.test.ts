@@ -16,7 +16,7 @@ import { insertGames } from './helpers/sqlite-plans.js';
 // walking a time index in the listing's order (here the table's own, (created_at, order_id),
 // or the notifications' primary key), reading every row of it; the (game_id, status, ...)
 // index finds nothing at once. Migration 0010 creates the statistics and analyses the two
-// columns (docs/benchmarks.md, "Thirty-fourth session").
+// columns.
 //
 // 10,000 rows of each. The walk's estimated cost is under the right index's from 1,000 rows on
 // (orders: by 5 % at 1,000, 10 % at 3,000, 12 % at 10,000, 13 % at 30,000; notifications: by

@@ -64,7 +64,7 @@ describe('nppa-test command (national-system interface test cases)', () => {
     expect(r.stdout).toContain('item 1: errcode=3009 errmsg=di missing');
   });
 
-  it('without --case: all cases with --pi, the guest case alone without it (the README synopsis)', async () => {
+  it('without --case: all cases with --pi, the guest case alone without it (the synopsis in docs/cli.md)', async () => {
     const guestOnly = await cli(t, ['--game', game.gameId, '--base-url', standIn.url, '--code', 'TC02']);
     expect([guestOnly.code, guestOnly.stdout.trim()]).toEqual([0, 'guest: PASS errcode=0 errmsg=OK']);
     const both = await cli(t, ['--game', game.gameId, '--base-url', standIn.url, '--code', 'TC03', '--pi', PI]);

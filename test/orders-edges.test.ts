@@ -237,7 +237,7 @@ describe('PROTOCOL 5: ship_order data has no context key when the order had none
   });
 });
 
-describe('README NODE_ID: an order whose id is taken gets another; after 8 tries it is 503', () => {
+describe('NODE_ID (docs/configuration.md): an order whose id is taken gets another; after 8 tries it is 503', () => {
   /** The service's one IdGenerator (shared by every domain service), reached through the game service. */
   const generator = () => {
     const ids = (t.service.games as unknown as { d: { ids: IdGenerator } }).d.ids;

@@ -18,7 +18,7 @@ describe('player records: the audit log, the birth_date bound, unknown players a
 
   const putPlayer = (comboId: string, body: unknown) => admin(t, 'PUT', `/admin/v1/games/${game.gameId}/players/${comboId}`, body);
 
-  // README: the audit log "secrets never appear in it"; players.ts: "the audit log records
+  // docs/api.md: the audit log "secrets never appear in it"; players.ts: "the audit log records
   // that it [pi] changed, not its value".
   it('records a player PUT in the audit log as player.put with the pi masked, never its value', async () => {
     expect((await putPlayer('audited', { pi: PI, birth_date: '2000-01-01', banned: false })).status).toBe(200);

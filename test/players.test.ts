@@ -76,7 +76,7 @@ describe('players and minors\' spending limits (PROTOCOL 12)', () => {
     expect(r.body).toMatchObject({ recorded: true, pi: PI, birth_date: '2016-11-20', banned: true, age: 10, nppa_ct: 0, limits: { per_order: 5000, per_month: 20000 } });
     const c = await putPlayer(game, 'm1', { pi: null, banned: false });
     expect(c.body).toMatchObject({ pi: null, birth_date: '2016-11-20', banned: false, nppa_ct: 2 });
-    // null clears banned too (README: "null clears").
+    // null clears banned too (docs/api.md: "null clears").
     await putPlayer(game, 'm1', { banned: true });
     const d = await putPlayer(game, 'm1', { banned: null, birth_date: null });
     expect(d.status).toBe(200);

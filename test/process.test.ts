@@ -314,7 +314,7 @@ describe('graceful shutdown', () => {
 
   it('the last log line of a shutdown ("stopped") is written before the exit, also while the thread pool is busy', async () => {
     // Log lines are written on the thread pool; with its one thread busy, an exit that does not
-    // wait for the write loses the line (4 of 5 shutdowns before the fix).
+    // wait for the write loses the line.
     const s = await start({ UV_THREADPOOL_SIZE: '1', NODE_OPTIONS: `--require ${path.join(import.meta.dirname, 'helpers/busy-thread-pool.cjs')}` });
     const stdoutClosed = once(s.child.stdout!, 'close');
     s.child.kill('SIGTERM');

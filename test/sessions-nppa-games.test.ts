@@ -119,7 +119,7 @@ describe('enter and leave for a game with national-system credentials (PROTOCOL 
     expect(events.map((e) => e.bt)).toEqual([0]);
   });
 
-  // README: "pass next_cursor back as cursor until it is null"
+  // docs/api.md: "pass next_cursor back as cursor until it is null"
   it('answers next_cursor null for a last page that is exactly full, in the session and national-system event listings', async () => {
     const g = await createNppaGame(ctx.t, ctx.standIn);
     await enter(ctx.t, g, 'pages', 'p-1');
@@ -144,7 +144,7 @@ describe('enter and leave for a game with national-system credentials (PROTOCOL 
     expect([last.body.data.length, last.body.next_cursor]).toEqual([1, null]);
   });
 
-  // README: "with game_id and combo_id also online_days"
+  // docs/api.md: "with game_id and combo_id also online_days"
   it('adds online_days to the session listing only when both game_id and combo_id are given', async () => {
     await enter(ctx.t, game, 'days', 's-days');
     const both = await admin(ctx.t, 'GET', `/admin/v1/sessions?game_id=${game.gameId}&combo_id=days`);

@@ -61,7 +61,7 @@ describe.skipIf(TEST_DB !== 'sqlite')('the player index after a restore that kep
     await tdb?.drop();
   });
 
-  it('a session entered right after the restart is listed by its player (the file no longer matches: README "Durability")', async () => {
+  it('a session entered right after the restart is listed by its player (the file no longer matches: docs/operations.md, "Durability")', async () => {
     tdb = await createTestDatabase();
     const file = tdb.url.slice('sqlite:'.length);
     const backup = `${file}.backup`;

@@ -45,7 +45,7 @@ export class AdminClient {
     const timeout = str(values, 'timeout') ?? '30';
     if (!/^\d+$/.test(timeout) || Number(timeout) < 1) throw new UsageError('--timeout must be a whole number of seconds >= 1');
     const operator = str(values, 'operator') ?? io.env.COMBO_OPERATOR;
-    // What the service takes as X-Operator (README): anything else would be dropped from the
+    // What the service takes as X-Operator (docs/api.md): anything else would be dropped from the
     // audit log without a word. Names in other scripts than ASCII travel encoded (RFC 8187).
     const header = operator ? encodeOperatorName(operator) : undefined;
     if (header === null) {

@@ -16,7 +16,7 @@ export const EmptyObject = Type.Object({}, { additionalProperties: false });
  * too: its media type, size and arrival are checked, 415, 413, 408, then it is refused, 400) or
  * a %00 in its URL (400); its path answers another method 405; an Expect other than
  * 100-continue 417; 500 on a bug, 503 while the service drains, sheds load or cannot reach its
- * database (README, "HTTP").
+ * database (docs/api.md, "HTTP").
  */
 const ALWAYS = [400, 405, 408, 413, 415, 417, 500, 503];
 
