@@ -6,7 +6,7 @@ import { Card, ErrorBox, Field, Json } from './ui';
 /**
  * The operator listings (orders, sessions, notifications, audit log, partners): a filter form
  * whose values live in the URL, and a cursor-paged table with Refresh and Load more. Every
- * listing answers `{data, next_cursor}` (README "Paged lists").
+ * listing answers `{data, next_cursor}` (docs/api.md, "Operator API").
  */
 
 // ---------------------------------------------------------------- filters in the URL
