@@ -2,6 +2,7 @@ import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authorizationHeader } from '../src/signing/signer.js';
 import { runCli, startCli } from './helpers/cli.js';
+import { freePort } from './helpers/ports.js';
 import { createOrder, pay, statusOf, until } from './helpers/orders.js';
 import { createGame, startService, type TestService } from './helpers/service.js';
 
@@ -12,17 +13,6 @@ beforeAll(async () => {
   t = await startService();
 });
 afterAll(() => t?.stop());
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** Starts `listen` on a free port and waits until it accepts connections. */
 async function startListener(args: string[], env: Record<string, string> = {}) {

@@ -7,27 +7,16 @@
  * PostgreSQL, the database; it then checks the order the quick start left.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/db/index.js';
 import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
 import { describeRun, GUIDES, runShellBlocks, shellBlocks, unmetExpectations, type GuideRun } from './helpers/guides.js';
+import { freePort } from './helpers/ports.js';
 import { ensureServiceBuilt } from './helpers/spawn.js';
 
 const README = 'README.md';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 let db: TestDatabase | undefined;
 let dir: string;
