@@ -327,7 +327,7 @@ describe('migrate and help', () => {
   it('help lists every command; an unknown command exits 2', async () => {
     const h = await runCli(['--help'], {});
     expect(h.code).toBe(0);
-    for (const c of ['games', 'keys', 'products', 'api', 'orders', 'sign', 'notify', 'migrate']) expect(h.stdout).toMatch(new RegExp(`^  ${c}\\s`, 'm'));
+    for (const c of ['games', 'keys', 'products', 'api', 'orders', 'sign', 'notify', 'listen', 'migrate']) expect(h.stdout).toMatch(new RegExp(`^  ${c}\\s`, 'm'));
     const u = await runCli(['frobnicate'], {});
     expect(u.code).toBe(2);
   });
