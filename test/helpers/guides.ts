@@ -4,9 +4,10 @@ import path from 'node:path';
 import { REPO_ROOT } from './spawn.js';
 
 /**
- * The runner of the guides in docs/guides (issue "Operator tooling", point 5): every `sh` block
- * of a guide is run, in order, as one bash script (`set -euo pipefail`), so later blocks use
- * the variables and functions of earlier ones and the first failing command fails the test.
+ * The runner of the guides in docs/guides, the README's quick start and docs/architecture.md
+ * (GUIDES below): every `sh` block of such a file is run, in order, as one bash script
+ * (`set -euo pipefail`), so later blocks use the variables and functions of earlier ones and
+ * the first failing command fails the test.
  *
  * A block's info string may name the one database it is for: "```sh sqlite" or
  * "```sh postgres" blocks run only in the suite run on that database (e.g. the backup
