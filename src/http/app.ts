@@ -286,7 +286,13 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks, clock: Clock): A
         last503Log = now;
         quiet503 = 0;
       } else quiet503++;
-    } else if (apiError.status >= 500) req.log.error({ err: error, traceId: req.id }, 'request failed');
+    } else if (apiError.status === 500) req.log.error({ err: error, traceId: req.id }, 'request failed');
+    // Any other 5xx is an answer the code chose (501 for a Combo-only SDK method): expected,
+    // so a warning naming it, without a stack. 500 is the unexpected: a bug, with its stack.
+    else if (apiError.status > 500) req.log.warn({ status: apiError.status, error: apiError.code, reason: apiError.message, route: routeOf(req).url, traceId: req.id }, 'request refused');
+    // Fastify asks to close the connection after a body it could not read (413); HTTP/2 has no
+    // connection header (Node drops it with an UnsupportedWarning on stderr): the stream ends.
+    if (req.raw.httpVersionMajor === 2) reply.removeHeader('connection');
     sendError(reply, apiError);
   });
   return (path) => findAllowedMethods(routes, path);
