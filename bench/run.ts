@@ -478,6 +478,8 @@ async function main() {
       NODE_ENV: 'development',
       // One load generator on one IP: the client API's per-IP limit would measure itself.
       CLIENT_RATE_LIMIT_PER_SECOND: '1000000',
+      // ... and the per-address share of the in-progress places would bound its connections.
+      MAX_INFLIGHT_PER_CLIENT_PERCENT: '100',
     }, false, `http://127.0.0.1:${port}`);
     children.push(svc.child);
     const bare = await startChild(['bench/bare-server.ts'], {});
@@ -599,7 +601,7 @@ async function main() {
       const odir = mkdtempSync(path.join(os.tmpdir(), 'combo-bench-overload-'));
       const osvc = await startChild(['dist/src/main.js'], {
         PORT: String(oport), HOST: '127.0.0.1', DATA_DIR: odir, ADMIN_TOKEN: ADMIN, LOG_LEVEL: 'warn',
-        MAX_INFLIGHT_REQUESTS: '256', CLIENT_RATE_LIMIT_PER_SECOND: '1000000',
+        MAX_INFLIGHT_REQUESTS: '256', CLIENT_RATE_LIMIT_PER_SECOND: '1000000', MAX_INFLIGHT_PER_CLIENT_PERCENT: '100',
       }, false, `http://127.0.0.1:${oport}`);
       children.push(osvc.child);
       const og = (await adminCall(osvc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Bench', rate_limit_per_second: 1_000_000 })) as { secret_key: string };
@@ -615,7 +617,7 @@ async function main() {
       const odir = mkdtempSync(path.join(os.tmpdir(), 'combo-bench-overload5x-'));
       tempDirs.push(odir);
       const osvc = await startChild(['dist/src/main.js'], {
-        PORT: String(oport), HOST: '127.0.0.1', DATA_DIR: odir, ADMIN_TOKEN: ADMIN, LOG_LEVEL: 'warn', CLIENT_RATE_LIMIT_PER_SECOND: '1000000',
+        PORT: String(oport), HOST: '127.0.0.1', DATA_DIR: odir, ADMIN_TOKEN: ADMIN, LOG_LEVEL: 'warn', CLIENT_RATE_LIMIT_PER_SECOND: '1000000', MAX_INFLIGHT_PER_CLIENT_PERCENT: '100',
       }, false, `http://127.0.0.1:${oport}`);
       children.push(osvc.child);
       const og = (await adminCall(osvc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Bench', rate_limit_per_second: 1_000_000 })) as { secret_key: string };
