@@ -23,14 +23,12 @@ const PER_CLIENT = 64;
 let t: TestService;
 let game: TestGame;
 let port: number;
-/** 127.0.0.1's p99 creating orders with no slow requests around, on this machine now (ms). */
-let calmP99: number;
+const BODY_TIMEOUT_MS = 10_000;
 beforeAll(async () => {
-  t = await startService({ env: { MAX_INFLIGHT_REQUESTS: '256', MAX_INFLIGHT_PER_CLIENT_PERCENT: '25', BODY_TIMEOUT_MS: '10000' } });
+  t = await startService({ env: { MAX_INFLIGHT_REQUESTS: '256', MAX_INFLIGHT_PER_CLIENT_PERCENT: '25', BODY_TIMEOUT_MS: String(BODY_TIMEOUT_MS) } });
   port = Number(new URL(t.url).port);
   game = await createGame(t);
   await createOrders(100); // warm-up
-  calmP99 = (await createOrders(200)).p99;
 });
 afterAll(async () => t?.stop());
 
@@ -107,10 +105,9 @@ async function othersAreServed(): Promise<void> {
   await until('the slow requests admitted', async () => ((await gauge('combo_http_requests_in_progress'))! >= PER_CLIENT ? true : null));
   const { statuses, p99 } = await createOrders(200);
   expect(statuses).toEqual({ 200: 200 });
-  // Under 100 ms, or, on a machine loaded by other work, within 3x of the same client's p99
-  // without the slow requests (a request waiting for a slow body's place would take
-  // BODY_TIMEOUT_MS, 10 s).
-  expect(p99).toBeLessThan(Math.max(100, 3 * calmP99));
+  // No request waited for a slow body's place (that takes BODY_TIMEOUT_MS). Not a latency
+  // target: timers in a test on a shared machine measure the machine (npm run bench does that).
+  expect(p99).toBeLessThan(BODY_TIMEOUT_MS / 2);
   // The service serves others: ready, which is true.
   expect((await fetch(`${t.url}/readyz`)).status).toBe(200);
   expect(await gauge('combo_http_requests_in_progress')).toBe(PER_CLIENT);
