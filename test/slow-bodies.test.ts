@@ -161,3 +161,38 @@ describe('300 slow requests from one address leave the others served', () => {
     await othersAreServed();
   });
 });
+
+describe('the per-client share counts the client behind a trusted proxy (TRUST_PROXY)', () => {
+  let p: TestService;
+  let g: TestGame;
+  beforeAll(async () => {
+    // 25 % of 8: two places per client.
+    p = await startService({ env: { MAX_INFLIGHT_REQUESTS: '8', MAX_INFLIGHT_PER_CLIENT_PERCENT: '25', TRUST_PROXY: '127.0.0.1' } });
+    g = await createGame(p);
+  });
+  afterAll(async () => p?.stop());
+
+  /** A slow request (a real game's header, a wrong signature) forwarded for `client`; its first answer's status, once there is one. */
+  function slowFor(client: string): () => number | null {
+    const socket = net.connect(Number(new URL(p.url).port), '127.0.0.1');
+    let received = '';
+    socket.on('data', (c: Buffer) => (received += c.toString('latin1')));
+    socket.on('error', () => {});
+    cleanups.push(() => socket.destroy());
+    socket.write(`POST ${ENTER} HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: ${client}\r\nAuthorization: ${wrongSignature(g, 'POST', ENTER)}\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n{`);
+    return () => (/^HTTP\/1\.1 (\d{3}) /.exec(received) ? Number(received.slice(9, 12)) : null);
+  }
+  const inProgress = async () => Number(/^combo_http_requests_in_progress (\d+)$/m.exec(await (await fetch(`${p.url}/metrics`)).text())?.[1]);
+
+  it('a forwarded client past its share gets 503; another client through the same proxy is served', async () => {
+    const held = [slowFor('203.0.113.7'), slowFor('203.0.113.7')];
+    await until('two places held', async () => ((await inProgress()) === 2 ? true : null));
+    const third = slowFor('203.0.113.7');
+    expect(await until('the third answered', () => third())).toBe(503);
+    expect(held.map((h) => h())).toEqual([null, null]);
+    const other = await signed(p, g, 'POST', CREATE, orderBody(), { 'x-forwarded-for': '203.0.113.8' });
+    expect(other.status).toBe(200);
+    // The proxy's own address is a client like any other: not the forwarded one's share.
+    expect((await signed(p, g, 'POST', CREATE, orderBody())).status).toBe(200);
+  });
+});
