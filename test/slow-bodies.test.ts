@@ -132,10 +132,15 @@ describe('requests that cannot be authorized from their headers are answered bef
     const socket = net.connect({ port, host: '127.0.0.1', localAddress: ATTACKER });
     let received = '';
     socket.on('data', (c: Buffer) => (received += c.toString('latin1')));
+    socket.on('error', () => {});
     cleanups.push(() => socket.destroy());
     socket.write(`POST ${ENTER} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 70000\r\n\r\n{`);
+    const closed = new Promise((resolve) => socket.on('close', resolve));
     await until('the answer', () => (received.includes('\r\n\r\n') ? true : null));
     expect(received).toMatch(/^HTTP\/1\.1 413 /);
+    // The connection closes: the service does not read 70000 bytes it refused.
+    expect(received).toMatch(/\r\nconnection: close\r\n/i);
+    await closed;
   });
 });
 

@@ -184,7 +184,11 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks, clock: Clock): A
         if (!(bodyOptional(req) && !announcesBody(req.headers))) throw Errors.unsupportedMediaType('Content-Type must be application/json');
       }
       // Here, not when the body is read: the headers' signature checks come next (413 before 401).
-      if (Number(req.headers['content-length']) > BODY_LIMIT) throw bodyTooLarge();
+      // HTTP/1.1: the connection closes after the answer rather than reading the body to its end.
+      if (Number(req.headers['content-length']) > BODY_LIMIT) {
+        if (req.raw.httpVersionMajor === 1) reply.header('connection', 'close');
+        throw bodyTooLarge();
+      }
     } else if (announcesBody(req.headers)) screenUnwantedBody(req);
   };
 
