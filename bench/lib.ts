@@ -70,7 +70,7 @@ export interface Service {
 export async function startService(env: Record<string, string>): Promise<Service> {
   const port = await freePort();
   const child = spawnNode(['dist/src/main.js'], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN: ADMIN, LOG_LEVEL: 'warn', NODE_ENV: 'development', CLIENT_RATE_LIMIT_PER_SECOND: '1000000', ...env },
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN: ADMIN, LOG_LEVEL: 'warn', NODE_ENV: 'development', CLIENT_RATE_LIMIT_PER_SECOND: '1000000', MAX_INFLIGHT_PER_CLIENT_PERCENT: '100', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   child.stdout!.resume(); // nobody reads it: drain, or a full pipe would block the logger

@@ -10,13 +10,14 @@ import { registerOpenApi } from './apidocs/openapi.js';
 import { registerApiDocsRoutes } from './apidocs/routes.js';
 import { packageVersion } from './lib/package-info.js';
 import { createFastify, type AuthKind } from './http/app.js';
-import { verifySignedRequest, type CallerDirectory } from './http/auth.js';
+import { screenSignedRequest, verifySignedRequest, type CallerDirectory } from './http/auth.js';
 import { bearerGuard } from './http/bearer-guard.js';
 import { bearerToken } from './http/auth.js';
 import type { Refusal } from './http/refusals.js';
 import { isPromise, type MaybePromise } from './lib/maybe-promise.js';
 import { registerHealthRoutes } from './http/health.js';
 import { LoadShedder } from './http/load-shedding.js';
+import { clientAddressOf } from './http/client-address.js';
 import { defaultConsoleDir, registerConsoleRoutes } from './http/console.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { IdGenerator } from './lib/ids.js';
@@ -284,6 +285,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     onShed: () => metrics.shed(),
     logger,
     bodyTimeoutMs: config.bodyTimeoutMs,
+    maxInflightPerClient: Math.floor((config.maxInflightRequests * config.maxInflightPerClientPercent) / 100),
+    clientOf: clientAddressOf(config.trustProxy),
   });
   metrics.watchAdmission({ limit: () => shedding.currentLimit, inProgress: () => shedding.inProgress });
   const app = createFastify({
@@ -300,6 +303,9 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     hooks: {
       isDraining: () => draining,
       rateLimit,
+      screen: (req: FastifyRequest, kind: AuthKind) => {
+        if (kind === 'game' || kind === 'partner') return screenSignedRequest(req, directory, kind, clock.now());
+      },
       authenticate: (req: FastifyRequest, kind: AuthKind) => {
         if (kind === 'admin') return authenticateAdmin(req);
         if (kind === 'game' || kind === 'partner') {

@@ -35,6 +35,7 @@ describe('loadConfig', () => {
     expect(c.sqliteSynchronous).toBe('NORMAL');
     expect(c.sqliteCheckpointIntervalMs).toBe(20);
     expect(c.maxInflightRequests).toBe(256);
+    expect(c.maxInflightPerClientPercent).toBe(25);
     expect(c.admissionLatencyTargetMs).toBe(0);
     expect(c.tls).toBeNull();
     expect(c.publicBaseUrl).toBe('http://localhost:8080');
@@ -61,6 +62,8 @@ describe('loadConfig', () => {
     ['ADMISSION_LATENCY_TARGET_MS', '60000', 60_000],
     ['MAX_INFLIGHT_REQUESTS', '1', 1],
     ['MAX_INFLIGHT_REQUESTS', '1000000', 1_000_000],
+    ['MAX_INFLIGHT_PER_CLIENT_PERCENT', '1', 1],
+    ['MAX_INFLIGHT_PER_CLIENT_PERCENT', '100', 100],
     ['BODY_TIMEOUT_MS', '0', 0],
     ['BODY_TIMEOUT_MS', '300000', 300_000],
     ['SQLITE_CHECKPOINT_INTERVAL_MS', '0', 0],
@@ -81,6 +84,7 @@ describe('loadConfig', () => {
       ADMIN_TOKEN: c.adminToken,
       ADMISSION_LATENCY_TARGET_MS: c.admissionLatencyTargetMs,
       MAX_INFLIGHT_REQUESTS: c.maxInflightRequests,
+      MAX_INFLIGHT_PER_CLIENT_PERCENT: c.maxInflightPerClientPercent,
       BODY_TIMEOUT_MS: c.bodyTimeoutMs,
       SQLITE_CHECKPOINT_INTERVAL_MS: c.sqliteCheckpointIntervalMs,
       DATABASE_STATEMENT_TIMEOUT_MS: c.databaseStatementTimeoutMs,
@@ -118,6 +122,9 @@ describe('loadConfig', () => {
     ['ADMISSION_LATENCY_TARGET_MS', '50ms'],
     ['MAX_INFLIGHT_REQUESTS', '0'],
     ['MAX_INFLIGHT_REQUESTS', '1000001'],
+    ['MAX_INFLIGHT_PER_CLIENT_PERCENT', '0'],
+    ['MAX_INFLIGHT_PER_CLIENT_PERCENT', '101'],
+    ['MAX_INFLIGHT_PER_CLIENT_PERCENT', '25%'],
     ['BODY_TIMEOUT_MS', '-1'],
     ['BODY_TIMEOUT_MS', '300001'],
     ['BODY_TIMEOUT_MS', '10s'],

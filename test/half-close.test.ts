@@ -9,7 +9,7 @@ import { authorizationHeader } from '../src/signing/signer.js';
 import { selfSignedCertificate } from './helpers/certificates.js';
 import { createPartner, FakeGm, queryUri, role, until } from './helpers/partners.js';
 import { statusesOf, storedRows } from './helpers/raw.js';
-import { createGame, signed, startService, type TestService } from './helpers/service.js';
+import { createGame, signed, startService, wrongSignature, type TestService } from './helpers/service.js';
 
 // A client may half-close its connection after its request (RFC 9112 9.6: a half-closed
 // connection does not delimit a request, nor say the answer is no longer wanted; `printf ... |
@@ -110,8 +110,11 @@ describe('HTTP/1.1 clients that half-close after their request', () => {
 
   it('a FIN with no request, or in the middle of one, closes the connection at once', async () => {
     expect(await sendThenHalfClose(t, '')).toBe('');
-    // An incomplete head or body is a malformed request: 400, then closed.
-    for (const partial of ['GET /healthz HTTP/1.1\r\nHo', `POST ${ENTER} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{"combo_id"`]) {
+    // An incomplete head or body is a malformed request: 400, then closed. (The body's request
+    // carries a real game's Authorization, which only its body can prove wrong: without one it
+    // is answered 401 before its body is read.)
+    const auth = wrongSignature(await createGame(t), 'POST', ENTER);
+    for (const partial of ['GET /healthz HTTP/1.1\r\nHo', `POST ${ENTER} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{"combo_id"`]) {
       const answer = await sendThenHalfClose(t, partial);
       expect(statusesOf(answer), JSON.stringify(partial)).toEqual([400]);
       expect(answer).toContain('"message":"malformed HTTP request (HPE_INVALID_EOF_STATE)"');

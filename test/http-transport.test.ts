@@ -232,8 +232,8 @@ describe('requests Node cannot parse are ErrorResponses too', () => {
       [`POST /admin/v1/games HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-admin-token-0123456789\r\nContent-Type: text/plain\r\n${BAD_CHUNKS}`, 415],
       [`POST /admin/v1/games HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-admin-token-0123456789\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\n{"game_id":"te-x","name":"G"}`, 415],
       // Pipelined behind an answer written whole but not yet finished: both answered, in order.
-      ['GET /nope HTTP/1.1\r\nHost: x\r\n\r\nPOST /v1/server/create-order HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n', [404, 400]],
-      ['GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\nPOST /v1/server/create-order HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n', [200, 400]],
+      ['GET /nope HTTP/1.1\r\nHost: x\r\n\r\nPOST /admin/v1/games HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-admin-token-0123456789\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n', [404, 400]],
+      ['GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\nPOST /admin/v1/games HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-admin-token-0123456789\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n', [200, 400]],
     ] as const) {
       const bytes = await exchange(t, request);
       expect([request.slice(0, 40), statusesOf(bytes)]).toEqual([request.slice(0, 40), [status].flat()]);

@@ -8,7 +8,7 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeGm, createPartner, partnerGet, queryUri, role } from './helpers/partners.js';
-import { createGame, signed, startService, type TestService } from './helpers/service.js';
+import { createGame, signed, startService, wrongSignature, type TestGame, type TestService } from './helpers/service.js';
 import { until } from './helpers/receiver.js';
 import { head, rawRequest } from './helpers/raw.js';
 
@@ -125,8 +125,11 @@ describe('bodies that do not arrive (BODY_TIMEOUT_MS)', () => {
 
   const inProgress = async () => Number(/^combo_http_requests_in_progress (\d+)$/m.exec(await (await fetch(`${s.url}/metrics`)).text())?.[1]);
 
-  /** Sends headers announcing 100 bytes and 10 of them; resolves with everything the server sent until it closed. */
-  function slowHttp1(): Promise<string> {
+  /**
+   * Sends headers announcing 100 bytes (with an Authorization that only the body can prove
+   * wrong) and 10 of them; resolves with everything the server sent until it closed.
+   */
+  function slowHttp1(game: TestGame): Promise<string> {
     const { port } = new URL(s.url);
     return new Promise((resolve, reject) => {
       const socket = net.connect(Number(port), '127.0.0.1');
@@ -134,13 +137,13 @@ describe('bodies that do not arrive (BODY_TIMEOUT_MS)', () => {
       socket.on('data', (c) => (answer += c.toString('latin1')));
       socket.on('close', () => resolve(answer));
       socket.on('error', reject);
-      socket.write('POST /v1/server/enter-game HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"combo_id"');
+      socket.write(`POST /v1/server/enter-game HTTP/1.1\r\nHost: x\r\nAuthorization: ${wrongSignature(game, 'POST', '/v1/server/enter-game')}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"combo_id"`);
     });
   }
 
   it('HTTP/1.1: 408 ErrorResponse and the connection closed; the places come back', async () => {
     const game = await createGame(s);
-    const slow = [slowHttp1(), slowHttp1()];
+    const slow = [slowHttp1(game), slowHttp1(game)];
     await until('two slow bodies admitted', async () => ((await inProgress()) === 2 ? true : null));
     const shed = await signed(s, game, 'POST', '/v1/server/enter-game', { combo_id: 'c1', session_id: 's-1' });
     expect(shed.status).toBe(503);
@@ -161,7 +164,10 @@ describe('bodies that do not arrive (BODY_TIMEOUT_MS)', () => {
       const stalled = [0, 1].map(
         () =>
           new Promise<{ status: number; body: string }>((resolve, reject) => {
-            const req = session.request({ ':method': 'POST', ':path': '/v1/server/enter-game', 'content-type': 'application/json' }, { endStream: false });
+            const req = session.request(
+              { ':method': 'POST', ':path': '/v1/server/enter-game', 'content-type': 'application/json', authorization: wrongSignature(game, 'POST', '/v1/server/enter-game') },
+              { endStream: false },
+            );
             let status = 0;
             let body = '';
             req.on('response', (h) => (status = Number(h[':status'])));

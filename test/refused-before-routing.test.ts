@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DualProtocolServer } from '../src/http/dual-server.js';
 import { selfSignedCertificate } from './helpers/certificates.js';
 import { logSink } from './helpers/logs.js';
-import { startService, type TestService } from './helpers/service.js';
+import { createGame, startService, wrongSignature, type TestService } from './helpers/service.js';
 
 // Requests answered before routing (src/http/refusals.ts) leave a trace: a log line with the
 // answer's trace id, and combo_http_requests_refused_total{reason,status}; they stay out of
@@ -114,7 +114,10 @@ describe('requests refused before routing: a log line and a metric each', () => 
   });
 
   it('a body that does not arrive within BODY_TIMEOUT_MS belongs to a routed request: the request log and metric have its 408, not the refusals', async () => {
-    const answer = await sent('POST /v1/server/enter-game HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"combo_id"')();
+    // With a real game's Authorization, which only its body can prove wrong (without one it is
+    // answered 401 before its body is read).
+    const auth = wrongSignature(await createGame(t), 'POST', '/v1/server/enter-game');
+    const answer = await sent(`POST /v1/server/enter-game HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"combo_id"`)();
     expect(answer.status).toBe(408);
     // Its line names the trace id the client was answered with, though the 408 was written
     // before the request reached the service's handler.

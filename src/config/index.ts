@@ -46,6 +46,8 @@ export interface Config {
   shutdownDelayMs: number;
   /** Overload protection (src/http/load-shedding.ts). */
   maxInflightRequests: number;
+  /** The share (percent) of maxInflightRequests one client address may hold; 100: no bound of its own. */
+  maxInflightPerClientPercent: number;
   /** An admitted request's body must arrive within this (ms) of its headers, else 408; 0: no limit. */
   bodyTimeoutMs: number;
   /** Target for admitted requests while saturated (ms); 0: the in-progress limit stays fixed. */
@@ -250,6 +252,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
     shutdownDelayMs: int('SHUTDOWN_DELAY_MS', 0, 0, 600_000),
     maxInflightRequests: int('MAX_INFLIGHT_REQUESTS', 256, 1, 1_000_000),
+    maxInflightPerClientPercent: int('MAX_INFLIGHT_PER_CLIENT_PERCENT', 25, 1, 100),
     bodyTimeoutMs: int('BODY_TIMEOUT_MS', 10_000, 0, 300_000),
     admissionLatencyTargetMs: int('ADMISSION_LATENCY_TARGET_MS', 0, 0, 60_000),
     maxEventLoopDelayMs: int('MAX_EVENT_LOOP_DELAY_MS', 500, 0, 60_000),

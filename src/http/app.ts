@@ -70,6 +70,12 @@ export interface AppHooks {
    * promise only when it has to wait (a caller's keys not in memory).
    */
   authenticate(req: FastifyRequest, kind: AuthKind): void | Promise<void>;
+  /**
+   * The part of `authenticate` that needs only the headers, run before the body is read (after
+   * the 404/405, 415 and 413 checks): a request that cannot be authorized is answered without
+   * waiting for a body. Throws an ApiError; returns a promise only when it has to wait.
+   */
+  screen?(req: FastifyRequest, kind: AuthKind): void | Promise<void>;
   /** True while the service drains for shutdown: new requests get 503. */
   isDraining(): boolean;
   /** Rate limit (PROTOCOL 2): after the signature, before caller-state checks; throws 429. */
@@ -153,12 +159,15 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks, clock: Clock): A
 
   // Callback-style hooks where nothing is awaited: an async hook costs a promise per request.
   app.addHook('onRequest', (req, reply, done) => {
+    let pending: MaybePromise<void>;
     try {
       screenRequest(req, reply);
+      pending = hooks.screen?.(req, routeOf(req).config.auth ?? 'none');
     } catch (e) {
       return done(e as Error);
     }
-    done();
+    if (isPromise(pending)) pending.then(() => done(), done);
+    else done();
   });
   const screenRequest = (req: FastifyRequest, reply: FastifyReply): void => {
     reply.header('x-trace-id', req.id);
@@ -173,6 +182,12 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks, clock: Clock): A
       if (routeOf(req).url && !isJsonContentType(req.headers['content-type'])) {
         // An action that takes no body (redeliver, new key, cancel) may be sent without one.
         if (!(bodyOptional(req) && !announcesBody(req.headers))) throw Errors.unsupportedMediaType('Content-Type must be application/json');
+      }
+      // Here, not when the body is read: the headers' signature checks come next (413 before 401).
+      // HTTP/1.1: the connection closes after the answer rather than reading the body to its end.
+      if (Number(req.headers['content-length']) > BODY_LIMIT) {
+        if (req.raw.httpVersionMajor === 1) reply.header('connection', 'close');
+        throw bodyTooLarge();
       }
     } else if (announcesBody(req.headers)) screenUnwantedBody(req);
   };
@@ -286,7 +301,13 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks, clock: Clock): A
         last503Log = now;
         quiet503 = 0;
       } else quiet503++;
-    } else if (apiError.status >= 500) req.log.error({ err: error, traceId: req.id }, 'request failed');
+    } else if (apiError.status === 500) req.log.error({ err: error, traceId: req.id }, 'request failed');
+    // Any other 5xx is an answer the code chose (501 for a Combo-only SDK method): expected,
+    // so a warning naming it, without a stack. 500 is the unexpected: a bug, with its stack.
+    else if (apiError.status > 500) req.log.warn({ status: apiError.status, error: apiError.code, reason: apiError.message, route: routeOf(req).url, traceId: req.id }, 'request refused');
+    // Fastify asks to close the connection after a body it could not read (413); HTTP/2 has no
+    // connection header (Node drops it with an UnsupportedWarning on stderr): the stream ends.
+    if (req.raw.httpVersionMajor === 2) reply.removeHeader('connection');
     sendError(reply, apiError);
   });
   return (path) => findAllowedMethods(routes, path);

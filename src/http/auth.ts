@@ -42,9 +42,34 @@ function idCheck(schema: object): (id: string) => boolean {
   return (id) => id.length <= maxLength && pattern.test(id);
 }
 
+/** What screenSignedRequest found in a request's headers, for verifySignedRequest to finish. */
+interface Screened {
+  parsed: ParsedAuthorization;
+  caller: SignedCaller<unknown>;
+}
+const screened = new WeakMap<FastifyRequest, Screened>();
+
+/**
+ * The checks of a SEAYOO-HMAC-SHA256 request that need only its headers, run before its body
+ * is read: an Authorization that is missing, malformed, of the wrong kind, outside the time
+ * window, or naming no known game or partner is refused (401) at once, so that such a request
+ * never waits for its body (a client sending bodies slowly would hold the service's places).
+ * The signature itself, which covers the body, is checked by verifySignedRequest.
+ */
+export function screenSignedRequest<G, P>(req: FastifyRequest, directory: CallerDirectory<G, P>, expected: 'game' | 'partner', nowMs: number): MaybePromise<void> {
+  const parsed = parseHeaders(req, expected, nowMs);
+  const caller = lookUp(directory, expected, parsed);
+  const keep = (c: SignedCaller<unknown> | null): void => {
+    // The same answer as a wrong signature: the signature cannot match an unknown caller.
+    if (!c) throw Errors.invalidSignature('signature does not match');
+    screened.set(req, { parsed, caller: c });
+  };
+  return isPromise(caller) ? caller.then(keep) : keep(caller);
+}
+
 /**
  * Verifies a SEAYOO-HMAC-SHA256 request (PROTOCOL 1) and returns the caller: synchronously when
- * the caller's keys are in memory, else once they are loaded.
+ * the caller's keys are in memory (or its headers were screened), else once they are loaded.
  */
 export function verifySignedRequest<G, P>(
   req: FastifyRequest,
@@ -52,6 +77,14 @@ export function verifySignedRequest<G, P>(
   expected: 'game' | 'partner',
   nowMs: number,
 ): MaybePromise<SignedCaller<G> | SignedCaller<P>> {
+  const seen = screened.get(req);
+  if (seen) return checkSignature(req, seen.parsed, seen.caller as SignedCaller<G> | SignedCaller<P>);
+  const parsed = parseHeaders(req, expected, nowMs);
+  const caller = lookUp(directory, expected, parsed);
+  return isPromise(caller) ? caller.then((c) => checkSignature(req, parsed, c)) : checkSignature(req, parsed, caller);
+}
+
+function parseHeaders(req: FastifyRequest, expected: 'game' | 'partner', nowMs: number): ParsedAuthorization {
   const parsed = parseAuthorization(authorizationHeader(req, Errors.invalidSignature));
   if (typeof parsed === 'string') throw Errors.invalidSignature(parsed);
   if (parsed.principal.kind !== expected) {
@@ -62,9 +95,11 @@ export function verifySignedRequest<G, P>(
   // An id no game or partner can have is not looked up (nor remembered as unknown): anyone can
   // send such requests, with ids up to the header's size.
   if (!CALLER_IDS[expected](parsed.principal.id)) throw Errors.invalidSignature(`Authorization names no ${expected === 'game' ? 'game' : 'partner'} that can exist`);
-  const caller: MaybePromise<SignedCaller<G> | SignedCaller<P> | null> =
-    expected === 'game' ? directory.game(parsed.principal.id) : directory.partner(parsed.principal.id);
-  return isPromise(caller) ? caller.then((c) => checkSignature(req, parsed, c)) : checkSignature(req, parsed, caller);
+  return parsed;
+}
+
+function lookUp<G, P>(directory: CallerDirectory<G, P>, expected: 'game' | 'partner', parsed: ParsedAuthorization): MaybePromise<SignedCaller<G> | SignedCaller<P> | null> {
+  return expected === 'game' ? directory.game(parsed.principal.id) : directory.partner(parsed.principal.id);
 }
 
 function checkSignature<C extends SignedCaller<unknown>>(req: FastifyRequest, parsed: ParsedAuthorization, caller: C | null): C {

@@ -28,6 +28,14 @@ export interface LoadSheddingOptions {
    * sending bodies slowly must not hold the in-progress limit. 0: no deadline.
    */
   bodyTimeoutMs?: number;
+  /**
+   * How many requests one client may have in progress (MAX_INFLIGHT_PER_CLIENT_PERCENT of
+   * maxInflight); beyond it its new requests get 503 while other clients are still admitted.
+   * Unset or at least maxInflight: no bound of its own.
+   */
+  maxInflightPerClient?: number;
+  /** The client a request is counted for (its address, honouring TRUST_PROXY). */
+  clientOf?: (req: http.IncomingMessage) => string;
 }
 
 /** How often the adaptive limit is adjusted (ms). */
@@ -39,7 +47,9 @@ const SATURATED_ELU = 0.9;
 const ADMITTED_AT = Symbol('admittedAt');
 /** An admitted response's release, until it has run (then null). */
 const RELEASE = Symbol('release');
-type Timed = http.ServerResponse & { [ADMITTED_AT]?: number; [RELEASE]?: ((this: Timed) => void) | null };
+/** The client an admitted response is counted for, with a per-client bound. */
+const CLIENT = Symbol('client');
+type Timed = http.ServerResponse & { [ADMITTED_AT]?: number; [RELEASE]?: ((this: Timed) => void) | null; [CLIENT]?: string };
 
 let answerReleases = false;
 /**
@@ -66,6 +76,7 @@ function releaseOnAnswer(): void {
 }
 
 const BODY = Buffer.from(JSON.stringify({ error: 'service_unavailable', message: 'the service is over capacity; retry shortly' }));
+const CLIENT_BODY = Buffer.from(JSON.stringify({ error: 'service_unavailable', message: 'this client has its share of the requests in progress; retry shortly' }));
 const EXEMPT = new Set(['/healthz', '/readyz', '/metrics']);
 
 /**
@@ -75,7 +86,9 @@ const EXEMPT = new Set(['/healthz', '/readyz', '/metrics']);
  * work held in memory; adapted below MAX_INFLIGHT_REQUESTS while the process is saturated and
  * slow, adaptive-limit.ts, so that what is admitted stays fast) and event-loop delay (the
  * process is saturated: what is admitted would wait anyway). Health and metrics endpoints are
- * exempt.
+ * exempt. One client address may hold at most `maxInflightPerClient` of the places, so that a
+ * client with many slow requests (bodies sent a byte at a time, up to BODY_TIMEOUT_MS each)
+ * cannot take every place from the others.
  *
  * The check runs in the Node request handler, before Fastify sees the request: a refusal costs
  * the HTTP parse and one preformatted write (an ErrorResponse with `x-trace-id`, like every
@@ -97,6 +110,9 @@ export class LoadShedder {
   private readonly windowDelay: IntervalHistogram | null;
   /** Ends an admitted request, once; a plain function: it runs with the response as `this`. */
   private readonly release: (this: Timed) => void;
+  /** Requests in progress per client, with a per-client bound. */
+  private readonly perClient: Map<string, number> | null;
+  private readonly clientCap: number;
 
   constructor(private readonly o: LoadSheddingOptions) {
     const shedder = this;
@@ -104,10 +120,14 @@ export class LoadShedder {
       if (this[RELEASE] === null) return;
       this[RELEASE] = null;
       shedder.inflight--;
+      const client = this[CLIENT];
+      if (client !== undefined) shedder.releaseClient(client);
       const at = this[ADMITTED_AT];
       if (at !== undefined) shedder.adaptive?.record(performance.now() - at);
     };
     this.limit = o.maxInflight;
+    this.clientCap = Math.max(1, o.maxInflightPerClient ?? o.maxInflight);
+    this.perClient = this.clientCap < o.maxInflight && o.clientOf ? new Map() : null;
     releaseOnAnswer();
     this.adaptive = o.latencyTargetMs > 0 ? new AdaptiveLimit({ max: o.maxInflight, min: Math.min(8, o.maxInflight), targetMs: o.latencyTargetMs }) : null;
     this.delay = monitorEventLoopDelay({ resolution: 10 });
@@ -164,14 +184,13 @@ export class LoadShedder {
     // The console's files are static and cheap, like health checks: the operator's console
     // loads while the service sheds the API's load.
     if (EXEMPT.has(path) || path.startsWith('/console/')) return true;
-    if (this.inflight >= this.limit || this.saturated) {
-      this.shedSinceLog++;
-      this.o.onShed?.();
-      // Answered before the body is read; Node discards the rest of the body and keeps the
-      // connection for the next request.
-      res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1', 'x-trace-id': newTraceId(), 'content-length': BODY.length });
-      res.end(BODY);
-      return false;
+    if (this.inflight >= this.limit || this.saturated) return this.shed(res, BODY);
+    if (this.perClient) {
+      const client = this.o.clientOf!(req);
+      const held = this.perClient.get(client) ?? 0;
+      if (held >= this.clientCap) return this.shed(res, CLIENT_BODY);
+      this.perClient.set(client, held + 1);
+      (res as Timed)[CLIENT] = client;
     }
     this.inflight++;
     if (this.adaptive) (res as Timed)[ADMITTED_AT] = performance.now();
@@ -179,6 +198,22 @@ export class LoadShedder {
     res.once('close', this.release);
     if (this.o.bodyTimeoutMs && !req.complete && bodyMayFollow(req)) watchBody(req, res, this.o.bodyTimeoutMs);
     return true;
+  }
+
+  private shed(res: http.ServerResponse, body: Buffer): false {
+    this.shedSinceLog++;
+    this.o.onShed?.();
+    // Answered before the body is read; Node discards the rest of the body and keeps the
+    // connection for the next request.
+    res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1', 'x-trace-id': newTraceId(), 'content-length': body.length });
+    res.end(body);
+    return false;
+  }
+
+  private releaseClient(client: string): void {
+    const held = (this.perClient!.get(client) ?? 1) - 1;
+    if (held > 0) this.perClient!.set(client, held);
+    else this.perClient!.delete(client);
   }
 
   close(): void {

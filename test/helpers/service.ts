@@ -57,6 +57,9 @@ export async function startService(opts: StartOptions = {}): Promise<TestService
     // The same goes for wrong admin tokens (every route's security suite sends some): the limit
     // is on, out of reach; the tests of it set their own.
     ADMIN_AUTH_FAILURES_PER_MINUTE: '1000000',
+    // And one address may hold every in-progress place: the tests of the per-client share (and
+    // of MAX_INFLIGHT_REQUESTS, whose floods all come from 127.0.0.1) set their own.
+    MAX_INFLIGHT_PER_CLIENT_PERCENT: '100',
     // The service shares its event loop with the test and its clients (a headless browser's
     // driver among them), on a machine that runs many test files at once: a lagging loop there
     // is the test run's doing, not overload, and must not turn answers into 503s. The
@@ -147,6 +150,15 @@ export async function signed(
   for (const [k, v] of Object.entries(headers)) if (v === '') delete headers[k];
   const res = await fetch(t.url + uri, { method, headers, body: body === undefined ? undefined : (raw as string) });
   return answer(res);
+}
+
+/**
+ * An Authorization of `game` that passes every check of its headers (kind, time window, a known
+ * game) with a signature that is wrong for any body but `{}`: one the service can only refuse
+ * once it has the body.
+ */
+export function wrongSignature(game: TestGame, method: string, uri: string): string {
+  return authorizationHeader({ kind: 'game', id: game.gameId }, game.secret, method, uri, '{}');
 }
 
 export function orderBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {

@@ -1,0 +1,70 @@
+// A preload for the service under `npm run bench` (BENCH_NODE_ARGS="--require ./bench/trace-stalls.cjs"):
+// what holds its event loop. It times every synchronous better-sqlite3 call of the main thread
+// (by its SQL), every GC pause, and the gaps of a 1 ms timer (the loop's stalls), and writes the
+// calls that took over 2 ms at least once, worst first, to $TRACE_STALLS_OUT (default
+// /tmp/trace-stalls-<pid>.txt) every 2 s and at exit. Worker threads are not traced.
+'use strict';
+const { isMainThread } = require('node:worker_threads');
+if (isMainThread) {
+  const { performance, PerformanceObserver, monitorEventLoopDelay } = require('node:perf_hooks');
+  const fs = require('node:fs');
+  const path = require('node:path');
+  const out = process.env.TRACE_STALLS_OUT ?? `/tmp/trace-stalls-${process.pid}.txt`;
+  const stats = new Map();
+  const note = (key, ms) => {
+    let e = stats.get(key);
+    if (!e) stats.set(key, (e = { n: 0, total: 0, over2: 0, over5: 0, over10: 0, max: 0 }));
+    e.n++;
+    e.total += ms;
+    if (ms > 2) e.over2++;
+    if (ms > 5) e.over5++;
+    if (ms > 10) e.over10++;
+    if (ms > e.max) e.max = ms;
+  };
+  const timed = (key, f, self, args) => {
+    const t = performance.now();
+    try {
+      return f.apply(self, args);
+    } finally {
+      note(key, performance.now() - t);
+    }
+  };
+  const Database = require(path.join(process.cwd(), 'node_modules/better-sqlite3'));
+  const prepare = Database.prototype.prepare;
+  Database.prototype.prepare = function (sql, ...rest) {
+    const stmt = prepare.call(this, sql, ...rest);
+    const text = String(sql).replace(/\s+/g, ' ').slice(0, 100);
+    for (const m of ['run', 'get', 'all']) {
+      const f = stmt[m];
+      stmt[m] = function (...args) {
+        return timed(`${m} ${text}`, f, this, args);
+      };
+    }
+    return stmt;
+  };
+  for (const m of ['pragma', 'exec']) {
+    const f = Database.prototype[m];
+    Database.prototype[m] = function (...args) {
+      return timed(`${m} ${String(args[0]).slice(0, 60)}`, f, this, args);
+    };
+  }
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) note(`gc (kind ${e.detail?.kind})`, e.duration);
+  }).observe({ entryTypes: ['gc'] });
+  const delay = monitorEventLoopDelay({ resolution: 2 });
+  delay.enable();
+  let last = performance.now();
+  setInterval(() => {
+    const now = performance.now();
+    note('event-loop stall (gap of a 1 ms timer, less 1 ms)', now - last - 1);
+    last = now;
+  }, 1).unref();
+  const write = () => {
+    const rows = [...stats].filter(([, e]) => e.over2 > 0).sort(([, a], [, b]) => b.over5 * 1e6 + b.over2 - (a.over5 * 1e6 + a.over2));
+    const head = `event-loop delay p50 ${(delay.percentile(50) / 1e6).toFixed(1)} ms, p99 ${(delay.percentile(99) / 1e6).toFixed(1)} ms, max ${(delay.max / 1e6).toFixed(1)} ms\n`;
+    const lines = rows.map(([k, e]) => `${e.n} calls, mean ${(e.total / e.n).toFixed(3)} ms, >2 ms ${e.over2}, >5 ms ${e.over5}, >10 ms ${e.over10}, max ${e.max.toFixed(1)} ms: ${k}`);
+    fs.writeFileSync(out, head + lines.join('\n') + '\n');
+  };
+  setInterval(write, 2000).unref();
+  process.on('exit', write);
+}
