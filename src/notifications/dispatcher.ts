@@ -82,9 +82,12 @@ export class NotificationDispatcher {
 
   /** Free slots that make a claim worth it after an attempt ends (new work claims at once). */
   private readonly claimBatch: number;
+  /** The most rows the next claim takes (see tick). */
+  private claimSize: number;
 
   constructor(private readonly d: DispatcherDeps) {
     this.claimBatch = Math.max(1, Math.floor(d.settings.concurrency / 8));
+    this.claimSize = d.settings.concurrency;
   }
 
   start(): void {
@@ -133,7 +136,7 @@ export class NotificationDispatcher {
     // Claims waiting in a host's queue are not requests: counted against the total, a slow
     // host's queue (four rounds of its cap) could take the whole budget, and no other host's
     // notification was claimed until the slow one's attempts timed out. They are bounded apart.
-    const free = Math.min(settings.concurrency - this.inflight.size, settings.concurrency * 4 - this.queued);
+    const free = Math.min(settings.concurrency - this.inflight.size, settings.concurrency * 4 - this.queued, this.claimSize);
     if (free <= 0) return;
     const now = clock.now();
     const token = `${this.name}:${++this.claims}`;
@@ -145,9 +148,18 @@ export class NotificationDispatcher {
       logger.warn({ err: e }, 'notification claim failed; retrying at the next poll');
       return;
     }
-    // A full batch means more may be due: look again as soon as this round is launched.
-    if (claimed.length === free) this.again = true;
-    for (const n of claimed) await this.launch({ n, token, leaseUntil });
+    // Rows given back (their hosts had no room) are not awaited one by one: together.
+    const back: Promise<void>[] = [];
+    for (const n of claimed) {
+      const given = this.launch({ n, token, leaseUntil });
+      if (given) back.push(given);
+    }
+    // A claim larger than the hosts' room only leases rows to give them back: the next claims
+    // take what this one could use, and grow again (doubling) once nothing comes back.
+    this.claimSize = back.length ? Math.max(this.claimBatch, claimed.length - back.length) : Math.min(settings.concurrency * 4, this.claimSize * 2);
+    // A full batch that all found room means more may be due: look again at once.
+    if (claimed.length === free && !back.length) this.again = true;
+    await Promise.all(back);
   }
 
   /**
@@ -155,12 +167,12 @@ export class NotificationDispatcher {
    * lease) for the next free slot. The queue is short (four rounds of the per-host cap) and
    * does not count against NOTIFY_CONCURRENCY (tick), so one slow host's backlog cannot hold
    * the claims other hosts' notifications wait for: beyond it, the row is given back a little
-   * later, behind what other hosts have due.
+   * later, behind what other hosts have due. Returns the give-back, when it gives the row back.
    */
-  private async launch(c: Claimed): Promise<void> {
+  private launch(c: Claimed): Promise<void> | undefined {
     const host = hostOf(c.n.notify_url);
     if (!this.running) return this.giveBack(c, this.d.clock.now());
-    if (this.mayStart(host)) return this.send(c, host);
+    if (this.mayStart(host)) return void this.send(c, host);
     // Nothing waits behind a slow host: a queue there would hold claims (and the queue budget
     // of every host, see tick) for a time-out per entry. Due again in about one time-out.
     if (this.slowHosts.has(host)) return this.giveBack(c, this.d.clock.now() + Math.round(this.d.settings.timeoutMs * (0.5 + this.random())));
@@ -243,8 +255,10 @@ export class NotificationDispatcher {
       .finally(() => {
         this.inflight.delete(p);
         release();
-        // Claims are made for several free slots at once, not one statement per attempt.
-        if (this.d.settings.concurrency - this.inflight.size >= this.claimBatch || this.inflight.size === 0) this.kick();
+        // Claims are made for several free slots at once, not one statement per attempt, and
+        // not while this host's own queue refills its slots.
+        const roomy = this.d.settings.concurrency - this.inflight.size >= this.claimBatch && (this.waiting.get(host)?.length ?? 0) < this.hostCap(host);
+        if (roomy || this.inflight.size === 0) this.kick();
       });
     this.inflight.add(p);
   }

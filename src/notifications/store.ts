@@ -89,8 +89,8 @@ export class NotificationStore {
     private readonly orders: Deliverer = new OrderLifecycle({ store: new OrderStore(db, tx, dialect), ids: new IdGenerator() }),
   ) {
     // The delivery path runs these for every notification: compiled once (db/prepared.ts).
-    this.claimDueIds = prepareNamed(db, CLAIM, (d, p) =>
-      d
+    this.claimDueIds = prepareNamed(db, CLAIM, (d, p) => {
+      const claim = d
         .with(
           (cte) => cte('due').materialized(),
           (w) => (dialect === 'postgres' ? dueIds(w, p.now, p.limit).forUpdate('n').skipLocked() : dueIds(w, p.now, p.limit)),
@@ -100,12 +100,15 @@ export class NotificationStore {
         // reads only rows it can take; the lease running out makes the row due again.
         .set({ locked_until: p.lockedUntil, locked_by: p.token, next_attempt_at: p.lockedUntil })
         .where('notification_id', 'in', (eb) => eb.selectFrom('due').select('due.notification_id'))
-        // The guarded lease: only rows still pending, due and unlocked are taken.
-        .where('status', '=', 'pending')
-        .where('next_attempt_at', '<=', p.now)
-        .where('locked_until', '<', p.now)
-        .returningAll(),
-    );
+        .returningAll();
+      // The guarded lease on PostgreSQL: only rows still pending, due and unlocked are taken
+      // (another claimer may have changed one since this statement's snapshot). SQLite runs
+      // the statement alone, so what `due` picked is still so; there the guard would only make
+      // it read every due row (the planner takes the due index for it, not the ids).
+      return dialect === 'postgres'
+        ? claim.where('status', '=', 'pending').where('next_attempt_at', '<=', p.now).where('locked_until', '<', p.now)
+        : claim;
+    });
     this.settleRow = prepareNamed(db, SETTLE, (d, p) =>
       d
         .updateTable('notifications')
