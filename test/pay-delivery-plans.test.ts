@@ -133,7 +133,31 @@ describe(`pay and delivery statements use an index (${TEST_DB})`, () => {
       expect(await store.recordAttempt({ notificationId: n!.notification_id, token: 'plan-b', now, shipOrderOf: order.order_id }, attempt, outcome, delivery)).toBe(true);
     });
     expect((await orders.findById(kysely, order.order_id))?.status).toBe('delivered');
-    // claim, defer, claim, the attempt, the settle, the delivered update, its event, the refund's window.
-    expectIndexed(statements, 8);
+    // claim, defer, claim, the attempt, the settle, the delivered update, its event.
+    expectIndexed(statements, 7);
+  });
+
+  it("a ship_order settling for a refunded order: the order stays refunded, its refund's window opens", async () => {
+    const orders = new OrderStore(kysely, undefined, TEST_DB);
+    const lifecycle = new OrderLifecycle({ store: orders, ids });
+    const payments = new PaymentService({ payments: new PaymentStore(kysely), orders, lifecycle, providers: [new SandboxProvider()], clock: { now: () => Date.now() }, ids });
+    const order = orderRow(3, Date.now());
+    await orders.insert(kysely, order);
+    await payments.pay(order, { sandbox_payments: 1 } as never, 'sandbox');
+    await kysely.transaction().execute((trx) => lifecycle.refund(trx, order.order_id, Date.now(), { actor: 'plan' }));
+    const store = new NotificationStore(kysely, TEST_DB, undefined, lifecycle);
+    const now = Date.now() + 2000;
+    const [n] = await store.claimDue(now, 16, now + 60_000, 'plan-c');
+    expect(n).toMatchObject({ order_id: order.order_id, type: 'ship_order' });
+    const statements = await plansOf(async () => {
+      const outcome = { status: 'succeeded' as const, attempts: 1, next_attempt_at: now, last_error: null, delivered_at: now };
+      const attempt = { attempt_id: `nta_${ids.next(now)}`, notification_id: n!.notification_id, at: now, status_code: 200, latency_ms: 1, error: null, response_snippet: 'OK' };
+      const delivery = { orderId: order.order_id, eventId: `oev_${ids.next(now)}`, notificationId: n!.notification_id };
+      expect(await store.recordAttempt({ notificationId: n!.notification_id, token: 'plan-c', now, shipOrderOf: order.order_id }, attempt, outcome, delivery)).toBe(true);
+    });
+    expect((await orders.findById(kysely, order.order_id))?.status).toBe('refunded');
+    // the attempt, the settle, the delivered update (no row), the refund's window.
+    expect(statements.some((s) => /"window_started_at"/.test(s.sql))).toBe(true);
+    expectIndexed(statements, 4);
   });
 });

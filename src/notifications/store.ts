@@ -227,8 +227,9 @@ export class NotificationStore {
       const ok = Number(r.numAffectedRows ?? 0) === 1;
       applied.push(ok);
       if (!ok) continue;
-      if (delivery) await this.orders.markDelivered(trx, delivery, by.now);
-      if (by.shipOrderOf !== undefined && o.status !== 'pending') await this.refundWindow(trx, { orderId: by.shipOrderOf, now: by.now });
+      // An order that was still `paid` has no refund: only a refunded one can have one waiting.
+      const delivered = delivery !== null && (await this.orders.markDelivered(trx, delivery, by.now));
+      if (by.shipOrderOf !== undefined && o.status !== 'pending' && !delivered) await this.refundWindow(trx, { orderId: by.shipOrderOf, now: by.now });
     }
     return applied;
   }
