@@ -123,6 +123,7 @@ export class NotificationDispatcher {
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = null;
+      if (ms > 0) this.claimSize = Math.max(this.claimSize, this.claimBatch);
       this.ticking = this.tick().finally(() => {
         this.ticking = null;
         if (this.running) this.schedule(this.again ? 0 : this.d.settings.pollIntervalMs);
@@ -156,7 +157,9 @@ export class NotificationDispatcher {
     }
     // A claim larger than the hosts' room only leases rows to give them back: the next claims
     // take what this one could use, and grow again (doubling) once nothing comes back.
-    this.claimSize = back.length ? Math.max(this.claimBatch, claimed.length - back.length) : Math.min(settings.concurrency * 4, this.claimSize * 2);
+    // None at all (every host claimed for is full): no claim until an attempt ends or the next
+    // poll, instead of claiming and giving back the same rows at every payment's kick.
+    this.claimSize = back.length ? claimed.length - back.length : Math.min(settings.concurrency * 4, this.claimSize * 2);
     // A full batch that all found room means more may be due: look again at once.
     if (claimed.length === free && !back.length) this.again = true;
     await Promise.all(back);
@@ -255,6 +258,7 @@ export class NotificationDispatcher {
       .finally(() => {
         this.inflight.delete(p);
         release();
+        this.claimSize = Math.max(this.claimSize, this.claimBatch);
         // Claims are made for several free slots at once, not one statement per attempt, and
         // not while this host's own queue refills its slots.
         const roomy = this.d.settings.concurrency - this.inflight.size >= this.claimBatch && (this.waiting.get(host)?.length ?? 0) < this.hostCap(host);
