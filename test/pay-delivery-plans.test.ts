@@ -98,10 +98,16 @@ describe(`pay and delivery statements use an index (${TEST_DB})`, () => {
     paid_at: null, delivered_at: null, expired_at: null, canceled_at: null, refunded_at: null,
   });
 
-  it('paying an order: the payment, the order read once, its paid transition and event, the ship_order', async () => {
+  /** The pay path's parts over the logging handle (SQLite: through Kysely, so every statement is seen). */
+  const payingParts = () => {
     const orders = new OrderStore(kysely, undefined, TEST_DB);
     const lifecycle = new OrderLifecycle({ store: orders, ids });
     const payments = new PaymentService({ payments: new PaymentStore(kysely), orders, lifecycle, providers: [new SandboxProvider()], clock: { now: () => Date.now() }, ids });
+    return { orders, lifecycle, payments };
+  };
+
+  it('paying an order: the payment, the order read once, its paid transition and event, the ship_order', async () => {
+    const { orders, lifecycle, payments } = payingParts();
     const order = orderRow(1, Date.now());
     await orders.insert(kysely, order);
     const statements = await plansOf(async () => {
@@ -114,9 +120,7 @@ describe(`pay and delivery statements use an index (${TEST_DB})`, () => {
   });
 
   it('delivering a ship_order: claim, give back, claim again, record the attempt and deliver the order', async () => {
-    const orders = new OrderStore(kysely, undefined, TEST_DB);
-    const lifecycle = new OrderLifecycle({ store: orders, ids });
-    const payments = new PaymentService({ payments: new PaymentStore(kysely), orders, lifecycle, providers: [new SandboxProvider()], clock: { now: () => Date.now() }, ids });
+    const { orders, lifecycle, payments } = payingParts();
     const order = orderRow(2, Date.now());
     await orders.insert(kysely, order);
     await payments.pay(order, { sandbox_payments: 1 } as never, 'sandbox');
@@ -138,9 +142,7 @@ describe(`pay and delivery statements use an index (${TEST_DB})`, () => {
   });
 
   it("a ship_order settling for a refunded order: the order stays refunded, its refund's window opens", async () => {
-    const orders = new OrderStore(kysely, undefined, TEST_DB);
-    const lifecycle = new OrderLifecycle({ store: orders, ids });
-    const payments = new PaymentService({ payments: new PaymentStore(kysely), orders, lifecycle, providers: [new SandboxProvider()], clock: { now: () => Date.now() }, ids });
+    const { orders, lifecycle, payments } = payingParts();
     const order = orderRow(3, Date.now());
     await orders.insert(kysely, order);
     await payments.pay(order, { sandbox_payments: 1 } as never, 'sandbox');
