@@ -22,7 +22,11 @@
  * second as create-order did in the same round: its p99 is what this machine gives a route of
  * create-order's throughput with no signature, database or group commit). BENCH_IDS (`sequential`,
  * default: reference and session ids in order, 5,000 players in turn; `random`: random ids and
- * players drawn at random from a million, as real clients often send them).
+ * players drawn at random from a million, as real clients often send them). The pay and
+ * notifications scenario (`notifications` or `pay` in BENCH_ONLY; bench/notifications.ts) runs on
+ * a service and fresh database of its own: BENCH_NOTIFICATIONS (backlog, 5000), BENCH_PAY_RATE
+ * (1000/s) for BENCH_PAY_SECONDS (5), BENCH_POSTGRES_URL (also on a fresh database on that
+ * PostgreSQL server, printed beside SQLite; defaults to BENCH_DATABASE_URL when PostgreSQL).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
