@@ -22,7 +22,11 @@
  * second as create-order did in the same round: its p99 is what this machine gives a route of
  * create-order's throughput with no signature, database or group commit). BENCH_IDS (`sequential`,
  * default: reference and session ids in order, 5,000 players in turn; `random`: random ids and
- * players drawn at random from a million, as real clients often send them).
+ * players drawn at random from a million, as real clients often send them). The pay and
+ * notifications scenario (`notifications` or `pay` in BENCH_ONLY; bench/notifications.ts) runs on
+ * a service and fresh database of its own: BENCH_NOTIFICATIONS (backlog, 5000), BENCH_PAY_RATE
+ * (1000/s) for BENCH_PAY_SECONDS (5), BENCH_POSTGRES_URL (also on a fresh database on that
+ * PostgreSQL server, printed beside SQLite; defaults to BENCH_DATABASE_URL when PostgreSQL).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
@@ -37,6 +41,7 @@ import { httpPost, openLoop } from './open-loop.js';
 import { ADMIN, adminCall, bindingFixture, cpuMs, systemCpuMs, orderRequestBody, postgresCpuMs, spawnNode, freePort, presigned, ready, requestOptions, requestStream, rssMb, signedGet, type RequestStream } from './lib.js';
 import { authorizationHeader } from '../src/signing/signer.js';
 import { selfSignedCertificate } from '../test/helpers/certificates.js';
+import { notificationScenario, printNotificationFigures, type NotificationFigures } from './notifications.js';
 
 const duration = Number(process.env.BENCH_DURATION ?? 10);
 const warmup = Number(process.env.BENCH_WARMUP ?? 3);
@@ -323,98 +328,6 @@ async function overload5x(
   };
 }
 
-interface DeliveryResult {
-  delivered: number;
-  perSecond: number;
-  /** Orders created and paid per second while the backlog was built. */
-  payRate: number;
-  p50: number;
-  p99: number;
-  /** Service CPU per order over the whole scenario (create, pay, deliver, record). */
-  cpuUsPerOrder?: number;
-  /** The same for the local PostgreSQL's server processes (BENCH_DATABASE_URL). */
-  dbCpuUsPerOrder?: number;
-}
-
-/**
- * Notification delivery, in two phases with a local receiver:
- *  1. throughput: `count` orders are created and paid while the receiver holds its answers (a
- *     backlog builds up in the database); then it answers 200 to everything, and the time from
- *     that moment to the last receipt gives deliveries per second;
- *  2. latency: 500 more orders paid by 8 clients, each ship_order's receipt timed from its pay
- *     answer (paid-to-received).
- */
-async function notifications(base: string, game: string, secret: string, count: number): Promise<DeliveryResult> {
-  const { Agent, request } = await import('undici');
-  const received = new Map<string, number>();
-  const held: http.ServerResponse[] = [];
-  let holding = true;
-  let waiter: { n: number; resolve: () => void } | null = null;
-  const receiver = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-      if (holding) {
-        held.push(res);
-        (res as http.ServerResponse & { orderId?: string }).orderId = body.data.order_id;
-        return;
-      }
-      received.set(body.data.order_id, performance.now());
-      res.writeHead(200).end('OK');
-      if (waiter && received.size >= waiter.n) waiter.resolve();
-    });
-  });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-  const until = (n: number) => new Promise<void>((resolve) => (received.size >= n ? resolve() : (waiter = { n, resolve })));
-  const notifyUrl = `http://127.0.0.1:${(receiver.address() as net.AddressInfo).port}/notify`;
-  const agent = new Agent({ connections: 64 });
-  const post = async (p: string, body: string, headers: Record<string, string>) => {
-    const r = await request(base + p, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers }, dispatcher: agent });
-    return (await r.body.json()) as Record<string, any>;
-  };
-  const run = randomBytes(4).toString('hex');
-  const paidAt = new Map<string, number>();
-  const pay = async (i: number) => {
-    const body = JSON.stringify({ reference_id: `ntf-${run}-${i}`, combo_id: `n${i}`, product_id: 'gem_60', platform: 'ios', notify_url: notifyUrl });
-    const o = await post('/v1/server/create-order', body, { authorization: authorizationHeader({ kind: 'game', id: game }, secret, 'POST', '/v1/server/create-order', body) });
-    const p = await post('/v1/client/pay', JSON.stringify({ order_token: o.order_token, channel: 'sandbox' }), {});
-    if (p.status !== 'paid') throw new Error(`pay answered ${JSON.stringify(p)}`);
-    paidAt.set(o.order_id, performance.now());
-  };
-  const payAll = async (from: number, to: number, clients: number) => {
-    let next = from;
-    await Promise.all(Array.from({ length: clients }, async () => {
-      while (next < to) await pay(next++);
-    }));
-  };
-  try {
-    const t0 = performance.now();
-    await payAll(0, count, 64);
-    const payRate = Math.round(count / ((performance.now() - t0) / 1000));
-    const release = performance.now();
-    holding = false;
-    for (const res of held.splice(0)) {
-      received.set((res as http.ServerResponse & { orderId?: string }).orderId!, performance.now());
-      res.writeHead(200).end('OK');
-    }
-    await Promise.race([until(count), new Promise((r) => setTimeout(r, 120_000))]);
-    const drained = received.size;
-    const last = Math.max(...received.values());
-    const perSecond = Math.round(drained / ((last - release) / 1000));
-
-    paidAt.clear();
-    await payAll(count, count + 500, 8);
-    await Promise.race([until(count + 500), new Promise((r) => setTimeout(r, 60_000))]);
-    const lat = [...paidAt].filter(([id]) => received.has(id)).map(([id, t]) => Math.max(0, received.get(id)! - t)).sort((a, b) => a - b);
-    const q = (p: number) => Math.round((lat[Math.min(lat.length - 1, Math.floor(lat.length * p))] ?? NaN) * 10) / 10;
-    return { delivered: drained, perSecond, payRate, p50: q(0.5), p99: q(0.99) };
-  } finally {
-    receiver.close();
-    await agent.close();
-  }
-}
-
 /**
  * p99 over the mean latency, which a closed loop fixes at connections / throughput (Little's
  * law): how long the tail is for this machine, whatever the route's speed.
@@ -661,16 +574,13 @@ async function main() {
         return httpPost('/v1/server/create-order', body, { authorization: authorizationHeader({ kind: 'game', id: game }, og.secret_key, 'POST', '/v1/server/create-order', body) });
       });
     }
-    let delivery: DeliveryResult | null = null;
-    if (!only || only.includes('notifications')) {
-      process.stderr.write('running notifications: paying orders, a local receiver answers 200...\n');
-      const count = Number(process.env.BENCH_NOTIFICATIONS ?? 5000);
-      const cpu0 = cpuMs(svc.child.pid);
-      const db0 = onPostgres ? postgresCpuMs() : 0;
-      delivery = await notifications(svc.address, game, secret, count);
-      // Every order of both phases (count + 500) is created, paid and delivered once.
-      delivery.cpuUsPerOrder = Math.round(((cpuMs(svc.child.pid) - cpu0) * 1000) / (count + 500));
-      if (onPostgres) delivery.dbCpuUsPerOrder = Math.round(((postgresCpuMs() - db0) * 1000) / (count + 500));
+    const notificationRuns: { name: string; sqlite: boolean; f: NotificationFigures }[] = [];
+    if (!only || only.includes('notifications') || only.includes('pay')) {
+      const postgres = process.env.BENCH_POSTGRES_URL ?? (onPostgres ? databaseUrl : undefined);
+      for (const target of [null, ...(postgres ? [postgres] : [])]) {
+        process.stderr.write(`running pay and notifications on ${target ? 'PostgreSQL' : 'SQLite'}: paying orders, a local receiver answers 200...\n`);
+        notificationRuns.push({ name: target ? 'PostgreSQL' : 'SQLite', sqlite: !target, f: await notificationsOn(target, tempDirs) });
+      }
     }
     const bareOf = (r: Result) => byRound.find((rs) => rs.includes(r))?.find((b) => b.name === BARE);
     console.log(`\n${new Date().toISOString()}  ${os.cpus().length} cores (${os.cpus()[0]?.model ?? '?'}), node ${process.version}, ${connections} connections, ${duration}s each\n`);
@@ -718,13 +628,8 @@ async function main() {
       ];
       for (const [what, pass] of checks) console.log(`${pass ? 'PASS' : 'FAIL'}  ${what}`);
     }
-    if (delivery) {
-      const dbCol = onPostgres ? ' PostgreSQL CPU µs/order |' : '';
-      console.log(`\n| notifications | backlog delivered | deliveries/s (backlog drain) | orders created+paid/s | paid-to-received p50 ms | p99 ms | server CPU µs/order (create, pay, deliver) |${dbCol}`);
-      console.log(`|---|---|---|---|---|---|---|${onPostgres ? '---|' : ''}`);
-      const dbCell = onPostgres ? ` ${delivery.dbCpuUsPerOrder} |` : '';
-      console.log(`| ship_order to a local receiver | ${delivery.delivered} | ${delivery.perSecond} | ${delivery.payRate} | ${delivery.p50} | ${delivery.p99} | ${delivery.cpuUsPerOrder} |${dbCell}`);
-    }
+    if (notificationRuns.length) printNotificationFigures(notificationRuns);
+    if (notificationRuns.length === 1) console.log('(PostgreSQL beside it: BENCH_POSTGRES_URL=postgres://127.0.0.1:5432/postgres)');
   } finally {
     for (const srv of servers) srv.close();
     for (const c of children) c.kill('SIGTERM');
@@ -807,4 +712,53 @@ async function startCaddy(upstream: string, dir: string): Promise<{ child: Child
 /** One of a million players, at random. */
 function randomPlayer(): string {
   return `player${randomInt(1_000_000)}`;
+}
+
+/**
+ * The pay and notifications scenario (bench/notifications.ts) on a service of its own: a fresh
+ * SQLite file, or (`postgresUrl`) a fresh database on that PostgreSQL server, dropped after.
+ * BENCH_NOTIFICATIONS: orders in the backlog (default 5,000); BENCH_PAY_RATE: payments per
+ * second of the latency phase (1,000), for BENCH_PAY_SECONDS (5).
+ */
+async function notificationsOn(postgresUrl: string | null, tempDirs: string[]): Promise<NotificationFigures> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'combo-bench-notify-'));
+  tempDirs.push(dir);
+  let drop: (() => Promise<void>) | null = null;
+  let url: string | undefined;
+  if (postgresUrl) {
+    const { default: pg } = await import('pg');
+    const name = `bench_notify_${randomBytes(4).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: postgresUrl });
+    await admin.connect();
+    await admin.query(`create database ${name}`);
+    const u = new URL(postgresUrl);
+    u.pathname = `/${name}`;
+    url = u.href;
+    drop = async () => {
+      await admin.query(`drop database if exists ${name} with (force)`);
+      await admin.end();
+    };
+  }
+  const port = await freePort();
+  const svc = await startChild(['dist/src/main.js'], {
+    PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dir, ADMIN_TOKEN: ADMIN, LOG_LEVEL: 'warn', NODE_ENV: 'development',
+    CLIENT_RATE_LIMIT_PER_SECOND: '1000000', ...(url ? { DATABASE_URL: url } : {}),
+  }, false, `http://127.0.0.1:${port}`);
+  try {
+    const game = `bench_ntf_${randomBytes(3).toString('hex')}`;
+    const created = (await adminCall(svc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Bench', rate_limit_per_second: 1_000_000 })) as { secret_key: string };
+    await adminCall(svc.address, 'PUT', `/admin/v1/games/${game}/products/gem_60`, { name: '60 gems', price: 600, currency: 'CNY' });
+    return await notificationScenario({
+      base: svc.address, game, secret: created.secret_key,
+      count: Number(process.env.BENCH_NOTIFICATIONS ?? 5000),
+      rate: Number(process.env.BENCH_PAY_RATE ?? 1000),
+      seconds: Number(process.env.BENCH_PAY_SECONDS ?? 5),
+      cpuMs: () => cpuMs(svc.child.pid),
+      dbCpuMs: postgresUrl ? postgresCpuMs : undefined,
+    });
+  } finally {
+    svc.child.kill('SIGTERM');
+    await new Promise((r) => svc.child.once('exit', r));
+    await drop?.();
+  }
 }

@@ -219,7 +219,9 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     clock,
     logger,
   });
-  const notificationStore = new NotificationStore(database.db, database.dialect, database.transaction);
+  const lifecycle = new OrderLifecycle({ store: orderStore, ids });
+  // An acknowledged ship_order delivers its order through the orders domain's lifecycle.
+  const notificationStore = new NotificationStore(database.db, database.dialect, database.transaction, lifecycle);
   // Domains that write notifications (payments, refunds) call dispatcher.kick() after commit.
   const dispatcher = new NotificationDispatcher({
     metrics,
@@ -233,7 +235,6 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   });
   const notifications = new NotificationService({ store: notificationStore, clock, ids, onRedeliver: () => dispatcher.kick() });
 
-  const lifecycle = new OrderLifecycle({ store: orderStore, ids });
   // Wakes the notification dispatcher after a commit that queued a notification.
   const kickNotifier = () => dispatcher.kick();
   const payments = new PaymentService({

@@ -34,6 +34,7 @@ describe('docs/configuration.md: defaults', () => {
       SHUTDOWN_TIMEOUT_MS: c.shutdownTimeoutMs,
       MAX_EVENT_LOOP_DELAY_MS: c.maxEventLoopDelayMs,
       NOTIFY_PER_HOST_CONCURRENCY: c.notify.perHostConcurrency,
+      NOTIFY_PER_HOST_CONCURRENCY_MIN: c.notify.perHostMinConcurrency,
       NOTIFY_CONCURRENCY: c.notify.concurrency,
       NOTIFY_TIMEOUT_MS: c.notify.timeoutMs,
       NPPA_CONCURRENCY: c.nppa.concurrency,
@@ -49,8 +50,9 @@ describe('docs/configuration.md: defaults', () => {
       NOTIFY_MAX_AGE_SECONDS: 604_800,
       SHUTDOWN_TIMEOUT_MS: 10_000,
       MAX_EVENT_LOOP_DELAY_MS: 500,
-      NOTIFY_PER_HOST_CONCURRENCY: 16,
-      NOTIFY_CONCURRENCY: 64,
+      NOTIFY_PER_HOST_CONCURRENCY: 128,
+      NOTIFY_PER_HOST_CONCURRENCY_MIN: 2,
+      NOTIFY_CONCURRENCY: 256,
       NOTIFY_TIMEOUT_MS: 10_000,
       NPPA_CONCURRENCY: 16,
       ALLOW_PRIVATE_NOTIFY_URLS: false,
@@ -64,6 +66,15 @@ describe('docs/configuration.md: bounds', () => {
   it('SWEEP_INTERVAL_MS is 10..600000: 9 is refused by name, 10 accepted', () => {
     expect(problems({ SWEEP_INTERVAL_MS: '9' })).toEqual(['SWEEP_INTERVAL_MS must be an integer from 10 to 600000 (got "9")']);
     expect(loadConfig({ DATA_DIR: dir, SWEEP_INTERVAL_MS: '10' }).sweepIntervalMs).toBe(10);
+  });
+
+  it('NOTIFY_PER_HOST_CONCURRENCY_MIN is 1..1024 and at most NOTIFY_PER_HOST_CONCURRENCY; unset, 2 or the ceiling if lower', () => {
+    expect(problems({ NOTIFY_PER_HOST_CONCURRENCY_MIN: '0' })).toEqual(['NOTIFY_PER_HOST_CONCURRENCY_MIN must be an integer from 1 to 1024 (got "0")']);
+    expect(problems({ NOTIFY_PER_HOST_CONCURRENCY_MIN: '9', NOTIFY_PER_HOST_CONCURRENCY: '8' })).toEqual([
+      'NOTIFY_PER_HOST_CONCURRENCY_MIN (9) must not exceed NOTIFY_PER_HOST_CONCURRENCY (8)',
+    ]);
+    expect(loadConfig({ DATA_DIR: dir, NOTIFY_PER_HOST_CONCURRENCY_MIN: '8', NOTIFY_PER_HOST_CONCURRENCY: '8' }).notify.perHostMinConcurrency).toBe(8);
+    expect(loadConfig({ DATA_DIR: dir, NOTIFY_PER_HOST_CONCURRENCY: '1' }).notify.perHostMinConcurrency).toBe(1);
   });
 
   it('NOTIFY_TIMEOUT_MS is 100..60000: 99 is refused by name, 100 accepted', () => {

@@ -59,7 +59,10 @@ export interface Config {
     timeoutMs: number;
     maxAgeMs: number;
     concurrency: number;
+    /** Ceiling of each notify_url host's adaptive limit of attempts in flight. */
     perHostConcurrency: number;
+    /** Its floor. */
+    perHostMinConcurrency: number;
     pollIntervalMs: number;
     /** First retry delay; each later one is 3x the previous, capped (docs/notifications.md). */
     retryBaseMs: number;
@@ -260,8 +263,9 @@ export function loadConfig(env: Env = process.env): Config {
     notify: {
       timeoutMs: int('NOTIFY_TIMEOUT_MS', 10_000, 100, 60_000),
       maxAgeMs: int('NOTIFY_MAX_AGE_SECONDS', 7 * 86_400, 1, 365 * 86_400) * 1000,
-      concurrency: int('NOTIFY_CONCURRENCY', 64, 1, 4096),
-      perHostConcurrency: int('NOTIFY_PER_HOST_CONCURRENCY', 16, 1, 1024),
+      concurrency: int('NOTIFY_CONCURRENCY', 256, 1, 4096),
+      perHostConcurrency: int('NOTIFY_PER_HOST_CONCURRENCY', 128, 1, 1024),
+      perHostMinConcurrency: int('NOTIFY_PER_HOST_CONCURRENCY_MIN', 2, 1, 1024),
       pollIntervalMs: int('NOTIFY_POLL_INTERVAL_MS', 1000, 10, 60_000),
       retryBaseMs: int('NOTIFY_RETRY_BASE_MS', 10_000, 1, 3_600_000),
     },
@@ -286,6 +290,11 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: trustProxy ?? false,
     warnings,
   };
+  // Unset, the floor is 2 or the ceiling if that is lower; set, it must fit under the ceiling.
+  if (!env.NOTIFY_PER_HOST_CONCURRENCY_MIN) config.notify.perHostMinConcurrency = Math.min(config.notify.perHostMinConcurrency, config.notify.perHostConcurrency);
+  else if (config.notify.perHostMinConcurrency > config.notify.perHostConcurrency) {
+    problems.push(`NOTIFY_PER_HOST_CONCURRENCY_MIN (${config.notify.perHostMinConcurrency}) must not exceed NOTIFY_PER_HOST_CONCURRENCY (${config.notify.perHostConcurrency})`);
+  }
   if (problems.length) throw new ConfigError(problems);
   return config;
 }

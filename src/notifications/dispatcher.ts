@@ -5,6 +5,7 @@ import type { Clock } from '../lib/clock.js';
 import { prefixedId, type IdGenerator } from '../lib/ids.js';
 import type { OutboundClient } from '../lib/outbound.js';
 import { nextAttemptAt } from './backoff.js';
+import { HostLimit } from './host-limit.js';
 import { sendNotification, type SendResult } from './sender.js';
 import type { AttemptOutcome, NotificationRow, NotificationStore } from './store.js';
 
@@ -12,7 +13,10 @@ export interface DispatcherSettings {
   timeoutMs: number;
   maxAgeMs: number;
   concurrency: number;
+  /** The ceiling of each host's adaptive limit (host-limit.ts). */
   perHostConcurrency: number;
+  /** Its floor (default 1). */
+  perHostMinConcurrency?: number;
   pollIntervalMs: number;
   retryBaseMs: number;
 }
@@ -54,7 +58,8 @@ const LEASE_MARGIN_MS = 10_000;
  * kick() (called after a transaction that wrote notifications commits). Several processes may
  * run one each over one database: rows are claimed with a lease, so each attempt is made by
  * one dispatcher, and a crashed dispatcher's rows are retried when the lease runs out.
- * Concurrency is capped in total and per notify_url host (per process).
+ * Concurrency is capped in total and per notify_url host (per process), each host's cap
+ * adapting to how it answers (HostLimit).
  */
 export class NotificationDispatcher {
   private readonly name = `dsp_${randomBytes(6).toString('hex')}`;
@@ -72,8 +77,18 @@ export class NotificationDispatcher {
   private readonly slowHosts = new Set<string>();
   /** Attempts in flight to slow hosts: together at most half of NOTIFY_CONCURRENCY. */
   private slowInflight = 0;
+  /** Each host's adaptive limit of attempts in flight (host-limit.ts). */
+  private readonly limits = new Map<string, HostLimit>();
 
-  constructor(private readonly d: DispatcherDeps) {}
+  /** Free slots that make a claim worth it after an attempt ends (new work claims at once). */
+  private readonly claimBatch: number;
+  /** The most rows the next claim takes (see tick). */
+  private claimSize: number;
+
+  constructor(private readonly d: DispatcherDeps) {
+    this.claimBatch = Math.max(1, Math.floor(d.settings.concurrency / 8));
+    this.claimSize = d.settings.concurrency;
+  }
 
   start(): void {
     if (this.running) return;
@@ -108,6 +123,7 @@ export class NotificationDispatcher {
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = null;
+      if (ms > 0) this.claimSize = Math.max(this.claimSize, this.claimBatch);
       this.ticking = this.tick().finally(() => {
         this.ticking = null;
         if (this.running) this.schedule(this.again ? 0 : this.d.settings.pollIntervalMs);
@@ -121,7 +137,7 @@ export class NotificationDispatcher {
     // Claims waiting in a host's queue are not requests: counted against the total, a slow
     // host's queue (four rounds of its cap) could take the whole budget, and no other host's
     // notification was claimed until the slow one's attempts timed out. They are bounded apart.
-    const free = Math.min(settings.concurrency - this.inflight.size, settings.concurrency * 4 - this.queued);
+    const free = Math.min(settings.concurrency - this.inflight.size, settings.concurrency * 4 - this.queued, this.claimSize);
     if (free <= 0) return;
     const now = clock.now();
     const token = `${this.name}:${++this.claims}`;
@@ -133,9 +149,20 @@ export class NotificationDispatcher {
       logger.warn({ err: e }, 'notification claim failed; retrying at the next poll');
       return;
     }
-    // A full batch means more may be due: look again as soon as this round is launched.
-    if (claimed.length === free) this.again = true;
-    for (const n of claimed) await this.launch({ n, token, leaseUntil });
+    // Rows given back (their hosts had no room) are not awaited one by one: together.
+    const back: Promise<void>[] = [];
+    for (const n of claimed) {
+      const given = this.launch({ n, token, leaseUntil });
+      if (given) back.push(given);
+    }
+    // A claim larger than the hosts' room only leases rows to give them back: the next claims
+    // take what this one could use, and grow again (doubling) once nothing comes back.
+    // None at all (every host claimed for is full): no claim until an attempt ends or the next
+    // poll, instead of claiming and giving back the same rows at every payment's kick.
+    this.claimSize = back.length ? claimed.length - back.length : Math.min(settings.concurrency * 4, this.claimSize * 2);
+    // A full batch that all found room means more may be due: look again at once.
+    if (claimed.length === free && !back.length) this.again = true;
+    await Promise.all(back);
   }
 
   /**
@@ -143,17 +170,17 @@ export class NotificationDispatcher {
    * lease) for the next free slot. The queue is short (four rounds of the per-host cap) and
    * does not count against NOTIFY_CONCURRENCY (tick), so one slow host's backlog cannot hold
    * the claims other hosts' notifications wait for: beyond it, the row is given back a little
-   * later, behind what other hosts have due.
+   * later, behind what other hosts have due. Returns the give-back, when it gives the row back.
    */
-  private async launch(c: Claimed): Promise<void> {
+  private launch(c: Claimed): Promise<void> | undefined {
     const host = hostOf(c.n.notify_url);
     if (!this.running) return this.giveBack(c, this.d.clock.now());
-    if (this.mayStart(host)) return this.send(c, host);
+    if (this.mayStart(host)) return void this.send(c, host);
     // Nothing waits behind a slow host: a queue there would hold claims (and the queue budget
     // of every host, see tick) for a time-out per entry. Due again in about one time-out.
     if (this.slowHosts.has(host)) return this.giveBack(c, this.d.clock.now() + Math.round(this.d.settings.timeoutMs * (0.5 + this.random())));
     const queue = this.waiting.get(host) ?? [];
-    if (queue.length < this.d.settings.perHostConcurrency * 4) {
+    if (queue.length < this.hostCap(host) * 4) {
       queue.push(c);
       this.waiting.set(host, queue);
       this.queued++;
@@ -171,7 +198,19 @@ export class NotificationDispatcher {
    * half the time-out or more until one that took less.
    */
   private hostCap(host: string): number {
-    return this.slowHosts.has(host) ? 1 : this.d.settings.perHostConcurrency;
+    return this.slowHosts.has(host) ? 1 : this.limitOf(host).limit;
+  }
+
+  private limitOf(host: string): HostLimit {
+    let l = this.limits.get(host);
+    if (!l) {
+      const { perHostConcurrency: max, perHostMinConcurrency: min = 1 } = this.d.settings;
+      l = new HostLimit({ min: Math.min(min, max), max });
+      this.limits.set(host, l);
+      // Bounded: hosts are forgotten oldest first (a forgotten host starts again).
+      if (this.limits.size > 10_000) this.limits.delete(this.limits.keys().next().value as string);
+    }
+    return l;
   }
 
   private mayStart(host: string): boolean {
@@ -184,6 +223,14 @@ export class NotificationDispatcher {
     else this.slowHosts.delete(host);
     // Bounded: hosts are forgotten oldest first (a forgotten slow host is found out again).
     if (this.slowHosts.size > 10_000) this.slowHosts.delete(this.slowHosts.values().next().value as string);
+  }
+
+  /** The host's answer (or none) feeds its slowness and its adaptive limit. */
+  private noteAnswer(host: string, r: SendResult): void {
+    this.noteSpeed(host, r.latencyMs);
+    const code = r.complete ? r.statusCode : null;
+    const ok = code !== null && code < 500 && code !== 429;
+    this.limitOf(host).record({ ok, latencyMs: r.latencyMs, inflight: this.perHost.get(host) ?? 1 });
   }
 
   private send(c: Claimed, host: string): void {
@@ -211,7 +258,11 @@ export class NotificationDispatcher {
       .finally(() => {
         this.inflight.delete(p);
         release();
-        this.kick();
+        this.claimSize = Math.max(this.claimSize, this.claimBatch);
+        // Claims are made for several free slots at once, not one statement per attempt, and
+        // not while this host's own queue refills its slots.
+        const roomy = this.d.settings.concurrency - this.inflight.size >= this.claimBatch && (this.waiting.get(host)?.length ?? 0) < this.hostCap(host);
+        if (roomy || this.inflight.size === 0) this.kick();
       });
     this.inflight.add(p);
   }
@@ -255,7 +306,7 @@ export class NotificationDispatcher {
     const result: SendResult = secret
       ? await sendNotification(outbound, { gameId: n.game_id, notifyUrl: n.notify_url, body: n.body }, secret, clock.now(), settings.timeoutMs)
       : { statusCode: null, complete: false, error: keyProblem, snippet: null, latencyMs: 0 };
-    if (secret) this.noteSpeed(hostOf(n.notify_url), result.latencyMs);
+    if (secret) this.noteAnswer(hostOf(n.notify_url), result);
     answered();
     const now = clock.now();
     const outcome = this.outcomeOf(n, result, now);

@@ -1,4 +1,5 @@
-import type { Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
+import { compileNamed, runNamed, type NamedQuery } from '../db/prepared.js';
 import type { DB } from '../db/schema.js';
 import { prefixedId, type IdGenerator } from '../lib/ids.js';
 import type { OrderRow } from '../orders/store.js';
@@ -36,25 +37,40 @@ export async function enqueueNotification(
   now: number,
 ): Promise<string> {
   const id = prefixedId('ntf', ids);
-  await trx
-    .insertInto('notifications')
-    .values({
-      notification_id: id,
-      order_id: order.order_id,
-      game_id: order.game_id,
-      type,
-      notify_url: order.notify_url,
-      body: notificationBody(id, type, order),
-      status: 'pending',
-      attempts: 0,
-      next_attempt_at: now,
-      locked_until: 0,
-      locked_by: null,
-      last_error: null,
-      created_at: now,
-      updated_at: now,
-      delivered_at: null,
-    })
-    .execute();
+  const values = { notification_id: id, order_id: order.order_id, game_id: order.game_id, type, notify_url: order.notify_url, body: notificationBody(id, type, order), now };
+  await runNamed(trx, insertOf(trx), values);
   return id;
+}
+
+const NAMES = ['notification_id', 'order_id', 'game_id', 'type', 'notify_url', 'body', 'now'] as const;
+
+/** The outbox insert, compiled once per database dialect (every payment runs it; db/prepared.ts). */
+const compiled = new WeakMap<object, NamedQuery<(typeof NAMES)[number]>>();
+
+function insertOf(db: Kysely<DB>): NamedQuery<(typeof NAMES)[number]> {
+  const adapter = db.getExecutor().adapter;
+  let query = compiled.get(adapter);
+  if (query === undefined) {
+    query = compileNamed(db, NAMES, (d, p) =>
+      d.insertInto('notifications').values({
+        notification_id: p.notification_id,
+        order_id: p.order_id,
+        game_id: p.game_id,
+        type: p.type,
+        notify_url: p.notify_url,
+        body: p.body,
+        status: 'pending',
+        attempts: 0,
+        next_attempt_at: p.now,
+        locked_until: 0,
+        locked_by: null,
+        last_error: null,
+        created_at: p.now,
+        updated_at: p.now,
+        delivered_at: null,
+      }),
+    );
+    compiled.set(adapter, query);
+  }
+  return query;
 }

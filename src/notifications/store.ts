@@ -2,7 +2,11 @@ import { type Expression, type ExpressionBuilder, type Kysely, type QueryCreator
 import type { TransactionOptions, TransactionRunner } from '../db/group-commit.js';
 import type { Dialect } from '../db/index.js';
 import { inIndexOrder } from '../db/planner.js';
+import { prepareNamed } from '../db/prepared.js';
 import type { DB, NotificationAttemptsTable, NotificationsTable, NotificationStatus, OrderStatus } from '../db/schema.js';
+import { IdGenerator } from '../lib/ids.js';
+import { OrderLifecycle } from '../orders/lifecycle.js';
+import { OrderStore } from '../orders/store.js';
 
 export type NotificationRow = Selectable<NotificationsTable>;
 export type AttemptRow = Selectable<NotificationAttemptsTable>;
@@ -26,7 +30,7 @@ export interface AttemptBy {
   shipOrderOf?: string;
 }
 
-/** Order `paid` -> `delivered` once its ship_order was acknowledged (PROTOCOL 6). */
+/** The order a ship_order's acknowledgement delivers (PROTOCOL 6), and its event's id. */
 export interface OrderDelivery {
   orderId: string;
   eventId: string;
@@ -41,17 +45,104 @@ export interface ListFilter {
   limit: number;
 }
 
+/** What a delivered ship_order does to its order: the orders domain's transition (OrderLifecycle). */
+export interface Deliverer {
+  markDelivered(trx: Transaction<DB>, d: OrderDelivery, now: number): Promise<boolean>;
+}
+
+/** One attempt to record (see recordAttempt). */
+interface Pending {
+  by: AttemptBy;
+  attempt: AttemptRow;
+  outcome: AttemptOutcome;
+  delivery: OrderDelivery | null;
+  resolve: (applied: boolean) => void;
+  reject: (e: unknown) => void;
+}
+
+/** At most this many attempts are recorded in one transaction. */
+const MAX_RECORD_BATCH = 256;
+
+const CLAIM = ['now', 'limit', 'lockedUntil', 'token'] as const;
+const SETTLE = ['notificationId', 'token', 'now', 'status', 'attempts', 'nextAttemptAt', 'lastError', 'deliveredAt'] as const;
+const ATTEMPT = ['attempt_id', 'notification_id', 'at', 'status_code', 'latency_ms', 'error', 'response_snippet'] as const;
+
 /** Queries for notifications and their attempts. */
 export class NotificationStore {
+  private readonly claimDueIds;
+  private readonly settleRow;
+  private readonly insertAttempt;
+  private readonly refundWindow;
+  private readonly deferRow;
+  /** Attempts waiting for the transaction in progress to commit (recordAttempt). */
+  private pending: Pending[] = [];
+  private recording = false;
+
+  /**
+   * @param orders moves a delivered ship_order's order to `delivered` (the orders domain owns
+   *   every order state change); by default an OrderLifecycle over the same database.
+   */
   constructor(
     readonly db: Kysely<DB>,
     private readonly dialect: Dialect,
     private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
-  ) {}
+    private readonly orders: Deliverer = new OrderLifecycle({ store: new OrderStore(db, tx, dialect), ids: new IdGenerator() }),
+  ) {
+    // The delivery path runs these for every notification: compiled once (db/prepared.ts).
+    this.claimDueIds = prepareNamed(db, CLAIM, (d, p) => {
+      const claim = d
+        .with(
+          (cte) => cte('due').materialized(),
+          (w) => (dialect === 'postgres' ? dueIds(w, p.now, p.limit).forUpdate('n').skipLocked() : dueIds(w, p.now, p.limit)),
+        )
+        .updateTable('notifications')
+        // Leased rows leave the due range (next_attempt_at moves to the lease's end), so a claim
+        // reads only rows it can take; the lease running out makes the row due again.
+        .set({ locked_until: p.lockedUntil, locked_by: p.token, next_attempt_at: p.lockedUntil })
+        .where('notification_id', 'in', (eb) => eb.selectFrom('due').select('due.notification_id'))
+        .returningAll();
+      // The guarded lease on PostgreSQL: only rows still pending, due and unlocked are taken
+      // (another claimer may have changed one since this statement's snapshot). SQLite runs
+      // the statement alone, so what `due` picked is still so; there the guard would only make
+      // it read every due row (the planner takes the due index for it, not the ids).
+      return dialect === 'postgres'
+        ? claim.where('status', '=', 'pending').where('next_attempt_at', '<=', p.now).where('locked_until', '<', p.now)
+        : claim;
+    });
+    this.settleRow = prepareNamed(db, SETTLE, (d, p) =>
+      d
+        .updateTable('notifications')
+        .set({ status: p.status, attempts: p.attempts, next_attempt_at: p.nextAttemptAt, last_error: p.lastError, delivered_at: p.deliveredAt, locked_until: 0, locked_by: null, updated_at: p.now })
+        .where('notification_id', '=', p.notificationId)
+        .where('locked_by', '=', p.token)
+        .where('status', '=', 'pending'),
+    );
+    this.insertAttempt = prepareNamed(db, ATTEMPT, (d, p) => d.insertInto('notification_attempts').values(p));
+    this.refundWindow = prepareNamed(db, ['orderId', 'now'], (d, p) =>
+      d.updateTable('notifications').set({ window_started_at: p.now, updated_at: p.now }).where('order_id', '=', p.orderId).where('type', '=', 'refund').where('status', '=', 'pending'),
+    );
+    this.deferRow = prepareNamed(db, ['notificationId', 'token', 'dueAt'], (d, p) =>
+      d
+        .updateTable('notifications')
+        .set({ locked_until: 0, locked_by: null, next_attempt_at: p.dueAt })
+        .where('notification_id', '=', p.notificationId)
+        .where('locked_by', '=', p.token)
+        .where('status', '=', 'pending'),
+    );
+  }
 
   /** A transaction that has committed when the promise settles (group commit on SQLite). */
   transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>, options?: TransactionOptions): Promise<T> {
     return this.tx(fn, options);
+  }
+
+  /**
+   * One statement that writes: on SQLite it joins the group commit's batch (no commit of its
+   * own, no savepoint: SQLite undoes a failing statement by itself); on PostgreSQL it runs
+   * alone, without BEGIN and COMMIT.
+   */
+  private oneStatement<T>(fn: (q: Kysely<DB> | Transaction<DB>) => Promise<T>): Promise<T> {
+    return this.dialect === 'postgres' ? fn(this.db) : this.tx(fn, { noSavepoint: true });
   }
 
   /**
@@ -61,155 +152,86 @@ export class NotificationStore {
    * concurrent claimers do not queue behind each other. A lease that runs out (the claimer
    * crashed) makes the row claimable again. A refund waits while its order's ship_order is
    * still pending (PROTOCOL 5).
+   *
+   * The ids are picked in a MATERIALIZED CTE, evaluated once: inside a plain UPDATE ... IN
+   * (SELECT ... LIMIT n SKIP LOCKED) PostgreSQL's planner may rescan the subquery and lease
+   * more than n rows. There they are also locked, skipping rows another claimer holds; SQLite
+   * runs one writer at a time.
    */
   async claimDue(now: number, limit: number, lockedUntil: number, token: string): Promise<NotificationRow[]> {
-    // One statement on both databases (one round trip on PostgreSQL, where the dispatcher
-    // claims each time a slot frees up). The ids are picked in a MATERIALIZED CTE, evaluated
-    // once: inside a plain UPDATE ... IN (SELECT ... LIMIT n SKIP LOCKED) PostgreSQL's planner
-    // may rescan the subquery and lease more than n rows. There they are also locked, skipping
-    // rows another claimer holds; SQLite runs one writer at a time.
-    return this.db
-      .with(
-        (cte) => cte('due').materialized(),
-        (w) => (this.dialect === 'postgres' ? this.dueIds(w, now, limit).forUpdate('n').skipLocked() : this.dueIds(w, now, limit)),
-      )
-      .updateTable('notifications')
-      .set({ locked_until: lockedUntil, locked_by: token })
-      .where('notification_id', 'in', (eb) => eb.selectFrom('due').select('due.notification_id'))
-      // The guarded lease: only rows still pending, due and unlocked are taken.
-      .where('status', '=', 'pending')
-      .where('next_attempt_at', '<=', now)
-      .where('locked_until', '<', now)
-      .returningAll()
-      .execute();
-  }
-
-  /** Due notifications, oldest due first; a refund waits while its ship_order is pending. */
-  private dueIds(q: QueryCreator<DB>, now: number, limit: number) {
-    return q
-      .selectFrom('notifications as n')
-      .select('n.notification_id')
-      .where('n.status', '=', 'pending')
-      .where('n.next_attempt_at', '<=', now)
-      .where('n.locked_until', '<', now)
-      .where((eb) =>
-        eb.or([
-          eb('n.type', '=', 'ship_order'),
-          eb.not(
-            eb.exists(
-              eb
-                .selectFrom('notifications as s')
-                .select('s.notification_id')
-                .whereRef('s.order_id', '=', 'n.order_id')
-                .where('s.type', '=', 'ship_order')
-                .where('s.status', '=', 'pending'),
-            ),
-          ),
-        ]),
-      )
-      .orderBy('n.next_attempt_at')
-      .limit(limit);
+    const r = await this.oneStatement((q) => this.claimDueIds(q, { now, limit, lockedUntil, token }));
+    return r.rows as NotificationRow[];
   }
 
   /** Gives a claimed row back, due again at `dueAt` (no attempt made: its host was busy). */
   async defer(notificationId: string, token: string, dueAt: number): Promise<void> {
-    await this.db
-      .updateTable('notifications')
-      .set({ locked_until: 0, locked_by: null, next_attempt_at: dueAt })
-      .where('notification_id', '=', notificationId)
-      .where('locked_by', '=', token)
-      .where('status', '=', 'pending')
-      .execute();
+    await this.oneStatement((q) => this.deferRow(q, { notificationId, token, dueAt }));
   }
 
   /**
    * Records an attempt and the notification's new state in one transaction, and for an
-   * acknowledged ship_order moves the order to `delivered` in the same transaction. The state
-   * update is guarded by the lease: a dispatcher whose lease was taken over (it stalled past
-   * locked_until) still records its attempt but changes nothing else. Returns whether the
-   * state was applied.
+   * acknowledged ship_order moves the order to `delivered` (through the orders domain) in the
+   * same transaction. The state update is guarded by the lease: a dispatcher whose lease was
+   * taken over (it stalled past locked_until) still records its attempt but changes nothing
+   * else. Resolves to whether the state was applied, once committed.
    *
    * When a ship_order settles (succeeded, failed or gone), its order's pending refund, which
    * could not be attempted before (PROTOCOL 5), gets its retry window from now, in the same
    * transaction: the time it spent waiting does not count against its window.
+   *
+   * Attempts recorded while a transaction of them is in progress wait for it and then go
+   * together in the next one (one commit for many). Should that transaction fail, each is
+   * recorded again alone, so that one attempt the database refuses fails no other.
    */
-  recordAttempt(n: AttemptBy, attempt: AttemptRow, outcome: AttemptOutcome, delivery: OrderDelivery | null): Promise<boolean> {
-    const unblocked = n.shipOrderOf !== undefined && outcome.status !== 'pending' ? n.shipOrderOf : null;
-    if (this.dialect === 'postgres') return this.recordAttemptAtOnce(n, attempt, outcome, delivery, unblocked);
-    return this.transaction(async (trx) => {
-      await trx.insertInto('notification_attempts').values(attempt).execute();
-      const r = await settle(trx, n, outcome).executeTakeFirst();
-      if (Number(r.numUpdatedRows) !== 1) return false;
-      if (delivery) await markDelivered(trx, delivery, n.now);
-      if (unblocked !== null) await openRefundWindow(trx, unblocked, n.now).execute();
-      return true;
+  recordAttempt(by: AttemptBy, attempt: AttemptRow, outcome: AttemptOutcome, delivery: OrderDelivery | null): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      this.pending.push({ by, attempt, outcome, delivery, resolve, reject });
+      if (!this.recording) void this.recordPending();
     });
   }
 
-  /**
-   * recordAttempt on PostgreSQL: the same writes as one statement (data-modifying WITH), so
-   * without BEGIN and COMMIT: one round trip instead of six. The order is delivered, and its
-   * refund's window opened, only when the guarded update applied (`exists (select from u)`).
-   */
-  private async recordAttemptAtOnce(
-    n: AttemptBy,
-    attempt: AttemptRow,
-    outcome: AttemptOutcome,
-    delivery: OrderDelivery | null,
-    unblocked: string | null,
-  ): Promise<boolean> {
-    const settled = this.db
-      .with('u', (w) => settle(w, n, outcome).returning('notification_id'))
-      .with('a', (w) => w.insertInto('notification_attempts').values(attempt).returning('attempt_id'));
-    // The refund's CTE only when a ship_order settles (most records are not that). No later
-    // part of the statement reads it, so its table type is not carried on.
-    const base =
-      unblocked === null
-        ? settled
-        : (settled.with('r', (w) =>
-            // openRefundWindow, guarded by the lease like 'd' below.
-            w
-              .updateTable('notifications')
-              .set({ window_started_at: n.now, updated_at: n.now })
-              .where('order_id', '=', unblocked)
-              .where('type', '=', 'refund')
-              .where('status', '=', 'pending')
-              .where((eb) => eb.exists(eb.selectFrom('u').select('u.notification_id')))
-              .returning('notification_id'),
-          ) as unknown as typeof settled);
-    if (!delivery) return (await base.selectFrom('u').select('notification_id').execute()).length === 1;
-    const rows = await base
-      .with('d', (w) =>
-        w
-          .updateTable('orders')
-          .set({ status: 'delivered', delivered_at: n.now, updated_at: n.now })
-          .where('order_id', '=', delivery.orderId)
-          .where('status', '=', 'paid')
-          .where((eb) => eb.exists(eb.selectFrom('u').select('u.notification_id')))
-          .returning(['order_id', 'delivered_at']),
-      )
-      .with('e', (w) =>
-        w
-          .insertInto('order_events')
-          .columns(['event_id', 'order_id', 'from_status', 'to_status', 'at', 'detail'])
-          .expression((eb) =>
-            eb
-              .selectFrom('d')
-              .select((s) => [
-                s.val(delivery.eventId).as('event_id'),
-                'd.order_id',
-                s.val('paid').as('from_status'),
-                s.val('delivered').as('to_status'),
-                'd.delivered_at',
-                s.val(JSON.stringify({ notification_id: delivery.notificationId })).as('detail'),
-              ]),
-          )
-          .returning('event_id'),
-      )
-      .selectFrom('u')
-      .select('notification_id')
-      .execute();
-    return rows.length === 1;
+  private async recordPending(): Promise<void> {
+    this.recording = true;
+    try {
+      while (this.pending.length) {
+        const batch = this.pending.splice(0, MAX_RECORD_BATCH);
+        try {
+          const applied = await this.transaction((trx) => this.recordAll(trx, batch));
+          batch.forEach((p, i) => p.resolve(applied[i] as boolean));
+        } catch (e) {
+          if (batch.length === 1) (batch[0] as Pending).reject(e);
+          else await Promise.all(batch.map((p) => this.transaction((trx) => this.recordAll(trx, [p])).then(([a]) => p.resolve(a as boolean), p.reject)));
+        }
+      }
+    } finally {
+      this.recording = false;
+    }
+  }
+
+  /** The writes of recordAttempt for each of `batch`, in one transaction; whether each applied. */
+  private async recordAll(trx: Transaction<DB>, batch: Pending[]): Promise<boolean[]> {
+    const applied: boolean[] = [];
+    for (const { by, attempt, outcome, delivery } of batch) {
+      await this.insertAttempt(trx, attempt);
+      const o = outcome;
+      const r = await this.settleRow(trx, {
+        notificationId: by.notificationId,
+        token: by.token,
+        now: by.now,
+        status: o.status,
+        attempts: o.attempts,
+        nextAttemptAt: o.next_attempt_at,
+        lastError: o.last_error,
+        deliveredAt: o.delivered_at,
+      });
+      const ok = Number(r.numAffectedRows ?? 0) === 1;
+      applied.push(ok);
+      if (!ok) continue;
+      // An order that was still `paid` has no refund: only a refunded one can have one waiting.
+      const delivered = delivery !== null && (await this.orders.markDelivered(trx, delivery, by.now));
+      if (by.shipOrderOf !== undefined && o.status !== 'pending' && !delivered) await this.refundWindow(trx, { orderId: by.shipOrderOf, now: by.now });
+    }
+    return applied;
   }
 
   find(q: Q, notificationId: string): Promise<NotificationRow | undefined> {
@@ -313,6 +335,33 @@ export class NotificationStore {
   }
 }
 
+/** Due notifications, oldest due first; a refund waits while its ship_order is pending. */
+function dueIds(q: QueryCreator<DB>, now: number, limit: number) {
+  return q
+    .selectFrom('notifications as n')
+    .select('n.notification_id')
+    .where('n.status', '=', 'pending')
+    .where('n.next_attempt_at', '<=', now)
+    .where('n.locked_until', '<', now)
+    .where((eb) =>
+      eb.or([
+        eb('n.type', '=', 'ship_order'),
+        eb.not(
+          eb.exists(
+            eb
+              .selectFrom('notifications as s')
+              .select('s.notification_id')
+              .whereRef('s.order_id', '=', 'n.order_id')
+              .where('s.type', '=', 'ship_order')
+              .where('s.status', '=', 'pending'),
+          ),
+        ),
+      ]),
+    )
+    .orderBy('n.next_attempt_at')
+    .limit(limit);
+}
+
 /** The notifications a redeliver is about: one, or a game's since a time. */
 function redelivered(where: { notificationId?: string; gameId?: string; createdSince?: number }) {
   return (eb: ExpressionBuilder<DB, 'notifications'>) => {
@@ -322,39 +371,4 @@ function redelivered(where: { notificationId?: string; gameId?: string; createdS
     if (where.createdSince !== undefined) all.push(eb('notifications.created_at', '>=', where.createdSince));
     return eb.and(all);
   };
-}
-
-/** The notification's new state, guarded by the lease: changes nothing when the lease was lost. */
-function settle(q: QueryCreator<DB>, n: AttemptBy, outcome: AttemptOutcome) {
-  return q
-    .updateTable('notifications')
-    .set({ ...outcome, locked_until: 0, locked_by: null, updated_at: n.now })
-    .where('notification_id', '=', n.notificationId)
-    .where('locked_by', '=', n.token)
-    .where('status', '=', 'pending');
-}
-
-/** The retry window of an order's pending refund starts `now` (its ship_order just settled). */
-function openRefundWindow(q: QueryCreator<DB>, orderId: string, now: number) {
-  return q
-    .updateTable('notifications')
-    .set({ window_started_at: now, updated_at: now })
-    .where('order_id', '=', orderId)
-    .where('type', '=', 'refund')
-    .where('status', '=', 'pending');
-}
-
-/** Guarded `paid` -> `delivered`: a refunded (or already delivered) order is left alone. */
-async function markDelivered(trx: Transaction<DB>, d: OrderDelivery, now: number): Promise<void> {
-  const r = await trx
-    .updateTable('orders')
-    .set({ status: 'delivered', delivered_at: now, updated_at: now })
-    .where('order_id', '=', d.orderId)
-    .where('status', '=', 'paid')
-    .executeTakeFirst();
-  if (Number(r.numUpdatedRows) !== 1) return;
-  await trx
-    .insertInto('order_events')
-    .values({ event_id: d.eventId, order_id: d.orderId, from_status: 'paid', to_status: 'delivered', at: now, detail: JSON.stringify({ notification_id: d.notificationId }) })
-    .execute();
 }

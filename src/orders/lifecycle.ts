@@ -7,13 +7,11 @@ import type { OrderRow, OrderStore } from './store.js';
 /**
  * The order state machine (PROTOCOL 6):
  *
- *   created -> paid -> delivered       payment accepted; ship_order acknowledged
+ *   created -> paid -> delivered       payment accepted; ship_order acknowledged (dispatcher)
  *   created -> expired                 no payment by expires_at (sweeper)
  *   expired -> paid                    a payment confirmed after expiry (late_payment = 1)
  *   created -> canceled                operator
  *   paid | delivered -> refunded       operator; queues a `refund` notification
- *
- * (`paid -> delivered` is the notification dispatcher's, with the same guarded-update rule.)
  *
  * Every change is a guarded update (WHERE status = the status just read) inside the caller's
  * transaction, recorded in order_events; the notification it causes is written in the same
@@ -40,20 +38,60 @@ export interface OperatorAction {
   reason?: string;
 }
 
+/** The acknowledged ship_order that delivers an order. */
+export interface Delivery {
+  orderId: string;
+  notificationId: string;
+  /** The event's id (made here when not given). */
+  eventId?: string;
+}
+
 export class OrderLifecycle {
   constructor(private readonly d: { store: OrderStore; ids: IdGenerator }) {}
 
-  /** created|expired -> paid, and the ship_order notification. Late when past expires_at. */
-  async markPaid(trx: Transaction<DB>, orderId: string, now: number, by: PaidBy): Promise<TransitionResult> {
-    const r = await this.transition(trx, orderId, PAYABLE, 'paid', now, (cur) => {
-      const late = cur.status === 'expired' || now >= cur.expires_at;
-      return {
-        patch: { paid_at: now, is_sandbox: by.sandbox ? 1 : 0, late_payment: late ? 1 : 0 },
-        detail: { payment_id: by.paymentId, provider: by.provider, ...(late ? { late: true } : {}) },
-      };
-    });
+  /**
+   * created|expired -> paid, and the ship_order notification. Late when past expires_at.
+   * `known`: the order as the caller read it in this transaction, so it is not read again
+   * (read again only should the guarded update find it changed).
+   */
+  async markPaid(trx: Transaction<DB>, orderId: string, now: number, by: PaidBy, known?: OrderRow): Promise<TransitionResult> {
+    const sandbox = by.sandbox ? 1 : 0;
+    const r = await this.transition(
+      trx,
+      orderId,
+      PAYABLE,
+      'paid',
+      now,
+      (cur) => {
+        const late = cur.status === 'expired' || now >= cur.expires_at;
+        return {
+          patch: { paid_at: now, is_sandbox: sandbox, late_payment: late ? 1 : 0 },
+          detail: { payment_id: by.paymentId, provider: by.provider, ...(late ? { late: true } : {}) },
+        };
+      },
+      known,
+      (cur, patch) => this.d.store.updateToPaidIf(trx, orderId, cur.status, { paidAt: now, sandbox, late: patch.late_payment === 1 ? 1 : 0 }),
+    );
     if (r.changed) await enqueueNotification(trx, this.d.ids, r.order, 'ship_order', now);
     return r;
+  }
+
+  /**
+   * paid -> delivered, once its ship_order was acknowledged (PROTOCOL 6): one guarded update
+   * and its event, no read. Whether the order changed (not when it was refunded meanwhile).
+   */
+  async markDelivered(trx: Transaction<DB>, d: Delivery, now: number): Promise<boolean> {
+    const { store, ids } = this.d;
+    if (!(await store.updateToDeliveredIfPaid(trx, d.orderId, now))) return false;
+    await store.insertEvent(trx, {
+      event_id: d.eventId ?? prefixedId('oev', ids),
+      order_id: d.orderId,
+      from_status: 'paid',
+      to_status: 'delivered',
+      at: now,
+      detail: JSON.stringify({ notification_id: d.notificationId }),
+    });
+    return true;
   }
 
   /** created -> expired, only once expires_at has passed. */
@@ -79,6 +117,7 @@ export class OrderLifecycle {
    * Reads the order, and when its status is allowed (and `plan` agrees) updates it guarded on
    * that very status. If a concurrent writer changed it in between, the update touches no row
    * and the order is read again: no lost update, on SQLite or PostgreSQL, without row locks.
+   * `known` stands for the first read; `update` for the generic guarded update.
    */
   private async transition(
     trx: Transaction<DB>,
@@ -87,14 +126,18 @@ export class OrderLifecycle {
     to: OrderStatus,
     now: number,
     plan: (cur: OrderRow) => { patch: Updateable<OrdersTable>; detail: unknown } | null,
+    known?: OrderRow,
+    update?: (cur: OrderRow, patch: Updateable<OrdersTable>) => Promise<OrderRow | undefined>,
   ): Promise<TransitionResult> {
     const { store, ids } = this.d;
     for (let i = 0; i < MAX_RACES; i++) {
-      const cur = await store.findById(trx, orderId);
+      const cur = i === 0 && known ? known : await store.findById(trx, orderId);
       if (!cur || !allowed.includes(cur.status)) return { changed: false, order: cur };
       const step = plan(cur);
       if (!step) return { changed: false, order: cur };
-      const order = await store.updateIfStatus(trx, orderId, cur.status, { ...step.patch, status: to, updated_at: now });
+      const order = update
+        ? await update(cur, step.patch)
+        : await store.updateIfStatus(trx, orderId, cur.status, { ...step.patch, status: to, updated_at: now });
       if (!order) continue;
       await store.insertEvent(trx, {
         event_id: prefixedId('oev', ids),

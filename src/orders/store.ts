@@ -2,7 +2,7 @@ import { CompiledQuery, type Kysely, type Selectable, type Transaction, type Upd
 import type { TransactionOptions, TransactionRunner } from '../db/group-commit.js';
 import type { Dialect } from '../db/index.js';
 import type { DB, OrderEventsTable, OrderStatus, OrdersTable } from '../db/schema.js';
-import { prepare } from '../db/prepared.js';
+import { prepare, prepareNamed } from '../db/prepared.js';
 
 export type OrderRow = Selectable<OrdersTable>;
 export type OrderEventRow = Selectable<OrderEventsTable>;
@@ -46,6 +46,10 @@ export class OrderStore {
   private readonly byReference;
   private readonly insertRow;
   private readonly insertEventRow;
+  // The pay and delivery paths run these on every order.
+  private readonly byId;
+  private readonly paidIf;
+  private readonly deliveredIf;
 
   constructor(
     readonly db: Kysely<DB>,
@@ -57,6 +61,18 @@ export class OrderStore {
     this.insertRow = prepare(db, (d) => d.insertInto('orders').values(sample));
     const event = Object.fromEntries(EVENT_COLUMNS.map((c) => [c, null])) as unknown as OrderEventRow;
     this.insertEventRow = prepare(db, (d) => d.insertInto('order_events').values(event));
+    this.byId = prepare(db, (d) => d.selectFrom('orders').selectAll().where('order_id', '=', ''));
+    this.paidIf = prepareNamed(db, ['orderId', 'status', 'paidAt', 'sandbox', 'late'], (d, p) =>
+      d
+        .updateTable('orders')
+        .set({ status: 'paid', paid_at: p.paidAt, is_sandbox: p.sandbox, late_payment: p.late, updated_at: p.paidAt })
+        .where('order_id', '=', p.orderId)
+        .where('status', '=', p.status)
+        .returningAll(),
+    );
+    this.deliveredIf = prepareNamed(db, ['orderId', 'now'], (d, p) =>
+      d.updateTable('orders').set({ status: 'delivered', delivered_at: p.now, updated_at: p.now }).where('order_id', '=', p.orderId).where('status', '=', 'paid'),
+    );
   }
 
   /** A transaction that has committed when the promise settles (group commit on SQLite). */
@@ -83,8 +99,8 @@ export class OrderStore {
     return (await this.byReference(q, [gameId, referenceId])).rows[0] as OrderRow | undefined;
   }
 
-  findById(q: Q, orderId: string): Promise<OrderRow | undefined> {
-    return q.selectFrom('orders').selectAll().where('order_id', '=', orderId).executeTakeFirst();
+  async findById(q: Q, orderId: string): Promise<OrderRow | undefined> {
+    return (await this.byId(q, [orderId])).rows[0] as OrderRow | undefined;
   }
 
   async insert(q: Q, row: OrderRow): Promise<void> {
@@ -103,6 +119,16 @@ export class OrderStore {
       .where('status', '=', status)
       .returningAll()
       .executeTakeFirst();
+  }
+
+  /** updateIfStatus for `paid`, the one transition every payment makes (prepared). */
+  async updateToPaidIf(q: Q, orderId: string, status: OrderStatus, p: { paidAt: number; sandbox: 0 | 1; late: 0 | 1 }): Promise<OrderRow | undefined> {
+    return (await this.paidIf(q, { orderId, status, ...p })).rows[0] as OrderRow | undefined;
+  }
+
+  /** `paid` -> `delivered`, guarded on `paid`; whether it applied. */
+  async updateToDeliveredIfPaid(q: Q, orderId: string, now: number): Promise<boolean> {
+    return Number((await this.deliveredIf(q, { orderId, now })).numAffectedRows ?? 0) === 1;
   }
 
   async insertEvent(q: Q, row: OrderEventRow): Promise<void> {

@@ -32,7 +32,13 @@ export interface PaymentOutcome {
   reason?: FlagReason;
 }
 
-export type PayResult = { kind: 'confirmed'; outcome: PaymentOutcome } | { kind: 'pending'; redirect_url: string };
+/** `order`: the order as this payment left it, when the payment made it paid (not read again). */
+export type PayResult = { kind: 'confirmed'; outcome: PaymentOutcome; order?: OrderRow } | { kind: 'pending'; redirect_url: string };
+
+interface Applied {
+  outcome: PaymentOutcome;
+  order?: OrderRow;
+}
 
 /**
  * Payments (PROTOCOL 6, 10): starts payments through a channel's provider and turns verified
@@ -54,32 +60,37 @@ export class PaymentService {
     if (!provider || !provider.available(game)) throw Errors.channelUnavailable(`payment channel ${channel} is not available for this game`);
     const started = await provider.start(order);
     if (started.kind === 'pending') return started;
-    return { kind: 'confirmed', outcome: await this.confirm(channel, started.confirmation) };
+    const applied = await this.applyConfirmation(channel, started.confirmation);
+    return { kind: 'confirmed', outcome: applied.outcome, ...(applied.order ? { order: applied.order } : {}) };
   }
 
   /** Verifies a provider's confirmation and applies it; safe to call again with the same one. */
   async confirm(providerName: string, confirmation: unknown): Promise<PaymentOutcome> {
+    return (await this.applyConfirmation(providerName, confirmation)).outcome;
+  }
+
+  private async applyConfirmation(providerName: string, confirmation: unknown): Promise<Applied> {
     const provider = this.providers.get(providerName);
     if (!provider) throw Errors.invalidRequest(`unknown payment provider ${providerName}`);
     const paid = await provider.verify(confirmation);
-    let outcome: PaymentOutcome;
+    let applied: Applied;
     try {
-      outcome = await this.d.payments.transaction((trx) => this.apply(trx, provider, paid));
+      applied = await this.d.payments.transaction((trx) => this.apply(trx, provider, paid));
     } catch (e) {
       // A concurrent confirmation of the same provider transaction committed first.
       if (!isUniqueViolation(e)) throw e;
       const winner = await this.d.payments.findByTxn(this.d.payments.db, provider.name, paid.provider_txn_id);
       if (!winner) throw e;
-      return toOutcome(winner, true);
+      return { outcome: toOutcome(winner, true) };
     }
-    if (outcome.status === 'accepted' && !outcome.replay) this.d.onPaid?.(outcome.order_id);
-    return outcome;
+    if (applied.outcome.status === 'accepted' && !applied.outcome.replay) this.d.onPaid?.(applied.outcome.order_id);
+    return applied;
   }
 
-  private async apply(trx: Transaction<DB>, provider: PaymentProvider, paid: VerifiedPayment): Promise<PaymentOutcome> {
+  private async apply(trx: Transaction<DB>, provider: PaymentProvider, paid: VerifiedPayment): Promise<Applied> {
     const { payments, orders, lifecycle, clock, ids } = this.d;
     const before = await payments.findByTxn(trx, provider.name, paid.provider_txn_id);
-    if (before) return toOutcome(before, true);
+    if (before) return { outcome: toOutcome(before, true) };
 
     const now = clock.now();
     const row: PaymentRow = {
@@ -96,14 +107,15 @@ export class PaymentService {
     };
     const order = await orders.findById(trx, paid.order_id);
     const mismatch = order ? mismatchReason(order, paid) : 'unknown_order';
-    if (mismatch) return this.flag(trx, row, mismatch, order);
+    if (mismatch) return { outcome: await this.flag(trx, row, mismatch, order) };
 
-    const r = await lifecycle.markPaid(trx, paid.order_id, now, { paymentId: row.payment_id, provider: provider.name, sandbox: provider.sandbox });
+    const by = { paymentId: row.payment_id, provider: provider.name, sandbox: provider.sandbox };
+    const r = await lifecycle.markPaid(trx, paid.order_id, now, by, order);
     // Not payable (already paid through another transaction, or canceled): money moved that
     // the order does not need; keep it for the operator to refund.
-    if (!r.changed) return this.flag(trx, row, `order_${r.order?.status ?? 'missing'}`, r.order);
+    if (!r.changed) return { outcome: await this.flag(trx, row, `order_${r.order?.status ?? 'missing'}`, r.order) };
     await payments.insert(trx, { ...row, status: 'accepted', late: r.order.late_payment });
-    return toOutcome({ ...row, status: 'accepted' }, false);
+    return { outcome: toOutcome({ ...row, status: 'accepted' }, false), order: r.order };
   }
 
   private async flag(trx: Transaction<DB>, row: PaymentRow, reason: FlagReason, order: OrderRow | undefined): Promise<PaymentOutcome> {
