@@ -365,7 +365,13 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   registerUnsupportedSdkRoutes(app);
   registerOrderAdminRoutes(app, orderAdmin);
   registerCheckoutRoutes(app, checkout, limitToken);
-  registerPaymentRoutes(app, paymentChannels);
+  registerPaymentRoutes(app, paymentChannels, {
+    payments,
+    orders: orderStore,
+    authorize: (token) => checkout.authorize(token),
+    clientStatus: (order) => checkout.clientStatus(order),
+    limitToken,
+  });
   registerSessionRoutes(app, sessions);
   registerPartnerRoutes(app, partners);
   registerBindingRoutes(app, bindings);

@@ -5,7 +5,13 @@ import type { DB } from '../db/schema.js';
 import type { Clock } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
 import type { SecretBox } from '../lib/secret-box.js';
+import type { OrderRow, OrderStore } from '../orders/store.js';
 import { AppleProvider } from './apple/index.js';
+import { AppleNotifications } from './apple/notifications.js';
+import type { TokenLimit } from '../checkout/routes.js';
+import { registerAppleRoutes } from './apple/routes.js';
+import { AppleTransactions } from './apple/transactions.js';
+import { AppleVerifiers } from './apple/verifier.js';
 import { AppAccountTokens } from './apple/store.js';
 import { registerChannelRoutes } from './channel-routes.js';
 import { ChannelService } from './channel-service.js';
@@ -13,6 +19,7 @@ import { ChannelStore } from './channel-store.js';
 import { GoogleProvider } from './google/index.js';
 import type { PaymentProvider } from './provider.js';
 import { SandboxProvider } from './sandbox/index.js';
+import type { PaymentService } from './service.js';
 import { PaymentStore } from './store.js';
 
 export interface PaymentChannelsDeps {
@@ -31,6 +38,7 @@ export interface PaymentChannels {
   channels: ChannelService;
   store: PaymentStore;
   tokens: AppAccountTokens;
+  verifiers: AppleVerifiers;
 }
 
 /** Every channel this service offers, one folder each (payments.md 1). */
@@ -50,9 +58,23 @@ export function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
     ids: d.ids,
     publicBaseUrl: d.publicBaseUrl,
   });
-  return { providers, channels, store, tokens };
+  return { providers, channels, store, tokens, verifiers: new AppleVerifiers(d.appleRootCerts) };
 }
 
-export function registerPaymentRoutes(app: FastifyInstance, p: PaymentChannels): void {
+export interface PaymentRouteDeps {
+  payments: PaymentService;
+  orders: OrderStore;
+  /** The client API's order_token check (401 invalid_token) and status view. */
+  authorize: (orderToken: string) => Promise<OrderRow>;
+  clientStatus: (order: OrderRow) => string;
+  limitToken: TokenLimit;
+}
+
+/** The admin API of channel settings and each channel's client and callback routes. */
+export function registerPaymentRoutes(app: FastifyInstance, p: PaymentChannels, d: PaymentRouteDeps): AppleTransactions {
   registerChannelRoutes(app, p.channels, p.providers);
+  const transactions = new AppleTransactions({ payments: d.payments, channels: p.channels, tokens: p.tokens, orders: d.orders, verifiers: p.verifiers, authorize: d.authorize, clientStatus: d.clientStatus });
+  const notifications = new AppleNotifications({ payments: d.payments, channels: p.channels, transactions });
+  registerAppleRoutes(app, { transactions, notifications, limitToken: d.limitToken });
+  return transactions;
 }

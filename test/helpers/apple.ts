@@ -73,8 +73,6 @@ export function transaction(f: TransactionFields): Record<string, unknown> {
   return {
     transactionId,
     originalTransactionId: transactionId,
-    bundleId: f.bundleId,
-    productId: f.productId,
     purchaseDate: now,
     originalPurchaseDate: now,
     quantity: 1,
