@@ -266,6 +266,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     ids,
     publicBaseUrl: config.publicBaseUrl,
     onRefunded: kickNotifier,
+    checkRefund: (orderId) => payments.checkOperatorRefund(orderId),
   });
   const sweeper = new OrderSweeper({
     store: orderStore,

@@ -222,6 +222,10 @@ describe('App Store Server Notifications V2 at /v1/callbacks/apple/:game_id', ()
     const jws = signed({ appAccountToken: o.token });
     expect((await submit({ signed_transaction: jws })).status).toBe(200);
     await until('the order delivered', async () => (await statusOf(t, o.order_id)) === 'delivered' || undefined);
+    // payments.md 5: the operator cannot refund an App Store purchase; Apple does.
+    const byOperator = await admin(t, 'POST', `/admin/v1/orders/${o.order_id}/refund`, { reason: 'asked' });
+    expect([byOperator.status, byOperator.body.error]).toEqual([409, 'invalid_state']);
+    expect(byOperator.body.message).toContain('refunded by Apple');
     const r = await callback(game.gameId, note('REFUND', jws));
     expect(r.status, r.text).toBe(200);
     expect(await statusOf(t, o.order_id)).toBe('refunded');

@@ -22,6 +22,8 @@ export interface OrderAdminDeps {
   publicBaseUrl: string;
   /** Called after a refund (and its notification) committed, e.g. to wake the notifier. */
   onRefunded?: (orderId: string) => void;
+  /** Refuses (throws) a refund the payment's provider must make itself (payments.md 5). */
+  checkRefund?: (orderId: string) => Promise<void>;
 }
 
 /** Operator views and actions on orders (PROTOCOL 11). */
@@ -85,6 +87,7 @@ export class OrderAdminService {
 
   /** paid|delivered -> refunded; queues the `refund` notification. 409 from any other state. */
   async refund(orderId: string, actor: string, reason?: string): Promise<AdminOrder> {
+    await this.d.checkRefund?.(orderId);
     const by = { actor, reason };
     const order = await this.act(orderId, by, 'order.refund', (trx, now) => this.d.lifecycle.refund(trx, orderId, now, by));
     this.d.onRefunded?.(orderId);

@@ -130,6 +130,14 @@ export class PaymentService {
     return r;
   }
 
+  /** Refuses (409) an operator refund of an order paid through a channel only its provider refunds. */
+  async checkOperatorRefund(orderId: string): Promise<void> {
+    const { payments } = this.d;
+    const paid = await payments.acceptedOf(payments.db, orderId);
+    const refusal = paid ? this.providers.get(paid.provider)?.refundedByProvider : undefined;
+    if (refusal) throw Errors.invalidState(refusal);
+  }
+
   private async applyIn(trx: Transaction<DB>, provider: PaymentProvider, paid: VerifiedPayment): Promise<PaymentOutcome> {
     const { payments, orders, lifecycle, clock, ids } = this.d;
     const before = await payments.findByTxn(trx, provider.name, paid.provider_txn_id);
