@@ -40,12 +40,13 @@ describe('channels', () => {
     const refused = await runCli(['channels', 'set', g.gameId, 'apple', '--enabled', 'true'], env);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('bundle_id');
-  });
+    // Eight CLI processes, each a Node.js start: on a busy machine more than the default minute.
+  }, 240_000);
 
   it('products put --store-id-apple --store-id-google', async () => {
     const g = await createGame(t);
     const r = await runCli(['products', 'put', g.gameId, 'gem_120', '--name', 'gems', '--price', '1200', '--currency', 'CNY', '--store-id-apple', 'com.example.gems120', '--store-id-google', 'gems_120', '--json'], env);
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout).store_product_ids).toEqual({ apple: 'com.example.gems120', google: 'gems_120' });
-  });
+  }, 120_000);
 });
