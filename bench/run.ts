@@ -16,7 +16,9 @@
  * service's DATABASE_URL instead of a fresh SQLite file; with a local PostgreSQL the table adds
  * the PostgreSQL server processes' CPU per request), BENCH_ROUNDS (1: how many times the
  * closed-loop scenarios run, interleaved with the bare route; with more than one, a summary gives
- * each scenario's median ratio to the bare run of the same round). Opt-in scenarios (only by
+ * each scenario's median ratio to the bare run of the same round). `apple-transaction`: StoreKit 2
+ * transactions verified against a test App Store chain (bench/apple.ts): CPU per verified
+ * transaction and transactions/s. Opt-in scenarios (only by
  * BENCH_ONLY): bare-presigned, least-create-order, least-enter-game, least-query-binding,
  * bare-matched (the bare route busy-waiting per request so that it answers as many requests a
  * second as create-order did in the same round: its p99 is what this machine gives a route of
@@ -42,6 +44,7 @@ import { ADMIN, adminCall, bindingFixture, cpuMs, systemCpuMs, orderRequestBody,
 import { authorizationHeader } from '../src/signing/signer.js';
 import { selfSignedCertificate } from '../test/helpers/certificates.js';
 import { notificationScenario, printNotificationFigures, type NotificationFigures } from './notifications.js';
+import { appleTransactions, benchAppleChain } from './apple.js';
 
 const duration = Number(process.env.BENCH_DURATION ?? 10);
 const warmup = Number(process.env.BENCH_WARMUP ?? 3);
@@ -387,7 +390,9 @@ async function main() {
   try {
     // The service runs from the compiled build, as in production (`npm run bench` builds first).
     const port = await freePort();
+    const appleChain = benchAppleChain();
     const svc = await startChild(['dist/src/main.js'], {
+      APPLE_ROOT_CERTS: appleChain.rootDer,
       PORT: String(port),
       HOST: '127.0.0.1',
       DATA_DIR: dataDir,
@@ -406,7 +411,7 @@ async function main() {
     children.push(bare.child);
 
     const game = `bench_${randomBytes(3).toString('hex')}`;
-    const created = (await adminCall(svc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Bench', rate_limit_per_second: 1_000_000 })) as { secret_key: string };
+    const created = (await adminCall(svc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Bench', rate_limit_per_second: 1_000_000, sandbox_payments: true })) as { secret_key: string };
     await adminCall(svc.address, 'PUT', `/admin/v1/games/${game}/products/gem_60`, { name: '60 gems', price: 600, currency: 'CNY' });
     const secret = created.secret_key;
     // Pre-signed requests for a run of `seconds`: more than any server answers in that time. The
@@ -445,6 +450,14 @@ async function main() {
     const { gm, partnerId, partnerSecret, uri: queryUri } = await bindingFixture(svc.address, game, secret);
     servers.push(gm);
     scenarios.push({ name: 'query-binding', go: (t) => load('query-binding (warm cache)', svc.child.pid, svc.address, t, partnerGet(queryUri, partnerId, partnerSecret)) });
+
+    // StoreKit 2 transactions verified against APPLE_ROOT_CERTS (payments.md 3): 500 orders
+    // paid, then the same transactions again; CPU per verified transaction, transactions/s.
+    let appleStream: Promise<RequestStream> | null = null;
+    scenarios.push({
+      name: 'apple-transaction',
+      go: async (t) => load('apple-transaction (verified)', svc.child.pid, svc.address, t, await (appleStream ??= appleTransactions(svc.address, game, secret, appleChain, 500, `http://127.0.0.1:${(gm.address() as net.AddressInfo).port}/notify`))),
+    });
 
     // Opt-in references (BENCH_ONLY): the bare route loaded with the same stream of unique
     // pre-signed requests as the service, and the least work each route needs
@@ -524,7 +537,7 @@ async function main() {
         MAX_INFLIGHT_REQUESTS: '256', CLIENT_RATE_LIMIT_PER_SECOND: '1000000', MAX_INFLIGHT_PER_CLIENT_PERCENT: '100',
       }, false, `http://127.0.0.1:${oport}`);
       children.push(osvc.child);
-      const og = (await adminCall(osvc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Bench', rate_limit_per_second: 1_000_000 })) as { secret_key: string };
+      const og = (await adminCall(osvc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Bench', rate_limit_per_second: 1_000_000, sandbox_payments: true })) as { secret_key: string };
       await adminCall(osvc.address, 'PUT', `/admin/v1/games/${game}/products/gem_60`, { name: '60 gems', price: 600, currency: 'CNY' });
       process.stderr.write(`running overload for ${duration}s at ${connections * 16} connections...\n`);
       over = await overload(osvc.child.pid, osvc.address, presigned(n * 2, (i) => ({ path: '/v1/server/create-order', body: orderBody(i + 10_000_000) }), game, og.secret_key));
@@ -540,7 +553,7 @@ async function main() {
         PORT: String(oport), HOST: '127.0.0.1', DATA_DIR: odir, ADMIN_TOKEN: ADMIN, LOG_LEVEL: 'warn', CLIENT_RATE_LIMIT_PER_SECOND: '1000000', MAX_INFLIGHT_PER_CLIENT_PERCENT: '100',
       }, false, `http://127.0.0.1:${oport}`);
       children.push(osvc.child);
-      const og = (await adminCall(osvc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Bench', rate_limit_per_second: 1_000_000 })) as { secret_key: string };
+      const og = (await adminCall(osvc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Bench', rate_limit_per_second: 1_000_000, sandbox_payments: true })) as { secret_key: string };
       await adminCall(osvc.address, 'PUT', `/admin/v1/games/${game}/products/gem_60`, { name: '60 gems', price: 600, currency: 'CNY' });
       // BENCH_OVERLOAD_PROXY=haproxy: the 5x load goes through deploy/haproxy.cfg (its
       // admission limit) instead of straight to the service; =haproxy-tls: the same, HAProxy

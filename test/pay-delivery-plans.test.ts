@@ -8,7 +8,7 @@ import { IdGenerator } from '../src/lib/ids.js';
 import { NotificationStore } from '../src/notifications/store.js';
 import { OrderLifecycle } from '../src/orders/lifecycle.js';
 import { OrderStore, type OrderRow } from '../src/orders/store.js';
-import { SandboxProvider } from '../src/payments/sandbox.js';
+import { SandboxProvider } from '../src/payments/sandbox/index.js';
 import { PaymentService } from '../src/payments/service.js';
 import { PaymentStore } from '../src/payments/store.js';
 import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
@@ -91,6 +91,7 @@ describe(`pay and delivery statements use an index (${TEST_DB})`, () => {
   };
 
   const ids = new IdGenerator();
+  const SANDBOX_ON = new Map([['sandbox', { game_id: 'g_a', channel: 'sandbox', enabled: true, settings: {} }]]);
   const orderRow = (i: number, now: number): OrderRow => ({
     order_id: `ord_plan${i}`, game_id: 'g_a', reference_id: `r${i}`, combo_id: `p${i}`, product_id: 'gem_60', platform: 'ios',
     notify_url: 'https://game.example/notify', quantity: 1, meta: null, context: null, amount: 600, currency: 'CNY', status: 'created',
@@ -111,7 +112,7 @@ describe(`pay and delivery statements use an index (${TEST_DB})`, () => {
     const order = orderRow(1, Date.now());
     await orders.insert(kysely, order);
     const statements = await plansOf(async () => {
-      const r = await payments.pay(order, { sandbox_payments: 1 } as never, 'sandbox');
+      const r = await payments.pay(order, SANDBOX_ON, 'sandbox');
       expect(r).toMatchObject({ kind: 'confirmed', outcome: { status: 'accepted' }, order: { status: 'paid' } });
     });
     // findByTxn, findById, the paid update, its event, the ship_order, the payment.
@@ -123,7 +124,7 @@ describe(`pay and delivery statements use an index (${TEST_DB})`, () => {
     const { orders, lifecycle, payments } = payingParts();
     const order = orderRow(2, Date.now());
     await orders.insert(kysely, order);
-    await payments.pay(order, { sandbox_payments: 1 } as never, 'sandbox');
+    await payments.pay(order, SANDBOX_ON, 'sandbox');
     const store = new NotificationStore(kysely, TEST_DB, undefined, lifecycle);
     const statements = await plansOf(async () => {
       const now = Date.now() + 1000;
@@ -145,7 +146,7 @@ describe(`pay and delivery statements use an index (${TEST_DB})`, () => {
     const { orders, lifecycle, payments } = payingParts();
     const order = orderRow(3, Date.now());
     await orders.insert(kysely, order);
-    await payments.pay(order, { sandbox_payments: 1 } as never, 'sandbox');
+    await payments.pay(order, SANDBOX_ON, 'sandbox');
     await kysely.transaction().execute((trx) => lifecycle.refund(trx, order.order_id, Date.now(), { actor: 'plan' }));
     const store = new NotificationStore(kysely, TEST_DB, undefined, lifecycle);
     const now = Date.now() + 2000;
