@@ -48,6 +48,8 @@ export interface PlayCall {
 }
 
 export interface PlayFault {
+  /** Only a request whose path matches (default: any). */
+  when?: RegExp;
   status: number;
   body?: unknown;
   /** Never answer (the client's time-out must end the request). */
@@ -68,7 +70,7 @@ export interface GooglePlayStandIn {
   calls: PlayCall[];
   /** Token requests: whether each assertion verified. */
   tokenRequests: { verified: boolean; reason?: string }[];
-  /** The next API requests answer these instead (first in, first out). */
+  /** The next API requests (matching `when`) answer these instead, each once, first in first out. */
   faults: PlayFault[];
   /** Sets (or replaces) a purchase. */
   setPurchase(packageName: string, productId: string, token: string, p: PlayPurchase): void;
@@ -203,7 +205,8 @@ function apiEndpoint(st: PlayState, s: GooglePlayStandIn, method: string, path: 
   const authorized = bearer !== undefined && st.accessTokens.has(bearer);
   s.calls.push({ method, path, authorized });
   if (!authorized) return apiError(res, 401, 'Request had invalid authentication credentials.', 'UNAUTHENTICATED');
-  const fault = s.faults.shift();
+  const at = s.faults.findIndex((f) => !f.when || f.when.test(path));
+  const fault = at < 0 ? undefined : s.faults.splice(at, 1)[0];
   if (fault?.hang) return; // the client's time-out ends it
   if (fault) return json(res, fault.status, fault.body ?? { error: { code: fault.status, message: 'Backend Error', status: 'UNAVAILABLE' } });
 
