@@ -484,7 +484,7 @@ async function main() {
     children.push(bare.child);
 
     const game = `bench_${randomBytes(3).toString('hex')}`;
-    const created = (await adminCall(svc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Bench', rate_limit_per_second: 1_000_000 })) as { secret_key: string };
+    const created = (await adminCall(svc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Bench', rate_limit_per_second: 1_000_000, sandbox_payments: true })) as { secret_key: string };
     await adminCall(svc.address, 'PUT', `/admin/v1/games/${game}/products/gem_60`, { name: '60 gems', price: 600, currency: 'CNY' });
     const secret = created.secret_key;
     // Pre-signed requests for a run of `seconds`: more than any server answers in that time. The
@@ -602,7 +602,7 @@ async function main() {
         MAX_INFLIGHT_REQUESTS: '256', CLIENT_RATE_LIMIT_PER_SECOND: '1000000',
       }, false, `http://127.0.0.1:${oport}`);
       children.push(osvc.child);
-      const og = (await adminCall(osvc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Bench', rate_limit_per_second: 1_000_000 })) as { secret_key: string };
+      const og = (await adminCall(osvc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Bench', rate_limit_per_second: 1_000_000, sandbox_payments: true })) as { secret_key: string };
       await adminCall(osvc.address, 'PUT', `/admin/v1/games/${game}/products/gem_60`, { name: '60 gems', price: 600, currency: 'CNY' });
       process.stderr.write(`running overload for ${duration}s at ${connections * 16} connections...\n`);
       over = await overload(osvc.child.pid, osvc.address, presigned(n * 2, (i) => ({ path: '/v1/server/create-order', body: orderBody(i + 10_000_000) }), game, og.secret_key));
@@ -618,7 +618,7 @@ async function main() {
         PORT: String(oport), HOST: '127.0.0.1', DATA_DIR: odir, ADMIN_TOKEN: ADMIN, LOG_LEVEL: 'warn', CLIENT_RATE_LIMIT_PER_SECOND: '1000000',
       }, false, `http://127.0.0.1:${oport}`);
       children.push(osvc.child);
-      const og = (await adminCall(osvc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Bench', rate_limit_per_second: 1_000_000 })) as { secret_key: string };
+      const og = (await adminCall(osvc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Bench', rate_limit_per_second: 1_000_000, sandbox_payments: true })) as { secret_key: string };
       await adminCall(osvc.address, 'PUT', `/admin/v1/games/${game}/products/gem_60`, { name: '60 gems', price: 600, currency: 'CNY' });
       // BENCH_OVERLOAD_PROXY=haproxy: the 5x load goes through deploy/haproxy.cfg (its
       // admission limit) instead of straight to the service; =haproxy-tls: the same, HAProxy

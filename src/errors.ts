@@ -43,6 +43,7 @@ export const Errors = {
   conflict: make(409, 'conflict'),
   unsupportedMediaType: make(415, 'unsupported_media_type'),
   duplicateReferenceId: make(422, 'duplicate_reference_id'),
+  paymentRejected: make(422, 'payment_rejected'),
   invalidState: make(409, 'invalid_state'),
   rateLimited: make(429, 'rate_limited'),
   internal: make(500, 'internal_error'),

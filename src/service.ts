@@ -45,8 +45,8 @@ import { OrderAdminService } from './orders/admin-service.js';
 import { OrderAdminStore } from './orders/admin-store.js';
 import { registerOrderAdminRoutes } from './orders/admin-routes.js';
 import { PaymentService } from './payments/service.js';
-import { PaymentStore } from './payments/store.js';
-import { SandboxProvider } from './payments/sandbox.js';
+import type { ChannelService } from './payments/channel-service.js';
+import { createPaymentChannels, registerPaymentRoutes } from './payments/index.js';
 import { CheckoutService } from './checkout/service.js';
 import { registerCheckoutRoutes, type TokenLimit } from './checkout/routes.js';
 import { SessionService } from './sessions/service.js';
@@ -94,6 +94,8 @@ export interface Service {
   metrics: ServiceMetrics;
   /** Payment confirmations enter here (provider callbacks; tests drive the provider interface). */
   payments: PaymentService;
+  /** Games' payment channel settings. */
+  channels: ChannelService;
   jobs: BackgroundJob[];
   listen(): Promise<string>;
   /**
@@ -179,7 +181,17 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   };
   // ---- end production ----
 
-  const games = new GameService({ store: new GameStore(database.db, database.transaction), clock, ids, secrets, refuseInternalUrls: blockPrivate });
+  const paymentChannels = createPaymentChannels({
+    db: database.db,
+    transaction: database.transaction,
+    clock,
+    ids,
+    secrets,
+    publicBaseUrl: config.publicBaseUrl,
+    appleRootCerts: config.appleRootCerts,
+  });
+  const channels = paymentChannels.channels;
+  const games = new GameService({ store: new GameStore(database.db, database.transaction), sandbox: channels, clock, ids, secrets, refuseInternalUrls: blockPrivate });
   const snapshot = (gameId: string) => games.snapshot(gameId);
   const compliance = new ComplianceStore(database.db, database.dialect, database.transaction);
   const orderStore = new OrderStore(database.db, database.transaction, database.dialect);
@@ -236,15 +248,16 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   // Wakes the notification dispatcher after a commit that queued a notification.
   const kickNotifier = () => dispatcher.kick();
   const payments = new PaymentService({
-    payments: new PaymentStore(database.db, database.transaction),
+    payments: paymentChannels.store,
     orders: orderStore,
     lifecycle,
-    providers: [new SandboxProvider()],
+    providers: paymentChannels.providers,
     clock,
     ids,
     onPaid: kickNotifier,
+    onRefunded: kickNotifier,
   });
-  const checkout = new CheckoutService({ orders: orderStore, games: (id) => games.snapshot(id), payments, clock });
+  const checkout = new CheckoutService({ orders: orderStore, games: (id) => games.snapshot(id), payments, channels: (id) => channels.forGame(id), clock });
   const orderAdmin = new OrderAdminService({
     store: orderStore,
     views: new OrderAdminStore(database.db),
@@ -352,6 +365,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   registerUnsupportedSdkRoutes(app);
   registerOrderAdminRoutes(app, orderAdmin);
   registerCheckoutRoutes(app, checkout, limitToken);
+  registerPaymentRoutes(app, paymentChannels);
   registerSessionRoutes(app, sessions);
   registerPartnerRoutes(app, partners);
   registerBindingRoutes(app, bindings);
@@ -389,6 +403,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     dispatcher,
     metrics,
     payments,
+    channels,
     jobs,
     async listen() {
       const address = await app.listen({ port: config.port, host: config.host });

@@ -28,7 +28,8 @@ describe('games', () => {
       game_id: id,
       name: '测试游戏 🎮',
       iap_enabled: true,
-      sandbox_payments: true,
+      // payments.md 1: a new game has no payment channel, sandbox included.
+      sandbox_payments: false,
       order_ttl_seconds: 1800,
       gm_url: null,
       rate_limit_per_second: 1000,

@@ -56,7 +56,7 @@ async function call(base: string, method: string, p: string, body: unknown, head
 describe('two service processes on one database', () => {
   it('one order per reference_id, and every payment delivered exactly once', async () => {
     const gameId = `multi${randomBytes(3).toString('hex')}`;
-    const g = await call(a.url, 'POST', '/admin/v1/games', { game_id: gameId, name: 'Multi' }, { authorization: `Bearer ${ADMIN}` });
+    const g = await call(a.url, 'POST', '/admin/v1/games', { game_id: gameId, name: 'Multi', sandbox_payments: true }, { authorization: `Bearer ${ADMIN}` });
     expect(g.status).toBe(201);
     keys.set(gameId, [g.body.secret_key]);
     expect((await call(b.url, 'PUT', `/admin/v1/games/${gameId}/products/gem_60`, { name: 'gems', price: 600, currency: 'CNY' }, { authorization: `Bearer ${ADMIN}` })).status).toBe(200);

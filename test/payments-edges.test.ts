@@ -1,3 +1,4 @@
+import { Type } from 'typebox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CheckoutService } from '../src/checkout/service.js';
 import { ManualClock } from '../src/lib/clock.js';
@@ -44,10 +45,10 @@ const sweeper = () => t.service.jobs.find((j): j is OrderSweeper => j instanceof
 class CardProvider implements PaymentProvider {
   readonly name = 'card';
   readonly sandbox = false;
+  readonly settingsBody = Type.Object({ enabled: Type.Boolean() });
+  readonly secretFields = [];
+  readonly hasCallbacks = false;
   constructor(private readonly beforeConfirming?: (order: PayableOrder) => Promise<void>) {}
-  available(): boolean {
-    return true;
-  }
   async start(order: PayableOrder): Promise<PaymentStart> {
     await this.beforeConfirming?.(order);
     const confirmation: VerifiedPayment = { provider_txn_id: `card_${order.order_id}`, order_id: order.order_id, amount: order.amount, currency: order.currency };
@@ -109,7 +110,8 @@ describe('an order that changes under its payment', () => {
       }),
     );
     // The checkout domain as the service builds it, paying through that channel.
-    const checkout = new CheckoutService({ orders, games: (id) => t.service.games.snapshot(id), payments, clock });
+    const channels = async () => new Map([['card', { game_id: game.gameId, channel: 'card', enabled: true, settings: {} }]]);
+    const checkout = new CheckoutService({ orders, games: (id) => t.service.games.snapshot(id), payments, channels, clock });
     await expect(checkout.pay(o.order_token, 'card')).rejects.toMatchObject({ status: 409, code: 'invalid_state', message: expect.stringContaining('canceled') });
     expect(await statusOf(t, o.order_id)).toBe('canceled');
     // The money that moved is kept for the operator (flagged), and the game is told nothing.

@@ -4,7 +4,7 @@ import { OrderSweeper } from '../src/orders/sweeper.js';
 import { IdGenerator } from '../src/lib/ids.js';
 import { OrderLifecycle } from '../src/orders/lifecycle.js';
 import { OrderStore } from '../src/orders/store.js';
-import { SandboxProvider } from '../src/payments/sandbox.js';
+import { SandboxProvider } from '../src/payments/sandbox/index.js';
 import { PaymentService } from '../src/payments/service.js';
 import { PaymentStore } from '../src/payments/store.js';
 import { systemClock } from '../src/lib/clock.js';

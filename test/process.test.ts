@@ -62,7 +62,7 @@ async function adminCall(url: string, method: string, p: string, body?: unknown,
 let seq = 0;
 async function newGame(url: string) {
   const gameId = `proc_${process.pid}_${++seq}_${Date.now().toString(36)}`;
-  const g = await adminCall(url, 'POST', '/admin/v1/games', { game_id: gameId, name: 'P' });
+  const g = await adminCall(url, 'POST', '/admin/v1/games', { game_id: gameId, name: 'P', sandbox_payments: true });
   expect(g.status).toBe(201);
   expect((await adminCall(url, 'PUT', `/admin/v1/games/${gameId}/products/gem_60`, { name: 'g', price: 600, currency: 'CNY' })).status).toBe(200);
   return { gameId, secret: g.body.secret_key as string };

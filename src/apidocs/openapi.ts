@@ -46,6 +46,7 @@ const SECURITY_BY_AUTH: Record<AuthKind, Array<Record<string, string[]>>> = {
   partner: [{ partnerSignature: [] }],
   admin: [{ adminBearer: [] }],
   client: [],
+  provider: [],
   none: [],
 };
 
@@ -66,6 +67,7 @@ const AUDIENCE: Record<string, AuthKind[]> = {
   binding_not_found: ['partner'],
   role_not_found: ['partner'],
   channel_unavailable: ['client'],
+  payment_rejected: ['client'],
   not_implemented: ['game'],
 };
 

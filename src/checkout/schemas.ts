@@ -27,9 +27,26 @@ export const ClientOrder = Type.Object({
 });
 export type ClientOrder = Static<typeof ClientOrder>;
 
+/** payments.md 3: what the client does next to pay; none for sandbox (paid at once). */
+export const PaymentAction = Type.Union([
+  Type.Object({
+    type: Type.Literal('storekit'),
+    product_id: Type.String({ description: 'The App Store product id' }),
+    quantity: Type.Integer(),
+    app_account_token: Type.String({ description: "UUID: pass it as the purchase's appAccountToken" }),
+  }),
+  Type.Object({
+    type: Type.Literal('play_billing'),
+    product_id: Type.String({ description: 'The Play product id' }),
+    quantity: Type.Integer(),
+    obfuscated_account_id: Type.String({ description: 'Pass it as setObfuscatedAccountId' }),
+  }),
+  Type.Object({ type: Type.Literal('redirect'), url: Type.String() }),
+]);
+
 export const ClientPayResponse = Type.Intersect([
   ClientOrder,
-  Type.Object({ redirect_url: Type.Optional(Type.String({ description: 'Channels that need the player to act elsewhere; never for sandbox' })) }),
+  Type.Object({ action: Type.Optional(PaymentAction) }),
 ]);
 export type ClientPayResponse = Static<typeof ClientPayResponse>;
 

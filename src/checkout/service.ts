@@ -3,6 +3,7 @@ import type { GameSnapshot } from '../games/service.js';
 import type { Clock } from '../lib/clock.js';
 import type { OrderRow, OrderStore } from '../orders/store.js';
 import { parseOrderToken, tokenSecretMatches } from '../orders/token.js';
+import type { GameChannel } from '../payments/provider.js';
 import type { PaymentService } from '../payments/service.js';
 import type { ClientOrder, ClientPayResponse } from './schemas.js';
 
@@ -10,6 +11,8 @@ export interface CheckoutDeps {
   orders: OrderStore;
   games: (gameId: string) => Promise<GameSnapshot | null>;
   payments: PaymentService;
+  /** The game's payment channels (payments/channel-service.ts). */
+  channels: (gameId: string) => Promise<ReadonlyMap<string, GameChannel>>;
   clock: Clock;
 }
 
@@ -37,8 +40,8 @@ export class CheckoutService {
 
   async page(token: string): Promise<CheckoutView> {
     const order = await this.authorize(token);
-    const snap = await this.d.games(order.game_id);
-    return { order: await this.toClient(order, snap), sandboxAvailable: snap?.game.sandbox_payments === 1 };
+    const [snap, channels] = await Promise.all([this.d.games(order.game_id), this.d.channels(order.game_id)]);
+    return { order: await this.toClient(order, snap), sandboxAvailable: channels.get('sandbox')?.enabled === true };
   }
 
   /**
@@ -52,10 +55,10 @@ export class CheckoutService {
     if (status !== 'created') throw Errors.invalidState(`order ${order.order_id} is ${status} and cannot be paid`);
     const snap = await this.d.games(order.game_id);
     if (!snap) throw Errors.invalidToken('order_token is not valid');
-    const result = await this.d.payments.pay(order, snap.game, channel);
+    const result = await this.d.payments.pay(order, await this.d.channels(order.game_id), channel);
     const after = (await this.d.orders.findById(this.d.orders.db, order.order_id)) as OrderRow;
     const view = await this.toClient(after, snap);
-    if (result.kind === 'pending') return { ...view, redirect_url: result.redirect_url };
+    if (result.kind === 'pending') return { ...view, action: result.action };
     // The order changed under the payment (canceled, or expired and then handled elsewhere).
     if (!ALREADY_PAID.has(view.status)) throw Errors.invalidState(`order ${order.order_id} is ${view.status} and cannot be paid`);
     return view;

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { X509Certificate, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -53,6 +53,8 @@ export interface Config {
   /** 0 disables shedding on event-loop delay. */
   maxEventLoopDelayMs: number;
   nodeId: number | null;
+  /** APPLE_ROOT_CERTS: Apple's root certificates (DER), the anchors of App Store signatures; empty: no `apple` channel. */
+  appleRootCerts: Buffer[];
   notify: {
     timeoutMs: number;
     maxAgeMs: number;
@@ -263,6 +265,7 @@ export function loadConfig(env: Env = process.env): Config {
     admissionLatencyTargetMs: int('ADMISSION_LATENCY_TARGET_MS', 0, 0, 60_000),
     maxEventLoopDelayMs: int('MAX_EVENT_LOOP_DELAY_MS', 500, 0, 60_000),
     nodeId,
+    appleRootCerts: readCertificates('APPLE_ROOT_CERTS', env.APPLE_ROOT_CERTS ?? '', problems),
     notify: {
       timeoutMs: int('NOTIFY_TIMEOUT_MS', 10_000, 100, 60_000),
       maxAgeMs: int('NOTIFY_MAX_AGE_SECONDS', 7 * 86_400, 1, 365 * 86_400) * 1000,
@@ -299,6 +302,31 @@ export function loadConfig(env: Env = process.env): Config {
   };
   if (problems.length) throw new ConfigError(problems);
   return config;
+}
+
+/**
+ * Comma-separated paths of X.509 certificates, each DER or PEM (one certificate a file), read
+ * as DER. A path that cannot be read or holds no certificate is a problem named with the
+ * variable.
+ */
+function readCertificates(name: string, raw: string, problems: string[]): Buffer[] {
+  const out: Buffer[] = [];
+  for (const p of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+    try {
+      const bytes = readFileSync(p);
+      const der = bytes.includes('-----BEGIN CERTIFICATE-----') ? pemToDer(bytes.toString('latin1')) : bytes;
+      new X509Certificate(der);
+      out.push(der);
+    } catch (e) {
+      problems.push(`${name}: ${p} is not a readable DER or PEM certificate (${(e as Error).message})`);
+    }
+  }
+  return out;
+}
+
+function pemToDer(pem: string): Buffer {
+  const m = /-----BEGIN CERTIFICATE-----([\s\S]+?)-----END CERTIFICATE-----/.exec(pem);
+  return Buffer.from((m?.[1] ?? '').replace(/\s+/g, ''), 'base64');
 }
 
 /** TRUST_PROXY: `0`/`false` (default), `1`/`true` (any proxy), `hops:<n>`, or `10.0.0.0/8,127.0.0.1`. */

@@ -33,8 +33,28 @@ export interface ProductsTable {
   price: number;
   currency: string;
   active: number;
+  /** JSON `{apple?, google?}`: the product's ids in the app stores; null when none. */
+  store_product_ids: string | null;
   created_at: number;
   updated_at: number;
+}
+
+/** A game's payment channel (payments.md 2): settings JSON, secrets sealed JSON. */
+export interface GameChannelsTable {
+  game_id: string;
+  channel: string;
+  enabled: number;
+  settings: string;
+  secrets_enc: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** The StoreKit appAccountToken (UUID) handed out for an order. */
+export interface OrderAccountTokensTable {
+  app_account_token: string;
+  order_id: string;
+  created_at: number;
 }
 
 export type OrderStatus = 'created' | 'paid' | 'delivered' | 'expired' | 'canceled' | 'refunded';
@@ -97,6 +117,15 @@ export interface PaymentsTable {
   late: number;
   detail: string | null;
   created_at: number;
+  /** Null only for payments of unknown orders recorded before the column existed. */
+  game_id: string | null;
+  /** The store's environment (Apple `Production`/`Sandbox`/`Xcode`, ...); null for sandbox. */
+  environment: string | null;
+  /** What the store charged, in its storefront's currency (minor units); null when not a store. */
+  store_amount: number | null;
+  store_currency: string | null;
+  /** Why a payment was flagged; null when accepted. */
+  reason: string | null;
 }
 
 export type NotificationStatus = 'pending' | 'succeeded' | 'failed' | 'gone';
@@ -249,6 +278,8 @@ export interface DB {
   orders: OrdersTable;
   order_events: OrderEventsTable;
   payments: PaymentsTable;
+  game_channels: GameChannelsTable;
+  order_account_tokens: OrderAccountTokensTable;
   notifications: NotificationsTable;
   notification_attempts: NotificationAttemptsTable;
   sessions: SessionsTable;

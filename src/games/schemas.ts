@@ -17,7 +17,7 @@ export const CreateGameBody = Type.Object({
   game_id: GameId,
   name: Type.String({ minLength: 1, maxLength: 128 }),
   iap_enabled: Type.Optional(Type.Boolean()),
-  sandbox_payments: Type.Optional(Type.Boolean()),
+  sandbox_payments: Type.Optional(Type.Boolean({ description: 'Turns the sandbox channel on (default off); the same as PUT .../channels/sandbox' })),
   order_ttl_seconds: Type.Optional(Type.Integer({ minimum: 60, maximum: MAX_ORDER_TTL_SECONDS })),
   gm_url: Type.Optional(Type.Union([HttpUrl, Type.Null()])),
   rate_limit_per_second: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
@@ -40,7 +40,7 @@ export const Game = Type.Object({
   game_id: Type.String(),
   name: Type.String(),
   iap_enabled: Type.Boolean(),
-  sandbox_payments: Type.Boolean(),
+  sandbox_payments: Type.Boolean({ description: 'Whether the sandbox channel is enabled' }),
   order_ttl_seconds: Type.Integer(),
   gm_url: Type.Union([Type.String(), Type.Null()]),
   rate_limit_per_second: Type.Integer(),
@@ -61,11 +61,19 @@ export const GameWithSecret = Type.Intersect([Game, Type.Object({ key_id: Type.S
 export const NewKey = Type.Object({ key_id: Type.String(), secret_key: Type.String() });
 
 export const ProductId = Type.String({ minLength: 1, maxLength: 64 });
+/** An App Store or Play product id (payments.md 2). */
+const StoreProductId = Type.String({ minLength: 1, maxLength: 150, pattern: '^[A-Za-z0-9._-]+$' });
+export const StoreProductIds = Type.Object({
+  apple: Type.Optional(StoreProductId),
+  google: Type.Optional(StoreProductId),
+}, { additionalProperties: false, description: "The product's ids in the app stores: a store purchase must be of the mapped product" });
+export type StoreProductIds = Static<typeof StoreProductIds>;
 export const PutProductBody = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 128 }),
   price: Type.Integer({ minimum: 1, maximum: 1_000_000_000_000 }),
   currency: Type.String({ pattern: '^[A-Z]{3}$', format: 'iso4217' }),
   active: Type.Optional(Type.Boolean()),
+  store_product_ids: Type.Optional(StoreProductIds),
 }, { additionalProperties: false });
 export type PutProductBody = Static<typeof PutProductBody>;
 
@@ -76,6 +84,7 @@ export const Product = Type.Object({
   price: Type.Integer({ description: 'minor units' }),
   currency: Type.String(),
   active: Type.Boolean(),
+  store_product_ids: StoreProductIds,
   created_at: Type.Integer(),
   updated_at: Type.Integer(),
 });

@@ -1,3 +1,5 @@
+import type { Transaction } from 'kysely';
+import type { DB } from '../db/schema.js';
 import { Errors } from '../errors.js';
 import { decodeCursor, encodeCursor } from '../lib/page-cursor.js';
 import { SnapshotCache } from '../lib/snapshot-cache.js';
@@ -9,7 +11,7 @@ import { prefixedId, randomBase62, type IdGenerator } from '../lib/ids.js';
 import { refuseInternalUrl } from '../lib/outbound.js';
 import type { SecretBox } from '../lib/secret-box.js';
 import type { RateLimitedCaller } from '../ratelimit/limiter.js';
-import type { CreateGameBody, Game, ListGamesQuery, PatchGameBody, Product, PutProductBody } from './schemas.js';
+import type { CreateGameBody, Game, ListGamesQuery, PatchGameBody, Product, PutProductBody, StoreProductIds } from './schemas.js';
 import type { GameRow, GameStore, ProductRow } from './store.js';
 
 /** At most this many signing keys are active per game (old + new during rotation). */
@@ -28,8 +30,19 @@ export interface GameSnapshot extends RateLimitedCaller {
   nppaSecret: string | null;
 }
 
+/**
+ * The games API's `sandbox_payments`: a view of the game's `sandbox` payment channel, which
+ * the payments domain owns (payments/channel-service.ts).
+ */
+export interface SandboxChannel {
+  sandboxEnabled(q: GameStore['db'], gameIds: string[]): Promise<Set<string>>;
+  setSandbox(trx: Transaction<DB>, gameId: string, enabled: boolean, now: number): Promise<void>;
+  invalidate(gameId: string): void;
+}
+
 export interface GameServiceDeps {
   store: GameStore;
+  sandbox: SandboxChannel;
   clock: Clock;
   ids: IdGenerator;
   secrets: SecretBox;
@@ -100,7 +113,8 @@ export class GameService {
       game_id: body.game_id,
       name: body.name,
       iap_enabled: body.iap_enabled === false ? 0 : 1,
-      sandbox_payments: body.sandbox_payments === false ? 0 : 1,
+      // Not read: the sandbox channel (game_channels) holds the setting.
+      sandbox_payments: 0,
       order_ttl_seconds: body.order_ttl_seconds ?? 1800,
       gm_url: body.gm_url ?? null,
       rate_limit_per_second: body.rate_limit_per_second ?? 1000,
@@ -114,10 +128,13 @@ export class GameService {
       if (await store.findGame(trx, body.game_id)) throw Errors.conflict(`game ${body.game_id} already exists`);
       await store.insertGame(trx, row);
       await store.insertKey(trx, { key_id: keyId, game_id: row.game_id, secret_enc: secrets.seal(secret), created_at: now });
+      // A new game has no payment channel unless asked for (payments.md 1).
+      if (body.sandbox_payments === true) await this.d.sandbox.setSandbox(trx, row.game_id, true, now);
       await recordAudit(trx, ids, now, { actor, action: 'game.create', target: row.game_id, detail: { ...body, secret_key: undefined } });
     }).catch(rethrowConflict(`game ${body.game_id} already exists`));
     this.invalidate(row.game_id);
-    return { ...toGame(row, [keyId]), key_id: keyId, secret_key: secret };
+    this.d.sandbox.invalidate(row.game_id);
+    return { ...toGame(row, [keyId], body.sandbox_payments === true), key_id: keyId, secret_key: secret };
   }
 
   /** One page of games in id order; `next_cursor` is null on the last page. */
@@ -129,17 +146,18 @@ export class GameService {
     const after = query.cursor === undefined ? null : decodeCursor<[string, string]>(query.cursor, tagged)[1];
     const rows = await store.listGames(store.db, after, limit + 1);
     const page = rows.slice(0, limit);
-    const keys = await store.keyIdsOf(store.db, page.map((r) => r.game_id));
+    const gameIds = page.map((r) => r.game_id);
+    const [keys, sandbox] = await Promise.all([store.keyIdsOf(store.db, gameIds), this.d.sandbox.sandboxEnabled(store.db, gameIds)]);
     const last = page[page.length - 1];
-    return { data: page.map((r) => toGame(r, keys.get(r.game_id) ?? [])), next_cursor: rows.length > limit && last ? encodeCursor(['game', last.game_id]) : null };
+    return { data: page.map((r) => toGame(r, keys.get(r.game_id) ?? [], sandbox.has(r.game_id))), next_cursor: rows.length > limit && last ? encodeCursor(['game', last.game_id]) : null };
   }
 
   async get(gameId: string): Promise<Game> {
     const { store } = this.d;
     const row = await store.findGame(store.db, gameId);
     if (!row) throw Errors.notFound(`game ${gameId} not found`);
-    const keys = await store.listKeys(store.db, gameId);
-    return toGame(row, keys.map((k) => k.key_id));
+    const [keys, sandbox] = await Promise.all([store.listKeys(store.db, gameId), this.d.sandbox.sandboxEnabled(store.db, [gameId])]);
+    return toGame(row, keys.map((k) => k.key_id), sandbox.has(gameId));
   }
 
   async patch(gameId: string, body: PatchGameBody, actor: string): Promise<Game> {
@@ -151,7 +169,6 @@ export class GameService {
     const patch: Partial<GameRow> = { updated_at: now };
     if (body.name !== undefined) patch.name = body.name;
     if (body.iap_enabled !== undefined) patch.iap_enabled = body.iap_enabled ? 1 : 0;
-    if (body.sandbox_payments !== undefined) patch.sandbox_payments = body.sandbox_payments ? 1 : 0;
     if (body.order_ttl_seconds !== undefined) patch.order_ttl_seconds = body.order_ttl_seconds;
     if (body.gm_url !== undefined) patch.gm_url = body.gm_url;
     if (body.rate_limit_per_second !== undefined) patch.rate_limit_per_second = body.rate_limit_per_second;
@@ -164,10 +181,12 @@ export class GameService {
     await store.transaction(async (trx) => {
       if (!(await store.lockGame(trx, gameId, now))) throw Errors.notFound(`game ${gameId} not found`);
       await store.updateGame(trx, gameId, patch);
+      if (body.sandbox_payments !== undefined) await this.d.sandbox.setSandbox(trx, gameId, body.sandbox_payments, now);
       const detail = { ...body, nppa: body.nppa ? { ...body.nppa, secret_key: '***' } : body.nppa };
       await recordAudit(trx, ids, now, { actor, action: 'game.update', target: gameId, detail });
     });
     this.invalidate(gameId);
+    this.d.sandbox.invalidate(gameId);
     return this.get(gameId);
   }
 
@@ -217,6 +236,7 @@ export class GameService {
         price: body.price,
         currency: body.currency,
         active: body.active === false ? 0 : 1,
+        store_product_ids: body.store_product_ids && Object.keys(body.store_product_ids).length ? JSON.stringify(body.store_product_ids) : null,
         created_at: existing?.created_at ?? now,
         updated_at: now,
       };
@@ -241,12 +261,12 @@ export class GameService {
   }
 }
 
-export function toGame(row: GameRow, keyIds: string[]): Game {
+export function toGame(row: GameRow, keyIds: string[], sandbox: boolean): Game {
   return {
     game_id: row.game_id,
     name: row.name,
     iap_enabled: row.iap_enabled === 1,
-    sandbox_payments: row.sandbox_payments === 1,
+    sandbox_payments: sandbox,
     order_ttl_seconds: row.order_ttl_seconds,
     // One stored before such URLs were refused: its password is not shown.
     gm_url: row.gm_url === null ? null : withoutPassword(row.gm_url),
@@ -266,6 +286,7 @@ export function toProduct(row: ProductRow): Product {
     price: row.price,
     currency: row.currency,
     active: row.active === 1,
+    store_product_ids: row.store_product_ids ? (JSON.parse(row.store_product_ids) as StoreProductIds) : {},
     created_at: row.created_at,
     updated_at: row.updated_at,
   };

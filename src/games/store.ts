@@ -98,6 +98,7 @@ export class GameStore {
           price: row.price,
           currency: row.currency,
           active: row.active,
+          store_product_ids: row.store_product_ids,
           updated_at: row.updated_at,
         }),
       )

@@ -24,7 +24,12 @@ import { trackRoutes } from './route-table.js';
 import { isJsonContentType } from '../lib/media-type.js';
 import { UNSTORABLE } from '../lib/unstorable.js';
 
-export type AuthKind = 'game' | 'partner' | 'admin' | 'client' | 'none';
+/**
+ * Who may call a route: signed games and partners, the operator, clients holding an order
+ * token, `provider`: a payment provider's callback (payments.md 4), unsigned by our scheme:
+ * the route checks the provider's own signature, and its body may be other than JSON.
+ */
+export type AuthKind = 'game' | 'partner' | 'admin' | 'client' | 'provider' | 'none';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -170,7 +175,7 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks, clock: Clock): A
     if (BODY_METHODS.has(req.method)) {
       if (req.headers['content-encoding'] !== undefined) refuseCoding('Content-Encoding', req.headers['content-encoding'], 'identity');
       if (req.headers['transfer-encoding'] !== undefined) refuseCoding('Transfer-Encoding', req.headers['transfer-encoding'], 'chunked');
-      if (routeOf(req).url && !isJsonContentType(req.headers['content-type'])) {
+      if (routeOf(req).url && routeOf(req).config.auth !== 'provider' && !isJsonContentType(req.headers['content-type'])) {
         // An action that takes no body (redeliver, new key, cancel) may be sent without one.
         if (!(bodyOptional(req) && !announcesBody(req.headers))) throw Errors.unsupportedMediaType('Content-Type must be application/json');
       }
@@ -242,6 +247,8 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks, clock: Clock): A
     } else {
       const empty = !req.rawBody || req.rawBody.length === 0;
       if (empty && bodyOptional(req)) req.body = {};
+      // A provider's callback in its own format (a form post): the route reads the text.
+      else if (cfg.auth === 'provider' && !isJsonContentType(req.headers['content-type'])) req.body = bodyText(req.rawBody);
       else if (!isJsonContentType(req.headers['content-type'])) throw Errors.unsupportedMediaType('Content-Type must be application/json');
       else {
         const text = bodyText(req.rawBody);
@@ -259,7 +266,7 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks, clock: Clock): A
     }
     if (req.rawBody?.includes(BACKSLASH_U)) rejectUnstorable(req.body, '');
     // The ""-as-absent rule is for SDK callers (PROTOCOL 3); an operator's "" is a value to validate.
-    if (cfg.auth !== 'admin') stripEmptyOptionalStrings(req.body, route.bodySchema);
+    if (cfg.auth !== 'admin' && cfg.auth !== 'provider') stripEmptyOptionalStrings(req.body, route.bodySchema);
   };
 
   const unmatched = (req: FastifyRequest): ApiError => {

@@ -5,7 +5,7 @@ import type { Clock } from '../lib/clock.js';
 import { prefixedId, type IdGenerator } from '../lib/ids.js';
 import type { OrderLifecycle } from '../orders/lifecycle.js';
 import { isUniqueViolation, type OrderRow, type OrderStore } from '../orders/store.js';
-import type { PayableOrder, PayingGame, PaymentProvider, VerifiedPayment } from './provider.js';
+import type { GameChannel, PayableOrder, PaymentAction, PaymentProvider, VerifiedPayment } from './provider.js';
 import type { PaymentRow, PaymentStore } from './store.js';
 
 export interface PaymentServiceDeps {
@@ -18,10 +18,26 @@ export interface PaymentServiceDeps {
   ids: IdGenerator;
   /** Called after a payment that made an order `paid` has committed (e.g. wake the notifier). */
   onPaid?: (orderId: string) => void;
+  /** Called after a provider's reversal refunded an order (e.g. wake the notifier). */
+  onRefunded?: (orderId: string) => void;
 }
 
 /** Why a payment was flagged instead of accepted; the operator settles it (usually a refund). */
-export type FlagReason = 'amount_mismatch' | 'unknown_order' | `order_${string}`;
+export type FlagReason =
+  | 'amount_mismatch'
+  | 'product_mismatch'
+  | 'quantity_mismatch'
+  | 'transaction_used'
+  | 'unknown_order'
+  | `order_${string}`;
+
+const FLAG_MESSAGES: Record<string, string> = {
+  amount_mismatch: 'the amount or currency paid differs from the order',
+  product_mismatch: "the purchased product is not the order's product",
+  quantity_mismatch: "the purchased quantity differs from the order's",
+  transaction_used: 'this transaction already paid another order',
+  unknown_order: 'the payment names no known order',
+};
 
 export interface PaymentOutcome {
   payment_id: string;
@@ -32,14 +48,18 @@ export interface PaymentOutcome {
   reason?: FlagReason;
 }
 
-export type PayResult = { kind: 'confirmed'; outcome: PaymentOutcome } | { kind: 'pending'; redirect_url: string };
+export type PayResult = { kind: 'confirmed'; outcome: PaymentOutcome } | { kind: 'pending'; action: PaymentAction };
 
 /**
- * Payments (PROTOCOL 6, 10): starts payments through a channel's provider and turns verified
- * confirmations into paid orders. A confirmation is processed once per (provider,
- * provider_txn_id); one whose amount or currency differs from the order is stored `flagged` and
- * leaves the order unchanged. The payment row, the order change and its ship_order
- * notification commit together.
+ * Payments (PROTOCOL 6, 10; payments.md 1): starts payments through a channel's provider and
+ * turns verified payments into paid orders, under the rules of every channel:
+ * - a provider transaction is processed once per order: the same one again answers the same
+ *   outcome; one that claims a second order is kept `flagged` (transaction_used) and pays
+ *   nothing (a provider transaction pays at most one order, ever);
+ * - web channels must pay the order's amount and currency; app stores must sell the order's
+ *   product (its store id) and quantity, and their price is recorded as the store charged it;
+ * - otherwise the payment is stored `flagged` and the order is left unchanged.
+ * The payment row, the order change and its ship_order notification commit together.
  */
 export class PaymentService {
   private readonly providers: Map<string, PaymentProvider>;
@@ -48,11 +68,20 @@ export class PaymentService {
     this.providers = new Map(d.providers.map((p) => [p.name, p]));
   }
 
-  /** Pays an order through `channel`; 403 channel_unavailable when the game does not offer it. */
-  async pay(order: PayableOrder, game: PayingGame, channel: string): Promise<PayResult> {
+  provider(name: string): PaymentProvider | undefined {
+    return this.providers.get(name);
+  }
+
+  get providerNames(): string[] {
+    return [...this.providers.keys()];
+  }
+
+  /** Pays an order through `channel`; 403 channel_unavailable unless the game has it enabled. */
+  async pay(order: PayableOrder, channels: ReadonlyMap<string, GameChannel>, channel: string): Promise<PayResult> {
     const provider = this.providers.get(channel);
-    if (!provider || !provider.available(game)) throw Errors.channelUnavailable(`payment channel ${channel} is not available for this game`);
-    const started = await provider.start(order);
+    const settings = channels.get(channel);
+    if (!provider || !settings?.enabled) throw Errors.channelUnavailable(`payment channel ${channel} is not available for this game`);
+    const started = await provider.start(order, settings);
     if (started.kind === 'pending') return started;
     return { kind: 'confirmed', outcome: await this.confirm(channel, started.confirmation) };
   }
@@ -60,45 +89,79 @@ export class PaymentService {
   /** Verifies a provider's confirmation and applies it; safe to call again with the same one. */
   async confirm(providerName: string, confirmation: unknown): Promise<PaymentOutcome> {
     const provider = this.providers.get(providerName);
+    if (!provider?.verify) throw Errors.invalidRequest(`unknown payment provider ${providerName}`);
+    return this.apply(providerName, await provider.verify(confirmation));
+  }
+
+  /** Applies a payment the channel has verified itself; safe to call again with the same one. */
+  async apply(providerName: string, paid: VerifiedPayment): Promise<PaymentOutcome> {
+    const provider = this.providers.get(providerName);
     if (!provider) throw Errors.invalidRequest(`unknown payment provider ${providerName}`);
-    const paid = await provider.verify(confirmation);
     let outcome: PaymentOutcome;
     try {
-      outcome = await this.d.payments.transaction((trx) => this.apply(trx, provider, paid));
+      outcome = await this.d.payments.transaction((trx) => this.applyIn(trx, provider, paid));
     } catch (e) {
-      // A concurrent confirmation of the same provider transaction committed first.
+      // A concurrent payment of the same provider transaction committed first: read again, it
+      // is now a replay (same order) or a transaction already used (another order).
       if (!isUniqueViolation(e)) throw e;
-      const winner = await this.d.payments.findByTxn(this.d.payments.db, provider.name, paid.provider_txn_id);
-      if (!winner) throw e;
-      return toOutcome(winner, true);
+      outcome = await this.d.payments.transaction((trx) => this.applyIn(trx, provider, paid));
     }
     if (outcome.status === 'accepted' && !outcome.replay) this.d.onPaid?.(outcome.order_id);
     return outcome;
   }
 
-  private async apply(trx: Transaction<DB>, provider: PaymentProvider, paid: VerifiedPayment): Promise<PaymentOutcome> {
+  /**
+   * A reversal the provider started (an App Store refund or revocation, a voided Play
+   * purchase, a refund made in a merchant portal): refunds the order the transaction paid and
+   * queues the game's `refund` notification, which is sent after the order's ship_order.
+   * Null when the transaction paid no order; `refunded: false` when the order was not
+   * refundable (refunded already: safe to repeat).
+   */
+  async reverse(providerName: string, providerTxnId: string, reason: string): Promise<{ order_id: string; refunded: boolean } | null> {
+    const { payments, lifecycle, clock } = this.d;
+    const now = clock.now();
+    const r = await payments.transaction(async (trx) => {
+      const paid = await payments.findAccepted(trx, providerName, providerTxnId);
+      if (!paid) return null;
+      const t = await lifecycle.refund(trx, paid.order_id, now, { actor: `provider:${providerName}`, reason });
+      return { order_id: paid.order_id, refunded: t.changed };
+    });
+    if (r?.refunded) this.d.onRefunded?.(r.order_id);
+    return r;
+  }
+
+  private async applyIn(trx: Transaction<DB>, provider: PaymentProvider, paid: VerifiedPayment): Promise<PaymentOutcome> {
     const { payments, orders, lifecycle, clock, ids } = this.d;
     const before = await payments.findByTxn(trx, provider.name, paid.provider_txn_id);
-    if (before) return toOutcome(before, true);
+    const mine = before.find((p) => p.order_id === paid.order_id);
+    if (mine) return toOutcome(mine, true);
 
+    const order = await orders.findById(trx, paid.order_id);
     const now = clock.now();
     const row: PaymentRow = {
       payment_id: prefixedId('pay', ids),
       order_id: paid.order_id,
+      game_id: order?.game_id ?? null,
       provider: provider.name,
       provider_txn_id: paid.provider_txn_id,
-      amount: paid.amount,
-      currency: paid.currency,
+      amount: paid.amount ?? order?.amount ?? 0,
+      currency: paid.currency ?? order?.currency ?? '',
       status: 'flagged',
       late: 0,
       detail: null,
       created_at: now,
+      environment: paid.environment ?? null,
+      store_amount: paid.store?.price?.amount ?? null,
+      store_currency: paid.store?.price?.currency ?? null,
+      reason: null,
     };
-    const order = await orders.findById(trx, paid.order_id);
-    const mismatch = order ? mismatchReason(order, paid) : 'unknown_order';
+    if (before.length > 0) return this.flag(trx, row, 'transaction_used', order, { paid_order_id: before[0]!.order_id });
+    if (!order) return this.flag(trx, row, 'unknown_order', order);
+    const mismatch = await this.mismatchReason(trx, provider, order, paid);
     if (mismatch) return this.flag(trx, row, mismatch, order);
 
-    const r = await lifecycle.markPaid(trx, paid.order_id, now, { paymentId: row.payment_id, provider: provider.name, sandbox: provider.sandbox });
+    const sandbox = paid.sandbox ?? provider.sandbox;
+    const r = await lifecycle.markPaid(trx, paid.order_id, now, { paymentId: row.payment_id, provider: provider.name, sandbox });
     // Not payable (already paid through another transaction, or canceled): money moved that
     // the order does not need; keep it for the operator to refund.
     if (!r.changed) return this.flag(trx, row, `order_${r.order?.status ?? 'missing'}`, r.order);
@@ -106,19 +169,29 @@ export class PaymentService {
     return toOutcome({ ...row, status: 'accepted' }, false);
   }
 
-  private async flag(trx: Transaction<DB>, row: PaymentRow, reason: FlagReason, order: OrderRow | undefined): Promise<PaymentOutcome> {
-    const expected = order ? { amount: order.amount, currency: order.currency, status: order.status } : null;
-    const flagged: PaymentRow = { ...row, status: 'flagged', detail: JSON.stringify({ reason, expected }) };
+  private async mismatchReason(trx: Transaction<DB>, provider: PaymentProvider, order: OrderRow, paid: VerifiedPayment): Promise<FlagReason | null> {
+    if (!paid.store) return order.amount !== paid.amount || order.currency !== paid.currency ? 'amount_mismatch' : null;
+    const storeIds = await this.d.payments.storeProductIds(trx, order.game_id, order.product_id);
+    if (storeIds?.[provider.name] !== paid.store.product_id) return 'product_mismatch';
+    return paid.store.quantity === order.quantity ? null : 'quantity_mismatch';
+  }
+
+  private async flag(trx: Transaction<DB>, row: PaymentRow, reason: FlagReason, order: OrderRow | undefined, extra: object = {}): Promise<PaymentOutcome> {
+    const expected = order ? { amount: order.amount, currency: order.currency, status: order.status, product_id: order.product_id, quantity: order.quantity } : null;
+    const flagged: PaymentRow = { ...row, status: 'flagged', reason, detail: JSON.stringify({ reason, expected, ...extra }) };
     await this.d.payments.insert(trx, flagged);
     return toOutcome(flagged, false);
   }
 }
 
-function mismatchReason(order: OrderRow, paid: VerifiedPayment): FlagReason | null {
-  return order.amount !== paid.amount || order.currency !== paid.currency ? 'amount_mismatch' : null;
+/** What a flagged payment means to the client that submitted it: 409 for the order's state, else 422. */
+export function refusalOf(outcome: PaymentOutcome): Error {
+  const reason = outcome.reason ?? 'unknown_order';
+  if (reason.startsWith('order_')) return Errors.invalidState(`order ${outcome.order_id} is ${reason.slice(6)} and cannot be paid; the payment is kept for the operator`);
+  return Errors.paymentRejected(`payment rejected: ${FLAG_MESSAGES[reason] ?? reason}; the payment is kept for the operator`);
 }
 
 function toOutcome(p: PaymentRow, replay: boolean): PaymentOutcome {
-  const reason = p.status === 'flagged' && p.detail ? (JSON.parse(p.detail) as { reason?: FlagReason }).reason : undefined;
+  const reason = p.status === 'flagged' ? ((p.reason ?? (p.detail ? (JSON.parse(p.detail) as { reason?: string }).reason : undefined)) as FlagReason | undefined) : undefined;
   return { payment_id: p.payment_id, order_id: p.order_id, status: p.status, replay, ...(reason ? { reason } : {}) };
 }

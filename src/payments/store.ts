@@ -5,7 +5,10 @@ import type { DB, PaymentsTable } from '../db/schema.js';
 export type PaymentRow = Selectable<PaymentsTable>;
 type Q = Kysely<DB> | Transaction<DB>;
 
-/** Queries for payments: one row per provider transaction, unique (provider, provider_txn_id). */
+/**
+ * Queries for payments: one row per provider transaction and order, unique (provider,
+ * provider_txn_id, order_id); at most one accepted row per (provider, provider_txn_id).
+ */
 export class PaymentStore {
   constructor(
     readonly db: Kysely<DB>,
@@ -17,11 +20,28 @@ export class PaymentStore {
     return this.tx(fn);
   }
 
-  findByTxn(q: Q, provider: string, txnId: string): Promise<PaymentRow | undefined> {
-    return q.selectFrom('payments').selectAll().where('provider', '=', provider).where('provider_txn_id', '=', txnId).executeTakeFirst();
+  /** Every payment recorded for a provider transaction, oldest first. */
+  findByTxn(q: Q, provider: string, txnId: string): Promise<PaymentRow[]> {
+    return q.selectFrom('payments').selectAll().where('provider', '=', provider).where('provider_txn_id', '=', txnId).orderBy('created_at').orderBy('payment_id').execute();
+  }
+
+  findAccepted(q: Q, provider: string, txnId: string): Promise<PaymentRow | undefined> {
+    return q
+      .selectFrom('payments')
+      .selectAll()
+      .where('provider', '=', provider)
+      .where('provider_txn_id', '=', txnId)
+      .where('status', '=', 'accepted')
+      .executeTakeFirst();
   }
 
   async insert(q: Q, row: PaymentRow): Promise<void> {
     await q.insertInto('payments').values(row).execute();
+  }
+
+  /** A product's store ids (payments.md 2), read in the payment's transaction. */
+  async storeProductIds(q: Q, gameId: string, productId: string): Promise<Record<string, string> | null> {
+    const r = await q.selectFrom('products').select('store_product_ids').where('game_id', '=', gameId).where('product_id', '=', productId).executeTakeFirst();
+    return r?.store_product_ids ? (JSON.parse(r.store_product_ids) as Record<string, string>) : null;
   }
 }

@@ -12,6 +12,9 @@ export const SEALED_COLUMNS: readonly { table: keyof DB; id: string; column: str
   { table: 'game_keys', id: 'key_id', column: 'secret_enc' },
   { table: 'partner_keys', id: 'key_id', column: 'secret_enc' },
   { table: 'games', id: 'game_id', column: 'nppa_secret_enc' },
+  // Keyed by (game_id, channel): the update's guard on the sealed value (random IV, so unique)
+  // picks the one row of the game.
+  { table: 'game_channels', id: 'game_id', column: 'secrets_enc' },
 ];
 
 export interface RotationReport {

@@ -103,7 +103,7 @@ describe(`crash safety: SIGKILL ${ROUNDS} times under load`, () => {
 
     let svc = await spawnService(env);
     const gameId = `crash${randomBytes(3).toString('hex')}`;
-    const g = await call(svc.url, 'POST', '/admin/v1/games', { game_id: gameId, name: 'Crash' }, { authorization: `Bearer ${ADMIN}` });
+    const g = await call(svc.url, 'POST', '/admin/v1/games', { game_id: gameId, name: 'Crash', sandbox_payments: true }, { authorization: `Bearer ${ADMIN}` });
     expect(g.status).toBe(201);
     const secret: string = g.body.secret_key;
     keys.set(gameId, [secret]);

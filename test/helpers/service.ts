@@ -118,10 +118,14 @@ export interface TestGame {
 }
 
 let seq = 0;
-/** Each test makes its own game (its own tenant), with one product `gem_60` (600 CNY minor units). */
+/**
+ * Each test makes its own game (its own tenant), with one product `gem_60` (600 CNY minor
+ * units). The sandbox channel is turned on (a new game has none): tests pay through it;
+ * `sandbox_payments: false` in `settings` leaves the game without it.
+ */
 export async function createGame(t: TestService, settings: Record<string, unknown> = {}): Promise<TestGame> {
   const gameId = `g${process.pid}_${++seq}_${randomBytes(3).toString('hex')}`;
-  const r = await admin(t, 'POST', '/admin/v1/games', { game_id: gameId, name: 'Test game', ...settings });
+  const r = await admin(t, 'POST', '/admin/v1/games', { game_id: gameId, name: 'Test game', sandbox_payments: true, ...settings });
   if (r.status !== 201) throw new Error(`create game: ${r.status} ${r.text}`);
   const p = await admin(t, 'PUT', `/admin/v1/games/${gameId}/products/gem_60`, { name: '60 gems', price: 600, currency: 'CNY' });
   if (p.status !== 200) throw new Error(`put product: ${p.status} ${p.text}`);

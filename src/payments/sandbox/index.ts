@@ -1,18 +1,21 @@
-import type { PayableOrder, PayingGame, PaymentProvider, PaymentStart, VerifiedPayment } from './provider.js';
-import { Errors } from '../errors.js';
+import { Type } from 'typebox';
+import { Errors } from '../../errors.js';
+import type { PayableOrder, PaymentProvider, PaymentStart, VerifiedPayment } from '../provider.js';
+
+export const SandboxSettings = Type.Object({ enabled: Type.Boolean() }, { additionalProperties: false });
 
 /**
  * The `sandbox` channel: confirms at once and moves no money, for testers and integration
- * work. Its transaction id is derived from the order, so paying one order twice (a double
- * click, a retry, two tabs) is the same provider transaction: idempotent by construction.
+ * work. Off for a new game; a game turns it on explicitly (payments.md 1). Its transaction id
+ * is derived from the order, so paying one order twice (a double click, a retry, two tabs) is
+ * the same provider transaction: idempotent by construction.
  */
 export class SandboxProvider implements PaymentProvider {
   readonly name = 'sandbox';
   readonly sandbox = true;
-
-  available(game: PayingGame): boolean {
-    return game.sandbox_payments === 1;
-  }
+  readonly settingsBody = SandboxSettings;
+  readonly secretFields = [] as const;
+  readonly hasCallbacks = false;
 
   async start(order: PayableOrder): Promise<PaymentStart> {
     const confirmation: VerifiedPayment = {

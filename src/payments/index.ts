@@ -1,0 +1,58 @@
+import type { FastifyInstance } from 'fastify';
+import type { TransactionRunner } from '../db/group-commit.js';
+import type { Kysely } from 'kysely';
+import type { DB } from '../db/schema.js';
+import type { Clock } from '../lib/clock.js';
+import type { IdGenerator } from '../lib/ids.js';
+import type { SecretBox } from '../lib/secret-box.js';
+import { AppleProvider } from './apple/index.js';
+import { AppAccountTokens } from './apple/store.js';
+import { registerChannelRoutes } from './channel-routes.js';
+import { ChannelService } from './channel-service.js';
+import { ChannelStore } from './channel-store.js';
+import { GoogleProvider } from './google/index.js';
+import type { PaymentProvider } from './provider.js';
+import { SandboxProvider } from './sandbox/index.js';
+import { PaymentStore } from './store.js';
+
+export interface PaymentChannelsDeps {
+  db: Kysely<DB>;
+  transaction: TransactionRunner;
+  clock: Clock;
+  ids: IdGenerator;
+  secrets: SecretBox;
+  publicBaseUrl: string;
+  appleRootCerts: Buffer[];
+}
+
+/** The payment channels of this service and the store of games' channel settings. */
+export interface PaymentChannels {
+  providers: PaymentProvider[];
+  channels: ChannelService;
+  store: PaymentStore;
+  tokens: AppAccountTokens;
+}
+
+/** Every channel this service offers, one folder each (payments.md 1). */
+export function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
+  const store = new PaymentStore(d.db, d.transaction);
+  const tokens = new AppAccountTokens(d.db);
+  const providers: PaymentProvider[] = [
+    new SandboxProvider(),
+    new AppleProvider({ rootCerts: d.appleRootCerts, tokens, payments: store, clock: d.clock }),
+    new GoogleProvider(),
+  ];
+  const channels = new ChannelService({
+    store: new ChannelStore(d.db, d.transaction),
+    providers,
+    secrets: d.secrets,
+    clock: d.clock,
+    ids: d.ids,
+    publicBaseUrl: d.publicBaseUrl,
+  });
+  return { providers, channels, store, tokens };
+}
+
+export function registerPaymentRoutes(app: FastifyInstance, p: PaymentChannels): void {
+  registerChannelRoutes(app, p.channels, p.providers);
+}
