@@ -18,6 +18,7 @@ const SECURITY: Record<string, unknown[]> = {
   partner: [{ partnerSignature: [] }],
   admin: [{ adminBearer: [] }],
   client: [],
+  provider: [],
   none: [],
 };
 

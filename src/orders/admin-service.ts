@@ -22,6 +22,11 @@ export interface OrderAdminDeps {
   publicBaseUrl: string;
   /** Called after a refund (and its notification) committed, e.g. to wake the notifier. */
   onRefunded?: (orderId: string) => void;
+  /**
+   * Asked before a refund: the payment provider returns the money first (payments.md 5); it
+   * throws, and nothing changes, when the provider refuses.
+   */
+  providerRefund?: (order: OrderRow) => Promise<void>;
 }
 
 /** Operator views and actions on orders (PROTOCOL 11). */
@@ -86,6 +91,8 @@ export class OrderAdminService {
   /** paid|delivered -> refunded; queues the `refund` notification. 409 from any other state. */
   async refund(orderId: string, actor: string, reason?: string): Promise<AdminOrder> {
     const by = { actor, reason };
+    const current = await this.d.store.findById(this.d.store.db, orderId);
+    if (current) await this.d.providerRefund?.(current);
     const order = await this.act(orderId, by, 'order.refund', (trx, now) => this.d.lifecycle.refund(trx, orderId, now, by));
     this.d.onRefunded?.(orderId);
     return order;

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TransactionRunner } from '../db/group-commit.js';
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
+import type { Logger } from 'pino';
 import type { Clock } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
 import type { SecretBox } from '../lib/secret-box.js';
@@ -11,6 +12,8 @@ import { registerChannelRoutes } from './channel-routes.js';
 import { ChannelService } from './channel-service.js';
 import { ChannelStore } from './channel-store.js';
 import { GoogleProvider } from './google/index.js';
+import { PlayApi } from './google/play-api.js';
+import { GooglePurchaseStore } from './google/store.js';
 import type { PaymentProvider } from './provider.js';
 import { SandboxProvider } from './sandbox/index.js';
 import { PaymentStore } from './store.js';
@@ -23,6 +26,9 @@ export interface PaymentChannelsDeps {
   secrets: SecretBox;
   publicBaseUrl: string;
   appleRootCerts: Buffer[];
+  /** GOOGLE_API_BASE_URL and GOOGLE_API_TIMEOUT_MS. */
+  google: { apiBaseUrl: string; timeoutMs: number };
+  log: Logger;
 }
 
 /** The payment channels of this service and the store of games' channel settings. */
@@ -31,16 +37,18 @@ export interface PaymentChannels {
   channels: ChannelService;
   store: PaymentStore;
   tokens: AppAccountTokens;
+  google: { api: PlayApi; purchases: GooglePurchaseStore };
 }
 
 /** Every channel this service offers, one folder each (payments.md 1). */
 export function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
   const store = new PaymentStore(d.db, d.transaction);
   const tokens = new AppAccountTokens(d.db);
+  const google = { api: new PlayApi({ baseUrl: d.google.apiBaseUrl, timeoutMs: d.google.timeoutMs, log: d.log }), purchases: new GooglePurchaseStore(d.db) };
   const providers: PaymentProvider[] = [
     new SandboxProvider(),
     new AppleProvider({ rootCerts: d.appleRootCerts, tokens, payments: store, clock: d.clock }),
-    new GoogleProvider(),
+    new GoogleProvider({ payments: store, purchases: google.purchases, api: google.api }),
   ];
   const channels = new ChannelService({
     store: new ChannelStore(d.db, d.transaction),
@@ -50,7 +58,7 @@ export function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
     ids: d.ids,
     publicBaseUrl: d.publicBaseUrl,
   });
-  return { providers, channels, store, tokens };
+  return { providers, channels, store, tokens, google };
 }
 
 export function registerPaymentRoutes(app: FastifyInstance, p: PaymentChannels): void {

@@ -35,6 +35,11 @@ export class PaymentStore {
       .executeTakeFirst();
   }
 
+  /** The payment that paid an order, if one did. */
+  acceptedOf(q: Q, orderId: string): Promise<PaymentRow | undefined> {
+    return q.selectFrom('payments').selectAll().where('order_id', '=', orderId).where('status', '=', 'accepted').executeTakeFirst();
+  }
+
   async insert(q: Q, row: PaymentRow): Promise<void> {
     await q.insertInto('payments').values(row).execute();
   }
