@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config/index.js';
 import { ManualClock } from '../src/lib/clock.js';
 import { GoogleConsumer } from '../src/payments/google/consumer.js';
+import { minorUnits } from '../src/payments/google/play-api.js';
 import {
   oneTimeProductNotification,
   pubsubPush,
@@ -59,12 +60,15 @@ async function googleGame(settings: Record<string, unknown> = {}): Promise<TestG
 /** Google records a purchase of SKU for the order (purchased, not consumed), as Play Billing would. */
 function bought(order: { order_id: string }, p: Partial<PlayPurchase> = {}, sku = SKU): string {
   const token = `tok.${randomBytes(24).toString('base64url')}`;
+  const orderId = `GPA.3300-${randomBytes(4).toString('hex')}-${randomBytes(3).toString('hex')}`;
+  // US$0.99, as the storefront charged it.
+  g.orderTotals.set(orderId, { currencyCode: 'USD', units: '0', nanos: 990_000_000 });
   g.setPurchase(PKG, sku, token, {
     purchaseTimeMillis: String(Date.now()),
     purchaseState: 0,
     consumptionState: 0,
     acknowledgementState: 0,
-    orderId: `GPA.3300-${randomBytes(4).toString('hex')}-${randomBytes(3).toString('hex')}`,
+    orderId,
     obfuscatedExternalAccountId: order.order_id,
     productId: sku,
     quantity: 1,
@@ -116,7 +120,9 @@ describe('google: purchase submissions', () => {
     expect(r.body).toEqual({ order_id: o.order_id, status: 'paid' });
     expect(await orderRow(t, o.order_id)).toMatchObject({ status: 'paid', is_sandbox: 0 });
     const pays = await paymentsOf(t, o.order_id);
-    expect(pays).toMatchObject([{ provider: 'google', status: 'accepted', provider_txn_id: g.purchase(PKG, SKU, token)!.orderId, environment: 'Production' }]);
+    expect(pays).toMatchObject([
+      { provider: 'google', status: 'accepted', provider_txn_id: g.purchase(PKG, SKU, token)!.orderId, environment: 'Production', amount: 600, currency: 'CNY', store_amount: 99, store_currency: 'USD' },
+    ]);
     expect(g.purchase(PKG, SKU, token)).toMatchObject({ consumptionState: 1, acknowledgementState: 1 });
     expect(await googleRow(token)).toMatchObject({ state: 'consumed', order_id: o.order_id, game_id: game.gameId });
     const ntfs = await notificationsOf(t, o.order_id);
@@ -126,6 +132,14 @@ describe('google: purchase submissions', () => {
     expect(g.calls.every((c) => c.authorized)).toBe(true);
     expect(g.tokenRequests.length).toBeGreaterThan(0);
     expect(g.tokenRequests.every((x) => x.verified)).toBe(true);
+  });
+
+  it("an order Google does not price (orders.get failing) is paid all the same, its store price unknown", async () => {
+    const o = await createOrder(t, game);
+    const token = bought(o);
+    g.orderTotals.delete(g.purchase(PKG, SKU, token)!.orderId!);
+    expect((await submit(token, o)).status).toBe(200);
+    expect(await paymentsOf(t, o.order_id)).toMatchObject([{ status: 'accepted', store_amount: null, store_currency: null }]);
   });
 
   it('a replay (with or without the order token) answers the same and pays and consumes nothing more', async () => {
@@ -382,6 +396,18 @@ describe('google: operator refunds', () => {
     expect(r.status).toBe(409);
     expect(r.body.message).toMatch(/Google Play refused the refund.*too old/);
     expect((await orderRow(t, o.order_id)).status).toBe('paid');
+  });
+});
+
+describe('google: store prices', () => {
+  it("Google's Money (units, nanos) in minor units of its currency's ISO digits", () => {
+    expect(minorUnits({ currencyCode: 'USD', units: '1', nanos: 990_000_000 })).toEqual({ amount: 199, currency: 'USD' });
+    expect(minorUnits({ currencyCode: 'JPY', units: '160', nanos: 0 })).toEqual({ amount: 160, currency: 'JPY' });
+    expect(minorUnits({ currencyCode: 'KWD', units: '2', nanos: 500_000_000 })).toEqual({ amount: 2500, currency: 'KWD' });
+    expect(minorUnits({ currencyCode: 'EUR', nanos: 500_000_000 })).toEqual({ amount: 50, currency: 'EUR' });
+    expect(minorUnits({ units: '1' })).toBeNull();
+    expect(minorUnits({ currencyCode: 'USD', units: '1e3' })).toBeNull();
+    expect(minorUnits(undefined)).toBeNull();
   });
 });
 

@@ -75,6 +75,14 @@ export interface GooglePlayStandIn {
   /** Sets (or replaces) a purchase. */
   setPurchase(packageName: string, productId: string, token: string, p: PlayPurchase): void;
   purchase(packageName: string, productId: string, token: string): PlayPurchase | undefined;
+  /**
+   * Awaited before an API call is answered (after it is recorded and authorized): a test
+   * holds a call here, e.g. to kill the service while it waits. 'drop': the call is not
+   * carried out and its connection is closed (Google never saw it through).
+   */
+  beforeAnswer: ((call: PlayCall) => Promise<void | 'drop'>) | null;
+  /** What orders.get says the buyer paid for a Google order id (Order.total); unset: 404. */
+  orderTotals: Map<string, { currencyCode: string; units: string; nanos: number }>;
   /** Order ids refunded through orders.refund, as `packageName/orderId`. */
   refunds: string[];
   /** A Pub/Sub push OIDC token (RS256, kid of the served key unless `key` is another). */
@@ -116,6 +124,8 @@ export async function startGooglePlay(): Promise<GooglePlayStandIn> {
     tokenRequests: [],
     faults: [],
     refunds: [],
+    orderTotals: new Map(),
+    beforeAnswer: null,
     setPurchase: (pkg, productId, token, p) => st.purchases.set(key(pkg, productId, token), { ...p }),
     purchase: (pkg, productId, token) => st.purchases.get(key(pkg, productId, token)),
     signPushToken: (claims, opts = {}) => {
@@ -146,7 +156,7 @@ export async function startGooglePlay(): Promise<GooglePlayStandIn> {
         const jwk = { ...pushKey.publicKey.export({ format: 'jwk' }), kid: pushKid, alg: 'RS256', use: 'sig' };
         return json(res, 200, { keys: [jwk] }, { 'cache-control': 'public, max-age=3600' });
       }
-      apiEndpoint(st, s, req.method ?? 'GET', path, req.headers.authorization, res);
+      void apiEndpoint(st, s, req.method ?? 'GET', path, req.headers.authorization, res);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -199,12 +209,18 @@ function assertionProblem(st: PlayState, assertion: string): string | null {
 
 const PURCHASE = /^\/androidpublisher\/v3\/applications\/([^/]+)\/purchases\/products\/([^/]+)\/tokens\/([^/:]+)(:acknowledge|:consume)?$/;
 const REFUND = /^\/androidpublisher\/v3\/applications\/([^/]+)\/orders\/([^/:]+):refund$/;
+const ORDER = /^\/androidpublisher\/v3\/applications\/([^/]+)\/orders\/([^/:]+)$/;
 
-function apiEndpoint(st: PlayState, s: GooglePlayStandIn, method: string, path: string, authorization: string | undefined, res: http.ServerResponse): void {
+async function apiEndpoint(st: PlayState, s: GooglePlayStandIn, method: string, path: string, authorization: string | undefined, res: http.ServerResponse): Promise<void> {
   const bearer = /^Bearer (.+)$/.exec(authorization ?? '')?.[1];
   const authorized = bearer !== undefined && st.accessTokens.has(bearer);
-  s.calls.push({ method, path, authorized });
+  const call = { method, path, authorized };
+  s.calls.push(call);
   if (!authorized) return apiError(res, 401, 'Request had invalid authentication credentials.', 'UNAUTHENTICATED');
+  if ((await s.beforeAnswer?.(call)) === 'drop') {
+    res.destroy();
+    return;
+  }
   const at = s.faults.findIndex((f) => !f.when || f.when.test(path));
   const fault = at < 0 ? undefined : s.faults.splice(at, 1)[0];
   if (fault?.hang) return; // the client's time-out ends it
@@ -236,6 +252,9 @@ function apiEndpoint(st: PlayState, s: GooglePlayStandIn, method: string, path: 
     res.writeHead(204).end();
     return;
   }
+  const o = ORDER.exec(path);
+  const total = o && method === 'GET' ? s.orderTotals.get(decodeURIComponent(o[2]!)) : undefined;
+  if (o && total) return json(res, 200, { orderId: decodeURIComponent(o[2]!), state: 'PROCESSED', total, buyerAddress: { buyerCountry: 'US' } });
   apiError(res, 404, 'Not found', 'NOT_FOUND');
 }
 

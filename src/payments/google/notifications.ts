@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import { Errors, isApiError } from '../../errors.js';
+import type { GameChannel } from '../provider.js';
 import type { PaymentService } from '../service.js';
-import type { GooglePurchases } from './purchases.js';
-import { playApp } from './purchases.js';
+import { playApp, type GooglePurchases } from './purchases.js';
 import type { PushTokenVerifier } from './push-token.js';
 import type { GooglePurchaseStore } from './store.js';
 
@@ -58,23 +58,20 @@ export class GoogleNotifications {
     }
     const purchase = n.oneTimeProductNotification;
     if (purchase?.notificationType === ONE_TIME_PRODUCT_PURCHASED && typeof purchase.purchaseToken === 'string' && typeof purchase.sku === 'string') {
-      return this.purchased(gameId, purchase.sku, purchase.purchaseToken, log);
+      return this.purchased(gameId, channel, purchase.sku, purchase.purchaseToken, log);
     }
     const voided = n.voidedPurchaseNotification;
     if (voided?.productType === VOIDED_ONE_TIME_PRODUCT && typeof voided.purchaseToken === 'string') {
       return this.voided(gameId, voided.purchaseToken, typeof voided.orderId === 'string' ? voided.orderId : undefined, log);
     }
     log.info({ kind: Object.keys(n).filter((k) => k.endsWith('Notification')) }, 'Google notification recorded and ignored');
-    return;
   }
 
-  private async purchased(gameId: string, sku: string, token: string, log: Logger): Promise<void> {
+  private async purchased(gameId: string, channel: GameChannel, sku: string, token: string, log: Logger): Promise<void> {
     try {
-      const { channel, app } = await this.d.purchases.app(gameId);
-      const p = await this.d.purchases.fetch(gameId, app, sku, token);
+      const p = await this.d.purchases.fetch(gameId, playApp(channel), sku, token);
       const settled = await this.d.purchases.settle(gameId, channel, sku, token, p);
       log.info({ order_id: settled.order_id, replay: settled.outcome.replay }, 'Google purchase settled from its notification');
-      return;
     } catch (e) {
       // Refused for good: a notification again would be refused the same way.
       if (isApiError(e) && (e.status === 422 || e.status === 409)) {
@@ -94,7 +91,6 @@ export class GoogleNotifications {
     const txn = known.google_order_id || token;
     const r = await this.d.payments.reverse('google', txn, 'Google Play voided the purchase');
     log.info({ order_id: known.order_id, refunded: r?.refunded ?? false }, 'voided Google purchase');
-    return;
   }
 }
 

@@ -3,6 +3,7 @@ import { androidpublisher, type androidpublisher_v3 } from '@googleapis/androidp
 import { JWT } from 'google-auth-library';
 import type { Logger } from 'pino';
 import { Errors } from '../../errors.js';
+import { minorUnitDigits } from '../../lib/currency-digits.js';
 
 /** The service account a game gives for its Play Console app (its JSON key's fields). */
 export interface PlayServiceAccount {
@@ -73,6 +74,21 @@ export class PlayApi {
     }
   }
 
+  /**
+   * orders.get: what the buyer paid (the order's total, taxes and discounts included), in
+   * minor units of the buyer's currency. Null when Google does not say or cannot be asked now:
+   * the price is recorded for the operator, the payment does not depend on it.
+   */
+  async orderPrice(gameId: string, app: PlayApp, orderId: string): Promise<{ amount: number; currency: string } | null> {
+    try {
+      const r = await this.api(gameId, app).orders.get({ packageName: app.package_name, orderId });
+      return minorUnits(r.data.total);
+    } catch (e) {
+      this.o.log.warn({ game_id: gameId, call: 'orders.get', status: statusOf(e), err: googleMessage(e) }, 'Google Play order price not read; the payment is recorded without it');
+      return null;
+    }
+  }
+
   /** orders.refund (money back to the buyer, the item revoked); throws when Google refuses. */
   async refund(gameId: string, app: PlayApp, orderId: string): Promise<void> {
     try {
@@ -136,6 +152,15 @@ export class PlayApi {
   }
 }
 
+/** A Money (units, nanos) in minor units of its currency (ISO 4217 digits); null when it is not one. */
+export function minorUnits(m: androidpublisher_v3.Schema$Money | undefined): { amount: number; currency: string } | null {
+  const currency = m?.currencyCode;
+  if (!m || !currency || !/^[A-Z]{3}$/.test(currency) || !/^-?\d{1,15}$/.test(m.units ?? '0')) return null;
+  const digits = minorUnitDigits(currency);
+  const amount = Number(m.units ?? '0') * 10 ** digits + Math.round((m.nanos ?? 0) / 10 ** (9 - digits));
+  return Number.isSafeInteger(amount) ? { amount, currency } : null;
+}
+
 interface GaxiosLike {
   status?: number;
   response?: { status?: number; data?: unknown };
@@ -165,5 +190,8 @@ function googleMessage(e: unknown): string {
   if (typeof data?.error === 'string') return `${data.error}${typeof data.error_description === 'string' ? `: ${data.error_description}` : ''}`;
   const nested = (data?.error as { message?: unknown } | undefined)?.message;
   if (typeof nested === 'string') return nested;
-  return String((e as GaxiosLike | null)?.message ?? e).slice(0, 300);
+  // A network error's message names the URL, and a purchase URL holds the purchase token.
+  return String((e as GaxiosLike | null)?.message ?? e)
+    .replace(/https?:\/\/\S+/g, '<url>')
+    .slice(0, 300);
 }

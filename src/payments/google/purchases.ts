@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { Errors, isApiError } from '../../errors.js';
 import type { Clock } from '../../lib/clock.js';
 import type { OrderRow, OrderStore } from '../../orders/store.js';
-import type { GameChannel, VerifiedPayment } from '../provider.js';
+import type { GameChannel, StorePurchase, VerifiedPayment } from '../provider.js';
 import { refusalOf, type PaymentOutcome, type PaymentService } from '../service.js';
 import type { PlayApi, PlayApp, ProductPurchase } from './play-api.js';
 import type { GooglePurchaseRow, GooglePurchaseStore } from './store.js';
@@ -90,7 +90,9 @@ export class GooglePurchases {
         created_at: now,
       });
     }
-    const outcome = await this.d.payments.apply('google', paymentOf(order, productId, token, p, sandbox));
+    // The price as the store charged it, asked once (a replay's payment is recorded already).
+    const price = !known && p.orderId ? await this.d.api.orderPrice(gameId, playApp(channel), p.orderId) : null;
+    const outcome = await this.d.payments.apply('google', paymentOf(order, productId, token, p, sandbox, price));
     if (outcome.status !== 'accepted') {
       if (!known || known.state === 'owed') await this.d.store.settle(token, 'rejected', this.d.clock.now(), outcome.reason ?? 'flagged');
       throw refusalOf(outcome);
@@ -105,7 +107,7 @@ export class GooglePurchases {
    * as a flagged payment (a purchase pays at most one order) and refused.
    */
   async claimFor(other: OrderRow, productId: string, token: string, p: ProductPurchase): Promise<never> {
-    const outcome = await this.d.payments.apply('google', paymentOf(other, productId, token, p, p.purchaseType === TEST_PURCHASE));
+    const outcome = await this.d.payments.apply('google', paymentOf(other, productId, token, p, p.purchaseType === TEST_PURCHASE, null));
     throw outcome.status === 'accepted'
       ? Errors.internal('a Google purchase was accepted for a second order')
       : refusalOf(outcome);
@@ -133,13 +135,13 @@ export class GooglePurchases {
   }
 }
 
-function paymentOf(order: OrderRow, productId: string, token: string, p: ProductPurchase, sandbox: boolean): VerifiedPayment {
+function paymentOf(order: OrderRow, productId: string, token: string, p: ProductPurchase, sandbox: boolean, price: StorePurchase['price']): VerifiedPayment {
   return {
     // Google's order id is what the Play Console shows and refunds name; a purchase without
     // one is known by its token.
     provider_txn_id: p.orderId || token,
     order_id: order.order_id,
-    store: { product_id: productId, quantity: p.quantity ?? 1, price: null },
+    store: { product_id: productId, quantity: p.quantity ?? 1, price },
     environment: sandbox ? 'Test' : 'Production',
     sandbox,
   };
