@@ -269,6 +269,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     ids,
     publicBaseUrl: config.publicBaseUrl,
     onRefunded: kickNotifier,
+    checkRefund: (orderId) => payments.checkOperatorRefund(orderId),
     providerRefund: (order) => payments.refundAtProvider(order, (id) => channels.forGame(id)),
   });
   const google = createGoogleRuntime({
@@ -281,6 +282,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     log: logger,
     pushJwksUrl: config.google.pushJwksUrl,
     timeoutMs: config.google.timeoutMs,
+    authorize: (token) => checkout.authorize(token),
+    limitToken,
     consumeIntervalMs: Math.max(config.sweepIntervalMs, 5000),
   });
   const sweeper = new OrderSweeper({
@@ -381,7 +384,13 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   registerUnsupportedSdkRoutes(app);
   registerOrderAdminRoutes(app, orderAdmin);
   registerCheckoutRoutes(app, checkout, limitToken);
-  registerPaymentRoutes(app, paymentChannels);
+  registerPaymentRoutes(app, paymentChannels, {
+    payments,
+    orders: orderStore,
+    authorize: (token) => checkout.authorize(token),
+    clientStatus: (order) => checkout.clientStatus(order),
+    limitToken,
+  });
   google.register(app);
   registerSessionRoutes(app, sessions);
   registerPartnerRoutes(app, partners);

@@ -49,6 +49,9 @@ describe.skipIf(!haveChromium)('hosted checkout page in headless Chromium', () =
     expect(await page.textContent('#quantity')).toBe('2');
     expect(await page.textContent('#amount')).toBe('CNY 12.00');
     expect(await page.getAttribute('#status', 'data-status')).toBe('created');
+    // payments.md 3: the sandbox is offered as a test payment.
+    expect(await page.textContent('#pay')).toBe('Test payment: CNY 12.00');
+    expect(await page.textContent('#note')).toContain('no money moves');
     await page.screenshot({ path: `${OUT}/checkout-before-pay.png` });
 
     await page.click('#pay');

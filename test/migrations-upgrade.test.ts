@@ -23,6 +23,7 @@ const SHIPPED: string[][] = [
   ['0001_initial', '0002_compliance_nppa', '0002_notifications_window', '0002_orders_listing', '0003_orders_drop_redundant_index', '0004_admin_listing_indexes', '0005_sessions_open_closed_indexes', '0006_nppa_backlog_order'],
   ['0001_initial', '0002_compliance_nppa', '0002_notifications_window', '0002_orders_listing', '0003_orders_drop_redundant_index', '0004_admin_listing_indexes', '0005_sessions_open_closed_indexes', '0006_nppa_backlog_order', '0007_nppa_sent_identity', '0008_nppa_leases_shift_at'],
   ['0001_initial', '0002_compliance_nppa', '0002_notifications_window', '0002_orders_listing', '0003_orders_drop_redundant_index', '0004_admin_listing_indexes', '0005_sessions_open_closed_indexes', '0006_nppa_backlog_order', '0007_nppa_sent_identity', '0008_nppa_leases_shift_at', '0009_sessions_drop_game_created'],
+  ['0001_initial', '0002_compliance_nppa', '0002_notifications_window', '0002_orders_listing', '0003_orders_drop_redundant_index', '0004_admin_listing_indexes', '0005_sessions_open_closed_indexes', '0006_nppa_backlog_order', '0007_nppa_sent_identity', '0008_nppa_leases_shift_at', '0009_sessions_drop_game_created', '0010_listing_status_statistics', '0011_sessions_player_index_derived'],
 ];
 
 /** 0006 as it first shipped (9caf13d), before shift_at was added to it (c72eb8a). */
@@ -90,5 +91,43 @@ describe('upgrading a database left at an earlier set of migrations', () => {
     await database.db.insertInto('nppa_leases').values({ game_id: 'g', owner: 'me', expires_at: Date.now() + 60_000, paused_until: 0, shift_ms: 0, shift_at: 0, last_ot: 0 }).execute();
     await store.saveProgress(database.db, 'g', 'me', { shiftMs: 5000, shiftAt: 1, lastOt: 2 });
     expect(await database.db.selectFrom('nppa_leases').select(['shift_ms', 'shift_at', 'last_ot']).executeTakeFirstOrThrow()).toEqual({ shift_ms: 5000, shift_at: 1, last_ot: 2 });
+  });
+
+  it('to 0012: existing games keep their sandbox setting as a sandbox channel; payments keep their rows, game and flag reason', async () => {
+    tdb = await createTestDatabase();
+    database = openDatabase(tdb.url);
+    const upTo0011 = SHIPPED.at(-1)!;
+    await migrateToLatest(database, Object.fromEntries(upTo0011.map((name) => [name, migrations[name]!])));
+    const db = database.db as unknown as Kysely<any>;
+    const game = (game_id: string, sandbox_payments: number) => ({
+      game_id, name: game_id, iap_enabled: 1, sandbox_payments, order_ttl_seconds: 1800, gm_url: null, rate_limit_per_second: 10,
+      nppa_app_id: null, nppa_biz_id: null, nppa_secret_enc: null, created_at: 1, updated_at: 2,
+    });
+    await db.insertInto('games').values([game('with_sandbox', 1), game('without_sandbox', 0)]).execute();
+    const order = (order_id: string) => ({
+      order_id, game_id: 'with_sandbox', reference_id: order_id, combo_id: 'c', product_id: 'p', platform: 'ios', notify_url: 'http://x/n',
+      quantity: 1, meta: null, context: null, amount: 600, currency: 'CNY', status: 'paid', token_secret: 's', request_hash: '', is_sandbox: 1,
+      late_payment: 0, created_at: 1, expires_at: 2, updated_at: 1, paid_at: 1, delivered_at: null, expired_at: null, canceled_at: null, refunded_at: null,
+    });
+    await db.insertInto('orders').values([order('o1'), order('o2')]).execute();
+    const payment = (payment_id: string, order_id: string, status: string, detail: string | null) => ({
+      payment_id, order_id, provider: 'sandbox', provider_txn_id: `t_${payment_id}`, amount: 600, currency: 'CNY', status, late: 0, detail, created_at: 1,
+    });
+    await db.insertInto('payments').values([payment('p1', 'o1', 'accepted', null), payment('p2', 'o2', 'flagged', '{"reason":"amount_mismatch","expected":null}')]).execute();
+
+    await migrateToLatest(database);
+    expect(await db.selectFrom('game_channels').select(['game_id', 'channel', 'enabled', 'settings', 'secrets_enc']).execute()).toEqual([
+      { game_id: 'with_sandbox', channel: 'sandbox', enabled: 1, settings: '{}', secrets_enc: null },
+    ]);
+    const pays = await db.selectFrom('payments').select(['payment_id', 'game_id', 'status', 'reason', 'environment', 'store_amount']).orderBy('payment_id').execute();
+    expect(pays).toEqual([
+      { payment_id: 'p1', game_id: 'with_sandbox', status: 'accepted', reason: null, environment: null, store_amount: null },
+      { payment_id: 'p2', game_id: 'with_sandbox', status: 'flagged', reason: 'amount_mismatch', environment: null, store_amount: null },
+    ]);
+    // One accepted payment per provider transaction; the same transaction for another order is
+    // kept as a flagged payment of that order.
+    await expect(db.insertInto('payments').values({ ...payment('p3', 'o2', 'accepted', null), provider_txn_id: 't_p1' }).execute()).rejects.toThrow();
+    await db.insertInto('payments').values({ ...payment('p4', 'o2', 'flagged', null), provider_txn_id: 't_p1' }).execute();
+    await expect(db.insertInto('payments').values({ ...payment('p5', 'o2', 'flagged', null), provider_txn_id: 't_p1' }).execute()).rejects.toThrow();
   });
 });

@@ -18,6 +18,7 @@ const SECURITY: Record<string, unknown[]> = {
   partner: [{ partnerSignature: [] }],
   admin: [{ adminBearer: [] }],
   client: [],
+  // Payment providers' callbacks: each checks its provider's own signature (payments.md 4).
   provider: [],
   none: [],
 };

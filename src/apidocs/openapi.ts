@@ -67,7 +67,7 @@ const AUDIENCE: Record<string, AuthKind[]> = {
   binding_not_found: ['partner'],
   role_not_found: ['partner'],
   channel_unavailable: ['client', 'provider'],
-  payment_rejected: ['client'],
+  payment_rejected: ['client', 'provider'],
   not_implemented: ['game'],
 };
 

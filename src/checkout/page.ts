@@ -91,8 +91,8 @@ export function renderCheckoutPage(view: CheckoutView, token: string, nonce: str
   const paid = o.status === 'paid' || o.status === 'delivered';
   const canPay = o.status === 'created' && view.sandboxAvailable;
   const action = canPay
-    ? `<button id="pay" type="button" data-token="${escapeHtml(token)}" data-channel="sandbox" data-pay-url="../v1/client/pay">Pay ${escapeHtml(formatMinorUnits(o.amount, o.currency))}</button>
-<p class="muted" id="note">Sandbox payment: no money moves.</p>`
+    ? `<button id="pay" type="button" data-token="${escapeHtml(token)}" data-channel="sandbox" data-pay-url="../v1/client/pay">Test payment: ${escapeHtml(formatMinorUnits(o.amount, o.currency))}</button>
+<p class="muted" id="note">Test payment (sandbox): no money moves.</p>`
     : o.status === 'created'
       ? '<p class="muted">No payment channel is available for this game.</p>'
       : '';

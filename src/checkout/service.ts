@@ -64,7 +64,8 @@ export class CheckoutService {
     return view;
   }
 
-  private async authorize(token: string): Promise<OrderRow> {
+  /** The order behind a token; 401 invalid_token for an unknown, forged or tampered one. */
+  async authorize(token: string): Promise<OrderRow> {
     const parsed = parseOrderToken(token);
     const order = parsed ? await this.d.orders.findById(this.d.orders.db, parsed.orderId) : undefined;
     // Compare against a dummy when the order is unknown, so both refusals cost the same.
@@ -73,7 +74,7 @@ export class CheckoutService {
     return order;
   }
 
-  private clientStatus(order: OrderRow): ClientOrder['status'] {
+  clientStatus(order: OrderRow): ClientOrder['status'] {
     // The sweeper moves it to `expired` within seconds; the client sees it at once.
     return order.status === 'created' && this.d.clock.now() >= order.expires_at ? 'expired' : order.status;
   }

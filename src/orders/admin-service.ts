@@ -22,6 +22,8 @@ export interface OrderAdminDeps {
   publicBaseUrl: string;
   /** Called after a refund (and its notification) committed, e.g. to wake the notifier. */
   onRefunded?: (orderId: string) => void;
+  /** Refuses (throws) a refund the payment's provider must make itself (payments.md 5). */
+  checkRefund?: (orderId: string) => Promise<void>;
   /**
    * Asked before a refund: the payment provider returns the money first (payments.md 5); it
    * throws, and nothing changes, when the provider refuses.
@@ -90,6 +92,7 @@ export class OrderAdminService {
 
   /** paid|delivered -> refunded; queues the `refund` notification. 409 from any other state. */
   async refund(orderId: string, actor: string, reason?: string): Promise<AdminOrder> {
+    await this.d.checkRefund?.(orderId);
     const by = { actor, reason };
     const current = await this.d.store.findById(this.d.store.db, orderId);
     if (current) await this.d.providerRefund?.(current);

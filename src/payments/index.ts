@@ -6,7 +6,13 @@ import type { Logger } from 'pino';
 import type { Clock } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
 import type { SecretBox } from '../lib/secret-box.js';
+import type { OrderRow, OrderStore } from '../orders/store.js';
 import { AppleProvider } from './apple/index.js';
+import { AppleNotifications } from './apple/notifications.js';
+import type { TokenLimit } from '../checkout/routes.js';
+import { registerAppleRoutes } from './apple/routes.js';
+import { AppleTransactions } from './apple/transactions.js';
+import { AppleVerifiers } from './apple/verifier.js';
 import { AppAccountTokens } from './apple/store.js';
 import { registerChannelRoutes } from './channel-routes.js';
 import { ChannelService } from './channel-service.js';
@@ -16,6 +22,7 @@ import { PlayApi } from './google/play-api.js';
 import { GooglePurchaseStore } from './google/store.js';
 import type { PaymentProvider } from './provider.js';
 import { SandboxProvider } from './sandbox/index.js';
+import type { PaymentService } from './service.js';
 import { PaymentStore } from './store.js';
 
 export interface PaymentChannelsDeps {
@@ -38,6 +45,7 @@ export interface PaymentChannels {
   store: PaymentStore;
   tokens: AppAccountTokens;
   google: { api: PlayApi; purchases: GooglePurchaseStore };
+  verifiers: AppleVerifiers;
 }
 
 /** Every channel this service offers, one folder each (payments.md 1). */
@@ -58,9 +66,23 @@ export function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
     ids: d.ids,
     publicBaseUrl: d.publicBaseUrl,
   });
-  return { providers, channels, store, tokens, google };
+  return { providers, channels, store, tokens, verifiers: new AppleVerifiers(d.appleRootCerts), google };
 }
 
-export function registerPaymentRoutes(app: FastifyInstance, p: PaymentChannels): void {
+export interface PaymentRouteDeps {
+  payments: PaymentService;
+  orders: OrderStore;
+  /** The client API's order_token check (401 invalid_token) and status view. */
+  authorize: (orderToken: string) => Promise<OrderRow>;
+  clientStatus: (order: OrderRow) => string;
+  limitToken: TokenLimit;
+}
+
+/** The admin API of channel settings and each channel's client and callback routes. */
+export function registerPaymentRoutes(app: FastifyInstance, p: PaymentChannels, d: PaymentRouteDeps): AppleTransactions {
   registerChannelRoutes(app, p.channels, p.providers);
+  const transactions = new AppleTransactions({ payments: d.payments, channels: p.channels, tokens: p.tokens, orders: d.orders, verifiers: p.verifiers, authorize: d.authorize, clientStatus: d.clientStatus });
+  const notifications = new AppleNotifications({ payments: d.payments, channels: p.channels, transactions });
+  registerAppleRoutes(app, { transactions, notifications, limitToken: d.limitToken });
+  return transactions;
 }

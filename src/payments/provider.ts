@@ -25,6 +25,11 @@ export interface PaymentProvider {
   readonly secretFields: readonly string[];
   /** Whether the channel answers provider callbacks at /v1/callbacks/:channel/:game_id. */
   readonly hasCallbacks: boolean;
+  /**
+   * Set when only the provider can refund its payments (App Store): an operator refund of an
+   * order it paid is refused (409) with this message (payments.md 5).
+   */
+  readonly refundedByProvider?: string;
   /** Refuses settings this service cannot honour (400 invalid_request), e.g. missing configuration. */
   checkSettings?(settings: ChannelSettings): void;
   /** Starts paying an order: confirmed at once (sandbox), or an action for the client. */

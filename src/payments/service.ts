@@ -130,6 +130,14 @@ export class PaymentService {
     return r;
   }
 
+  /** Refuses (409) an operator refund of an order paid through a channel only its provider refunds. */
+  async checkOperatorRefund(orderId: string): Promise<void> {
+    const { payments } = this.d;
+    const paid = await payments.acceptedOf(payments.db, orderId);
+    const refusal = paid ? this.providers.get(paid.provider)?.refundedByProvider : undefined;
+    if (refusal) throw Errors.invalidState(refusal);
+  }
+
   /**
    * Before an operator's refund (payments.md 5): an order paid through a channel that returns
    * money itself has the provider refund it first; throws, changing nothing, when the provider

@@ -35,7 +35,7 @@ export class PaymentStore {
       .executeTakeFirst();
   }
 
-  /** The payment that paid an order, if one did. */
+  /** The payment that paid an order. */
   acceptedOf(q: Q, orderId: string): Promise<PaymentRow | undefined> {
     return q.selectFrom('payments').selectAll().where('order_id', '=', orderId).where('status', '=', 'accepted').executeTakeFirst();
   }

@@ -24,6 +24,7 @@ export class AppleProvider implements PaymentProvider {
   readonly settingsBody = AppleSettings;
   readonly secretFields = [] as const;
   readonly hasCallbacks = true;
+  readonly refundedByProvider = "App Store purchases are refunded by Apple: the player asks Apple (reportaproblem.apple.com), and Apple's REFUND notification refunds the order";
 
   constructor(private readonly d: AppleDeps) {}
 

@@ -1,7 +1,6 @@
 import { Errors } from '../../errors.js';
 import type { OrderStatus } from '../../db/schema.js';
 import type { OrderRow, OrderStore } from '../../orders/store.js';
-import { parseOrderToken, tokenSecretMatches } from '../../orders/token.js';
 import type { GooglePurchases } from './purchases.js';
 import type { GooglePurchaseStore } from './store.js';
 
@@ -15,6 +14,8 @@ export interface GoogleClientDeps {
   purchases: GooglePurchases;
   store: GooglePurchaseStore;
   orders: OrderStore;
+  /** The client API's order_token check (401 invalid_token). */
+  authorize: (orderToken: string) => Promise<OrderRow>;
   /** Games whose `google` channel sells this store product id (a submission without an order token). */
   gamesSelling: (storeProductId: string) => Promise<string[]>;
 }
@@ -32,7 +33,7 @@ export class GoogleClient {
   constructor(private readonly d: GoogleClientDeps) {}
 
   async submit(body: SubmitBody): Promise<{ order_id: string; status: OrderStatus }> {
-    const claimed = body.order_token === undefined ? undefined : await this.authorize(body.order_token);
+    const claimed = body.order_token === undefined ? undefined : await this.d.authorize(body.order_token);
     const games = await this.gamesOf(body, claimed);
     let lastRefusal: Error | undefined;
     for (const gameId of games) {
@@ -59,14 +60,5 @@ export class GoogleClient {
     const known = await this.d.store.find(body.purchase_token);
     if (known) return [known.game_id];
     return (await this.d.gamesSelling(body.product_id)).slice(0, MAX_CANDIDATE_GAMES);
-  }
-
-  private async authorize(token: string): Promise<OrderRow> {
-    const parsed = parseOrderToken(token);
-    const order = parsed ? await this.d.orders.findById(this.d.orders.db, parsed.orderId) : undefined;
-    // Compare against a dummy when the order is unknown, so both refusals cost the same.
-    const ok = tokenSecretMatches(order?.token_secret ?? 'x'.repeat(32), parsed?.secret ?? '');
-    if (!order || !ok) throw Errors.invalidToken('order_token is not valid');
-    return order;
   }
 }

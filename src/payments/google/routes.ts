@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
+import type { TokenLimit } from '../../checkout/routes.js';
 import { responses } from '../../http/errors-schema.js';
 import type { GoogleClient } from './client.js';
 import type { GoogleNotifications } from './notifications.js';
@@ -19,7 +20,7 @@ export const GooglePurchaseResponse = Type.Object({
 const GameParams = Type.Object({ game_id: Type.String({ minLength: 1, maxLength: 64 }) });
 
 /** The `google` channel's client submission and its Real-time developer notifications (payments.md 3-4). */
-export function registerGoogleRoutes(app: FastifyInstance, client: GoogleClient, notifications: GoogleNotifications): void {
+export function registerGoogleRoutes(app: FastifyInstance, d: { client: GoogleClient; notifications: GoogleNotifications; limitToken: TokenLimit }): void {
   app.post('/v1/client/google/purchases', {
     config: { auth: 'client' },
     schema: {
@@ -28,7 +29,11 @@ export function registerGoogleRoutes(app: FastifyInstance, client: GoogleClient,
       body: GooglePurchaseBody,
       response: responses({ 200: GooglePurchaseResponse }, [401, 403, 409, 422, 429]),
     },
-    handler: async (req) => client.submit(req.body as GooglePurchaseBody),
+    handler: async (req, reply) => {
+      const body = req.body as GooglePurchaseBody;
+      if (body.order_token !== undefined) await d.limitToken(reply, body.order_token);
+      return d.client.submit(body);
+    },
   });
 
   app.post('/v1/callbacks/google/:game_id', {
@@ -40,7 +45,7 @@ export function registerGoogleRoutes(app: FastifyInstance, client: GoogleClient,
       response: { 204: { description: 'Handled (Pub/Sub acknowledges it)', type: 'null' }, ...responses({}, [401, 403]) },
     },
     handler: async (req, reply) => {
-      await notifications.handle((req.params as Static<typeof GameParams>).game_id, req.headers.authorization, req.body);
+      await d.notifications.handle((req.params as Static<typeof GameParams>).game_id, req.headers.authorization, req.body);
       return reply.code(204).send();
     },
   });

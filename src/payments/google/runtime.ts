@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Clock } from '../../lib/clock.js';
-import type { OrderStore } from '../../orders/store.js';
+import type { TokenLimit } from '../../checkout/routes.js';
+import type { OrderRow, OrderStore } from '../../orders/store.js';
 import type { ChannelService } from '../channel-service.js';
 import type { PaymentService } from '../service.js';
 import { GoogleClient } from './client.js';
@@ -24,6 +25,9 @@ export interface GoogleRuntimeDeps {
   /** GOOGLE_PUSH_JWKS_URL and GOOGLE_API_TIMEOUT_MS. */
   pushJwksUrl: string;
   timeoutMs: number;
+  /** The client API's order_token check and its per-token rate limit. */
+  authorize: (orderToken: string) => Promise<OrderRow>;
+  limitToken: TokenLimit;
   /** How often the consume job looks for owed purchases. */
   consumeIntervalMs: number;
 }
@@ -40,7 +44,7 @@ export function createGoogleRuntime(d: GoogleRuntimeDeps): { consumer: GoogleCon
     clock: d.clock,
     log,
   });
-  const client = new GoogleClient({ purchases, store: d.store, orders: d.orders, gamesSelling: (id) => d.store.gamesSelling(id) });
+  const client = new GoogleClient({ purchases, store: d.store, orders: d.orders, authorize: d.authorize, gamesSelling: (id) => d.store.gamesSelling(id) });
   const notifications = new GoogleNotifications({
     purchases,
     store: d.store,
@@ -50,5 +54,5 @@ export function createGoogleRuntime(d: GoogleRuntimeDeps): { consumer: GoogleCon
     log,
   });
   const consumer = new GoogleConsumer({ purchases, store: d.store, clock: d.clock, log, intervalMs: d.consumeIntervalMs });
-  return { consumer, register: (app) => registerGoogleRoutes(app, client, notifications) };
+  return { consumer, register: (app) => registerGoogleRoutes(app, { client, notifications, limitToken: d.limitToken }) };
 }
