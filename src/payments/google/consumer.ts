@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { isApiError } from '../../errors.js';
 import type { Clock } from '../../lib/clock.js';
+import { PeriodicJob } from '../../lib/periodic-job.js';
 import { GooglePurchases, playApp } from './purchases.js';
 import type { GooglePurchaseRow, GooglePurchaseStore } from './store.js';
 
@@ -25,27 +26,18 @@ const GIVE_UP_MS = 7 * 86_400_000;
  * up to an hour.
  */
 export class GoogleConsumer {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<unknown> | null = null;
-  private stopped = true;
-  /** Set by stop(): a pass in progress finishes the purchase at hand and returns. */
-  private halting = false;
+  private readonly job: PeriodicJob;
 
-  constructor(private readonly d: GoogleConsumerDeps) {}
-
-  start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
-    this.halting = false;
-    this.schedule();
+  constructor(private readonly d: GoogleConsumerDeps) {
+    this.job = new PeriodicJob(() => this.runOnce(), d.intervalMs, (err) => d.log.error({ err }, 'Google consume job failed'));
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.halting = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.running;
+  start(): void {
+    this.job.start();
+  }
+
+  stop(): Promise<void> {
+    return this.job.stop();
   }
 
   /** One pass over the due purchases; returns how many it consumed. */
@@ -53,7 +45,7 @@ export class GoogleConsumer {
     const { store, clock } = this.d;
     let consumed = 0;
     for (const row of await store.due(clock.now(), this.d.batchSize ?? 100)) {
-      if (this.halting) break;
+      if (this.job.halting) break;
       const now = clock.now();
       if (!(await store.claim(row, now + GooglePurchases.retryDelay(row.attempts), now))) continue;
       if (await this.attempt(row)) consumed++;
@@ -81,19 +73,5 @@ export class GoogleConsumer {
       log.warn({ game_id: row.game_id, order_id: row.order_id, attempts: row.attempts + 1, final, err: message }, 'Google Play purchase not settled');
       return false;
     }
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.running = this.runOnce()
-        .catch((err) => this.d.log.error({ err }, 'Google consume job failed'))
-        .finally(() => {
-          this.running = null;
-          this.schedule();
-        });
-    }, this.d.intervalMs);
-    this.timer.unref();
   }
 }
