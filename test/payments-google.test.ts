@@ -181,6 +181,37 @@ describe('google: purchase submissions', () => {
     expect(consumeCalls(token)).toBe(0);
   });
 
+  it('the body at its bounds: purchase_token 1..4096, product_id 1..255, order_token 1..1024 characters, both tokens required', async () => {
+    const o = await createOrder(t, game);
+    const post = (body: unknown) => client(t, '/v1/client/google/purchases', body);
+    for (const body of [
+      { product_id: SKU },
+      { purchase_token: 'x' },
+      { purchase_token: '', product_id: SKU },
+      { purchase_token: 'x'.repeat(4097), product_id: SKU },
+      { purchase_token: 'x', product_id: 'p'.repeat(256) },
+      { purchase_token: 'x', product_id: SKU, order_token: 'o'.repeat(1025) },
+    ]) {
+      const r = await post(body);
+      expect(r.status, JSON.stringify(body).slice(0, 80)).toBe(400);
+      expect(r.body.error).toBe('invalid_request');
+    }
+    // At the upper bounds the body is valid: Google is asked, and knows no such purchase.
+    expect((await post({ purchase_token: 'x'.repeat(4096), product_id: SKU, order_token: o.order_token })).status).toBe(422);
+    expect((await post({ purchase_token: 'x', product_id: 'p'.repeat(255), order_token: o.order_token })).status).toBe(422);
+    expect((await post({ purchase_token: 'x', product_id: SKU, order_token: 'o'.repeat(1024) })).status).toBe(401);
+  });
+
+  it('a game without an enabled google channel: 403 channel_unavailable, Google not asked', async () => {
+    const other = await createGame(t);
+    const o = await createOrder(t, other);
+    const before = g.calls.length;
+    const r = await submit(bought(o), o);
+    expect(r.status).toBe(403);
+    expect(r.body.error).toBe('channel_unavailable');
+    expect(g.calls.length).toBe(before);
+  });
+
   it('a token Google does not know: 422 payment_rejected', async () => {
     const o = await createOrder(t, game);
     const r = await submit('tok.unknown', o);
@@ -313,6 +344,14 @@ describe('google: Real-time developer notifications', () => {
       expect(r.status).toBe(401);
     }
     expect((await orderRow(t, o.order_id)).status).toBe('created');
+  });
+
+  it('a verified push that is not a Pub/Sub message is 400; a game without the channel 403', async () => {
+    const auth = g.signPushToken({ aud: AUDIENCE });
+    expect((await push(game.gameId, { message: {} }, auth)).status).toBe(400);
+    expect((await push(game.gameId, { message: { data: Buffer.from('not json').toString('base64') } }, auth)).status).toBe(400);
+    const other = await createGame(t);
+    expect((await push(other.gameId, pubsubPush(oneTimeProductNotification(PKG, 'tok.x', SKU)), auth)).status).toBe(403);
   });
 
   it('ONE_TIME_PRODUCT_PURCHASED of a purchase no client submitted pays its order and consumes it; the client later gets the same answer', async () => {
