@@ -114,5 +114,5 @@ describe(`crash safety of Google purchases: SIGKILL ${ROUNDS} times while waitin
     }
     svc.child.kill('SIGTERM');
     await svc.exited;
-  });
+  }, 300_000);
 });
