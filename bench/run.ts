@@ -18,7 +18,8 @@
  * closed-loop scenarios run, interleaved with the bare route; with more than one, a summary gives
  * each scenario's median ratio to the bare run of the same round). `apple-transaction`: StoreKit 2
  * transactions verified against a test App Store chain (bench/apple.ts): CPU per verified
- * transaction and transactions/s. Opt-in scenarios (only by
+ * transaction and transactions/s. `google-purchase`: Play Billing purchases submitted and asked of
+ * a local Google (bench/google.ts): CPU per submission and submissions/s. Opt-in scenarios (only by
  * BENCH_ONLY): bare-presigned, least-create-order, least-enter-game, least-query-binding,
  * bare-matched (the bare route busy-waiting per request so that it answers as many requests a
  * second as create-order did in the same round: its p99 is what this machine gives a route of
@@ -45,6 +46,7 @@ import { authorizationHeader } from '../src/signing/signer.js';
 import { selfSignedCertificate } from '../test/helpers/certificates.js';
 import { notificationScenario, printNotificationFigures, type NotificationFigures } from './notifications.js';
 import { appleTransactions, benchAppleChain } from './apple.js';
+import { benchGooglePlay, googlePurchases } from './google.js';
 
 const duration = Number(process.env.BENCH_DURATION ?? 10);
 const warmup = Number(process.env.BENCH_WARMUP ?? 3);
@@ -387,12 +389,16 @@ async function main() {
   const children: ChildProcess[] = [];
   const servers: http.Server[] = [];
   const tempDirs: string[] = [];
+  let stopGoogle = async () => {};
   try {
     // The service runs from the compiled build, as in production (`npm run bench` builds first).
     const port = await freePort();
     const appleChain = benchAppleChain();
+    const google = await benchGooglePlay();
+    stopGoogle = () => google.close();
     const svc = await startChild(['dist/src/main.js'], {
       APPLE_ROOT_CERTS: appleChain.rootDer,
+      GOOGLE_API_BASE_URL: google.url,
       PORT: String(port),
       HOST: '127.0.0.1',
       DATA_DIR: dataDir,
@@ -457,6 +463,14 @@ async function main() {
     scenarios.push({
       name: 'apple-transaction',
       go: async (t) => load('apple-transaction (verified)', svc.child.pid, svc.address, t, await (appleStream ??= appleTransactions(svc.address, game, secret, appleChain, 500, `http://127.0.0.1:${(gm.address() as net.AddressInfo).port}/notify`))),
+    });
+
+    // Play Billing purchases (payments.md 3) against a local Google (bench/google.ts): 500
+    // orders paid and consumed, then the same purchases again; CPU per submission, submissions/s.
+    let googleStream: Promise<RequestStream> | null = null;
+    scenarios.push({
+      name: 'google-purchase',
+      go: async (t) => load('google-purchase (asked of Google)', svc.child.pid, svc.address, t, await (googleStream ??= googlePurchases(svc.address, game, secret, google, 500, `http://127.0.0.1:${(gm.address() as net.AddressInfo).port}/notify`))),
     });
 
     // Opt-in references (BENCH_ONLY): the bare route loaded with the same stream of unique
@@ -645,6 +659,7 @@ async function main() {
     if (notificationRuns.length === 1) console.log('(PostgreSQL beside it: BENCH_POSTGRES_URL=postgres://127.0.0.1:5432/postgres)');
   } finally {
     for (const srv of servers) srv.close();
+    void stopGoogle();
     for (const c of children) c.kill('SIGTERM');
     rmSync(dataDir, { recursive: true, force: true });
     for (const d of tempDirs) rmSync(d, { recursive: true, force: true });

@@ -48,6 +48,7 @@ import { registerOrderAdminRoutes } from './orders/admin-routes.js';
 import { PaymentService } from './payments/service.js';
 import type { ChannelService } from './payments/channel-service.js';
 import { createPaymentChannels, registerPaymentRoutes } from './payments/index.js';
+import { createGoogleRuntime } from './payments/google/runtime.js';
 import { CheckoutService } from './checkout/service.js';
 import { registerCheckoutRoutes, type TokenLimit } from './checkout/routes.js';
 import { SessionService } from './sessions/service.js';
@@ -190,6 +191,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     secrets,
     publicBaseUrl: config.publicBaseUrl,
     appleRootCerts: config.appleRootCerts,
+    google: config.google,
+    log: logger,
   });
   const channels = paymentChannels.channels;
   const games = new GameService({ store: new GameStore(database.db, database.transaction), sandbox: channels, clock, ids, secrets, refuseInternalUrls: blockPrivate });
@@ -269,6 +272,21 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     publicBaseUrl: config.publicBaseUrl,
     onRefunded: kickNotifier,
     checkRefund: (orderId) => payments.checkOperatorRefund(orderId),
+    providerRefund: (order) => payments.refundAtProvider(order, (id) => channels.forGame(id)),
+  });
+  const google = createGoogleRuntime({
+    api: paymentChannels.google.api,
+    store: paymentChannels.google.purchases,
+    payments,
+    orders: orderStore,
+    channels,
+    clock,
+    log: logger,
+    pushJwksUrl: config.google.pushJwksUrl,
+    timeoutMs: config.google.timeoutMs,
+    authorize: (token) => checkout.authorize(token),
+    limitToken,
+    consumeIntervalMs: Math.max(config.sweepIntervalMs, 5000),
   });
   const sweeper = new OrderSweeper({
     store: orderStore,
@@ -380,6 +398,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     clientStatus: (order) => checkout.clientStatus(order),
     limitToken,
   });
+  google.register(app);
   registerSessionRoutes(app, sessions);
   registerPartnerRoutes(app, partners);
   registerBindingRoutes(app, bindings);
@@ -392,6 +411,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     dispatcher,
     sweeper,
     new SessionSweeper(sessions, config.sweepIntervalMs, logger),
+    google.consumer,
     new NppaUploader({
       metrics,
       store: compliance,

@@ -58,7 +58,7 @@ const AUDIENCE: Record<string, AuthKind[]> = {
   invalid_signature: ['game', 'partner'],
   // 'none': routes with a bearer token of their own (/metrics with METRICS_TOKEN).
   unauthorized: ['admin', 'none'],
-  invalid_token: ['client'],
+  invalid_token: ['client', 'provider'],
   game_iap_disabled: ['game'],
   account_banned: ['game'],
   recharge_limit_exceeded: ['game'],
@@ -66,7 +66,7 @@ const AUDIENCE: Record<string, AuthKind[]> = {
   partner_disabled: ['partner'],
   binding_not_found: ['partner'],
   role_not_found: ['partner'],
-  channel_unavailable: ['client'],
+  channel_unavailable: ['client', 'provider'],
   payment_rejected: ['client', 'provider'],
   not_implemented: ['game'],
 };

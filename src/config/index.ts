@@ -85,6 +85,15 @@ export interface Config {
     /** Games one process uploads at the same time. */
     concurrency: number;
   };
+  /** The `google` payment channel (docs/guides/payments.md). */
+  google: {
+    /** The Google Play Developer API's root URL. */
+    apiBaseUrl: string;
+    /** The JWK set of the keys that sign Pub/Sub push tokens. */
+    pushJwksUrl: string;
+    /** Each call to Google (API, token, keys) ends after this, answered as unavailable. */
+    timeoutMs: number;
+  };
   redisUrl: string | null;
   /** Prefix of every Redis key the service writes (several deployments may share a Redis). */
   redisKeyPrefix: string;
@@ -283,6 +292,11 @@ export function loadConfig(env: Env = process.env): Config {
       retryBaseMs: int('NPPA_RETRY_BASE_MS', 2000, 10, 600_000),
       rateLimitPauseMs: int('NPPA_RATE_LIMIT_PAUSE_MS', 60_000, 10, 600_000),
       concurrency: int('NPPA_CONCURRENCY', 16, 1, 1024),
+    },
+    google: {
+      apiBaseUrl: url('GOOGLE_API_BASE_URL', 'https://androidpublisher.googleapis.com'),
+      pushJwksUrl: url('GOOGLE_PUSH_JWKS_URL', 'https://www.googleapis.com/oauth2/v3/certs'),
+      timeoutMs: int('GOOGLE_API_TIMEOUT_MS', 10_000, 100, 60_000),
     },
     redisUrl,
     redisKeyPrefix: str('REDIS_KEY_PREFIX', 'combo:'),

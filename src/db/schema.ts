@@ -271,6 +271,23 @@ export interface ServiceStateTable {
   updated_at: number;
 }
 
+/** A verified Google Play purchase and what the service still owes it (0013_google_purchases). */
+export interface GooglePurchasesTable {
+  purchase_token: string;
+  game_id: string;
+  order_id: string;
+  /** The store's product id (the SKU). */
+  product_id: string;
+  /** Google's order id (GPA....): the payment's provider_txn_id and what refunds name. */
+  google_order_id: string | null;
+  state: 'owed' | 'consumed' | 'rejected';
+  attempts: number;
+  next_attempt_at: number;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface DB {
   games: GamesTable;
   game_keys: GameKeysTable;
@@ -292,6 +309,7 @@ export interface DB {
   bindings: BindingsTable;
   audit_log: AuditLogTable;
   service_state: ServiceStateTable;
+  google_purchases: GooglePurchasesTable;
 }
 
 // Kept for tables that may later gain generated columns.

@@ -25,6 +25,11 @@ export interface OrderAdminDeps {
   onRefunded?: (orderId: string) => void;
   /** Refuses (throws) a refund the payment's provider must make itself (payments.md 5). */
   checkRefund?: (orderId: string) => Promise<void>;
+  /**
+   * Asked before a refund: the payment provider returns the money first (payments.md 5); it
+   * throws, and nothing changes, when the provider refuses.
+   */
+  providerRefund?: (order: OrderRow) => Promise<void>;
 }
 
 /** A payment as the operator sees it (order detail, GET /admin/v1/payments). */
@@ -99,6 +104,8 @@ export class OrderAdminService {
   async refund(orderId: string, actor: string, reason?: string): Promise<AdminOrder> {
     await this.d.checkRefund?.(orderId);
     const by = { actor, reason };
+    const current = await this.d.store.findById(this.d.store.db, orderId);
+    if (current) await this.d.providerRefund?.(current);
     const order = await this.act(orderId, by, 'order.refund', (trx, now) => this.d.lifecycle.refund(trx, orderId, now, by));
     this.d.onRefunded?.(orderId);
     return order;

@@ -1,4 +1,5 @@
 import type { Clock } from '../lib/clock.js';
+import { PeriodicJob } from '../lib/periodic-job.js';
 import type { OrderLifecycle } from './lifecycle.js';
 import type { OrderStore } from './store.js';
 
@@ -19,27 +20,18 @@ export interface SweeperDeps {
  * or loses cleanly (a payment after expiry is still accepted, as late).
  */
 export class OrderSweeper {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
-  private stopped = true;
-  /** Set by stop(): a sweep in progress finishes the order at hand and returns. */
-  private halting = false;
+  private readonly job: PeriodicJob;
 
-  constructor(private readonly d: SweeperDeps) {}
-
-  start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
-    this.halting = false;
-    this.schedule();
+  constructor(private readonly d: SweeperDeps) {
+    this.job = new PeriodicJob(() => this.sweepOnce(), d.intervalMs, (err) => d.onError?.(err));
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.halting = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.running;
+  start(): void {
+    this.job.start();
+  }
+
+  stop(): Promise<void> {
+    return this.job.stop();
   }
 
   /** One sweep; returns how many orders it expired. */
@@ -51,28 +43,11 @@ export class OrderSweeper {
       const now = clock.now();
       const ids = await store.findExpiredIds(store.db, now, batch);
       for (const id of ids) {
-        if (this.halting) return expired;
+        if (this.job.halting) return expired;
         const r = await store.transaction((trx) => lifecycle.expire(trx, id, now));
         if (r.changed) expired++;
       }
-      if (ids.length < batch || this.halting) return expired;
+      if (ids.length < batch || this.job.halting) return expired;
     }
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.running = this.sweepOnce()
-        .then(
-          () => undefined,
-          (err) => this.d.onError?.(err),
-        )
-        .finally(() => {
-          this.running = null;
-          this.schedule();
-        });
-    }, this.d.intervalMs);
-    this.timer.unref();
   }
 }

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TransactionRunner } from '../db/group-commit.js';
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
+import type { Logger } from 'pino';
 import type { Clock } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
 import type { SecretBox } from '../lib/secret-box.js';
@@ -18,6 +19,8 @@ import { registerChannelRoutes } from './channel-routes.js';
 import { ChannelService } from './channel-service.js';
 import { ChannelStore } from './channel-store.js';
 import { GoogleProvider } from './google/index.js';
+import { PlayApi } from './google/play-api.js';
+import { GooglePurchaseStore } from './google/store.js';
 import type { PaymentProvider } from './provider.js';
 import { SandboxProvider } from './sandbox/index.js';
 import type { PaymentService } from './service.js';
@@ -31,6 +34,9 @@ export interface PaymentChannelsDeps {
   secrets: SecretBox;
   publicBaseUrl: string;
   appleRootCerts: Buffer[];
+  /** GOOGLE_API_BASE_URL and GOOGLE_API_TIMEOUT_MS. */
+  google: { apiBaseUrl: string; timeoutMs: number };
+  log: Logger;
 }
 
 /** The payment channels of this service and the store of games' channel settings. */
@@ -39,6 +45,7 @@ export interface PaymentChannels {
   channels: ChannelService;
   store: PaymentStore;
   tokens: AppAccountTokens;
+  google: { api: PlayApi; purchases: GooglePurchaseStore };
   verifiers: AppleVerifiers;
 }
 
@@ -46,10 +53,11 @@ export interface PaymentChannels {
 export function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
   const store = new PaymentStore(d.db, d.transaction);
   const tokens = new AppAccountTokens(d.db);
+  const google = { api: new PlayApi({ baseUrl: d.google.apiBaseUrl, timeoutMs: d.google.timeoutMs, log: d.log }), purchases: new GooglePurchaseStore(d.db) };
   const providers: PaymentProvider[] = [
     new SandboxProvider(),
     new AppleProvider({ rootCerts: d.appleRootCerts, tokens, payments: store, clock: d.clock }),
-    new GoogleProvider(),
+    new GoogleProvider({ payments: store, purchases: google.purchases, api: google.api }),
   ];
   const channels = new ChannelService({
     store: new ChannelStore(d.db, d.transaction),
@@ -59,7 +67,7 @@ export function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
     ids: d.ids,
     publicBaseUrl: d.publicBaseUrl,
   });
-  return { providers, channels, store, tokens, verifiers: new AppleVerifiers(d.appleRootCerts) };
+  return { providers, channels, store, tokens, verifiers: new AppleVerifiers(d.appleRootCerts), google };
 }
 
 export interface PaymentRouteDeps {

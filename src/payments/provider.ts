@@ -1,4 +1,5 @@
 import type { TObject } from 'typebox';
+import type { PaymentRow } from './store.js';
 
 /**
  * One interface for every payment channel (PROTOCOL 10, payments.md 1). A channel is one
@@ -38,6 +39,12 @@ export interface PaymentProvider {
    * ApiError (src/errors.ts) when it does not verify; never trusts the client's word.
    */
   verify?(confirmation: unknown): Promise<VerifiedPayment>;
+  /**
+   * An operator's refund of a payment through this channel (payments.md 5): the provider
+   * returns the money. Throws an ApiError, changing nothing, when the provider refuses or
+   * cannot be reached. Channels without it refund the order at once.
+   */
+  refund?(payment: PaymentRow, channel: GameChannel): Promise<void>;
 }
 
 /** A channel's settings as stored: the PUT body without `enabled`, secrets included. */

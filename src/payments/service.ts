@@ -143,6 +143,21 @@ export class PaymentService {
     if (refusal) throw Errors.invalidState(refusal);
   }
 
+  /**
+   * Before an operator's refund (payments.md 5): an order paid through a channel that returns
+   * money itself has the provider refund it first; throws, changing nothing, when the provider
+   * refuses or cannot be reached. Orders not refundable are left to the refund's own 409.
+   */
+  async refundAtProvider(order: OrderRow, channels: (gameId: string) => Promise<ReadonlyMap<string, GameChannel>>): Promise<void> {
+    if (order.status !== 'paid' && order.status !== 'delivered') return;
+    const paid = await this.d.payments.acceptedOf(this.d.payments.db, order.order_id);
+    const provider = paid ? this.providers.get(paid.provider) : undefined;
+    if (!paid || !provider?.refund) return;
+    const channel = (await channels(order.game_id)).get(provider.name);
+    if (!channel) throw Errors.invalidState(`order ${order.order_id} was paid through ${provider.name}, which its game no longer has set up: refund it in the provider's console`);
+    await provider.refund(paid, channel);
+  }
+
   private async applyIn(trx: Transaction<DB>, provider: PaymentProvider, paid: VerifiedPayment): Promise<PaymentOutcome> {
     const { payments, orders, lifecycle, clock, ids } = this.d;
     const before = await payments.findByTxn(trx, provider.name, paid.provider_txn_id);
