@@ -217,6 +217,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     roles: roleCache,
     clock,
     logger,
+    recordGmError: (gameId, message) => games.recordGmError(gameId, message),
   });
   const notificationStore = new NotificationStore(database.db, database.dialect, database.transaction);
   // Domains that write notifications (payments, refunds) call dispatcher.kick() after commit.

@@ -17,6 +17,9 @@ export interface GamesTable {
   nppa_secret_enc: string | null;
   created_at: number;
   updated_at: number;
+  /** The last failed GM request (bindings/gm.ts), for the operator; null when none failed. */
+  gm_last_error: string | null;
+  gm_last_error_at: number | null;
 }
 
 export interface GameKeysTable {
