@@ -21,7 +21,8 @@ import { defaultConsoleDir, registerConsoleRoutes } from './http/console.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { IdGenerator } from './lib/ids.js';
 import { SecretBox } from './lib/secret-box.js';
-import { checkSealedSecrets } from './secrets/rotate.js';
+import { checkSecretsKey } from './secrets/key-check.js';
+import type { SecretsKey } from './lib/secrets-key.js';
 import { OutboundClient } from './lib/outbound.js';
 import { NotificationDispatcher } from './notifications/dispatcher.js';
 import { registerNotificationRoutes } from './notifications/routes.js';
@@ -72,6 +73,8 @@ export interface ServiceOptions {
   config: Config;
   logger: Logger;
   secretsKey: Buffer;
+  /** Where secretsKey came from (main.ts): recorded, and named when it does not open the stored secrets. */
+  secretsKeySource?: SecretsKey;
   clock?: Clock;
 }
 
@@ -143,7 +146,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   // SECRETS_KEY_PREVIOUS: during a key rotation, values sealed with the old key still open.
   const secrets = new SecretBox(opts.secretsKey, config.secretsKeyPrevious ? [config.secretsKeyPrevious] : []);
   try {
-    await checkSealedSecrets(database.db, secrets);
+    await checkSecretsKey(database.db, secrets, opts.secretsKeySource ?? null, clock.now());
   } catch (e) {
     await database.close();
     throw e;

@@ -264,6 +264,15 @@ export interface DB {
   bindings: BindingsTable;
   audit_log: AuditLogTable;
   service_state: ServiceStateTable;
+  sealing_keys: SealingKeysTable;
+}
+
+/** Where each key that sealed stored secrets came from (migration 0013). */
+export interface SealingKeysTable {
+  key_id: string;
+  /** 'SECRETS_KEY', or the key file's absolute path. */
+  source: string;
+  first_used_at: number;
 }
 
 // Kept for tables that may later gain generated columns.
