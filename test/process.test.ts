@@ -12,6 +12,7 @@ import { authorizationHeader } from '../src/signing/signer.js';
 import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
 import { ensureServiceBuilt, spawnCommand, spawnEntry, spawnService, type Spawned } from './helpers/spawn.js';
 import { orderBody } from './helpers/service.js';
+import { sample } from './helpers/metrics.js';
 import { HangingRelay } from './helpers/hanging-relay.js';
 import { selfSignedCertificate } from './helpers/certificates.js';
 
@@ -350,6 +351,55 @@ describe('npm start (the README quick start)', () => {
       }
     }
   });
+});
+
+describe('the build (npm run build)', () => {
+  // The worker threads are TypeScript modules of their own (src/lib/worker.ts): node runs their
+  // compiled .js from dist/. They exist on SQLite only, so this runs on a SQLite file whatever
+  // TEST_DB is.
+  it('node dist/src/main.js starts each worker: WAL checkpointer, player index, order status counter', async () => {
+    ensureServiceBuilt();
+    for (const w of ['db/checkpointer-worker.js', 'db/player-index-worker.js', 'observability/status-counter-worker.js']) {
+      expect(existsSync(path.join('dist/src', w)), w).toBe(true);
+    }
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'combo-built-'));
+    try {
+      const metricsToken = 'process-test-metrics-token-0123';
+      const s = spawnCommand(process.execPath, ['dist/src/main.js'], env({
+        DATABASE_URL: `sqlite:${path.join(dir, 'combo.db')}`,
+        DATA_DIR: dir,
+        METRICS_TOKEN: metricsToken,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'info',
+      }));
+      running.push(s);
+      const url = String((await s.logLine('service listening')).address);
+      const game = await newGame(url);
+      const create = '/v1/server/create-order';
+      const order = JSON.stringify(orderBody());
+      expect((await fetch(url + create, { method: 'POST', headers: signedInit(game, create, order), body: order })).status).toBe(200);
+      const enter = '/v1/server/enter-game';
+      const session = JSON.stringify({ combo_id: 'built-1', session_id: `s-${randomBytes(4).toString('hex')}` });
+      expect((await fetch(url + enter, { method: 'POST', headers: signedInit(game, enter, session), body: session })).status).toBe(200);
+      const metrics = async () => (await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } })).text();
+      await expect
+        .poll(async () => {
+          const text = await metrics();
+          return {
+            checkpoints: (sample(text, 'combo_sqlite_wal_checkpoints_total', { result: 'success' }) ?? 0) > 0,
+            indexed: sample(text, 'combo_sqlite_player_index_sessions_total'),
+            created: sample(text, 'combo_orders', { status: 'created' }),
+          };
+        }, { timeout: 20_000, interval: 200 })
+        .toEqual({ checkpoints: true, indexed: 1, created: 1 });
+      s.child.kill('SIGTERM');
+      expect(await s.exited).toBe(0);
+      expect(s.stdout()).not.toContain('"level":50');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 180_000);
 });
 
 describe('durability', () => {
