@@ -4,12 +4,14 @@ import { ConfigError, checkServiceConfig, loadConfig } from './config/index.js';
 import { resolveSecretsKey } from './lib/secrets-key.js';
 import { createLogger } from './logger.js';
 import { createService } from './service.js';
+import { installProcessWide } from './process-wide.js';
 import { DatabaseUnusableError } from './db/index.js';
 import { withoutPassword } from './lib/url-display.js';
 import { SecretsKeyMismatchError } from './secrets/rotate.js';
 
 /** Process entry point: `npm start`. */
 async function main(): Promise<void> {
+  installProcessWide();
   let config;
   try {
     config = loadConfig(process.env);

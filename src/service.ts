@@ -67,7 +67,6 @@ import { NPPA_TIMEOUT_MS, NppaClient } from './compliance/nppa-client.js';
 import { NppaUploader } from './compliance/uploader.js';
 import { registerAuditRoutes } from './admin/audit-routes.js';
 import { registerComplianceRoutes } from './compliance/routes.js';
-import { keepTickObjectShape } from './lib/tick-shape.js';
 
 export interface ServiceOptions {
   config: Config;
@@ -117,7 +116,6 @@ const READY_RECHECK_MS = 5000;
  */
 export async function createService(opts: ServiceOptions): Promise<Service> {
   const { config, logger } = opts;
-  keepTickObjectShape();
   const clock = opts.clock ?? systemClock;
   const database = openDatabase(config.databaseUrl, {
     sqliteSynchronous: config.sqliteSynchronous,
