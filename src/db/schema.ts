@@ -62,7 +62,6 @@ export interface OrdersTable {
    * stored parameters themselves (OrderService, sameParameters). New orders store ''; nothing
    * reads it. Kept rather than dropped: dropping it rewrites the largest table.
    */
-  request_hash: string;
   is_sandbox: number;
   late_payment: number;
   created_at: number;

@@ -215,9 +215,6 @@ export class OrderService {
       currency,
       status: 'created',
       token_secret: newTokenSecret(),
-      // Replays compare the stored parameters themselves (sameParameters); rows from before
-      // that keep their hash of them, which nothing reads any more.
-      request_hash: '',
       is_sandbox: 0,
       late_payment: 0,
       created_at: now,
