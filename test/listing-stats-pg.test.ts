@@ -59,11 +59,11 @@ describe.skipIf(TEST_DB !== 'postgres')('a game\'s listing by a status it has no
     const rows = sql.raw(`from (select i, case when i % 125 < 19 then 'g_a' else (array['g_b','g_c','g_d','g_e'])[1 + (i * 37) % 4] end as game,
         ((i::bigint * 2654435761) / 1000000) % 100 as st from generate_series(1, ${ROWS}) i) s`);
     await sql`insert into orders (order_id, game_id, reference_id, combo_id, product_id, platform, notify_url, quantity, amount, currency,
-        status, token_secret, created_at, expires_at, updated_at)
+        status, token_secret, request_hash, created_at, expires_at, updated_at)
       select lpad(i::text, 12, '0'), game, 'ref-' || i, 'p' || (i * 7919 % 100000), 'gem_60', 'android', 'https://' || game || '.example.com/notify', 1, 600, 'CNY',
         case when game = 'g_a' then case when st < 60 then 'delivered' when st < 95 then 'expired' when st < 98 then 'paid' else 'canceled' end
              else case when st < 60 then 'created' when st < 85 then 'refunded' when st < 90 then 'delivered' when st < 95 then 'expired' when st < 98 then 'canceled' else 'paid' end end,
-        md5(i::text), 1700000000000 + i * 1000, 1700000000000 + i * 1000 + 1800000, 1700000000000 + i * 1000
+        md5(i::text), substr(md5(i::text) || md5(i::text), 1, 43), 1700000000000 + i * 1000, 1700000000000 + i * 1000 + 1800000, 1700000000000 + i * 1000
       ${rows}`.execute(database.db);
     await sql`insert into notifications (notification_id, order_id, game_id, type, notify_url, body, status, attempts, next_attempt_at, locked_until, created_at, updated_at)
       select lpad(i::text, 12, '0'), lpad(i::text, 12, '0'), game, 'ship_order', 'https://' || game || '.example.com/notify',
