@@ -114,7 +114,6 @@ function ordersSelect(kind: 'sqlite' | 'postgres', t0: number, now: number): str
       'CNY' AS currency,
       ${status} AS status,
       ${hex16} AS token_secret,
-      substr(${hex16} || ${hex16}, 1, 43) AS request_hash,
       CASE WHEN i % 50 = 0 THEN 1 ELSE 0 END AS is_sandbox,
       0 AS late_payment,
       ${created} AS created_at,
@@ -143,7 +142,7 @@ function sessionsSelect(kind: 'sqlite' | 'postgres', t0: number, now: number): s
       ${created} AS created_at`;
 }
 
-const ORDER_COLS = 'order_id, game_id, reference_id, combo_id, product_id, platform, notify_url, quantity, meta, context, amount, currency, status, token_secret, request_hash, is_sandbox, late_payment, created_at, expires_at, updated_at, paid_at, delivered_at, expired_at, canceled_at, refunded_at';
+const ORDER_COLS = 'order_id, game_id, reference_id, combo_id, product_id, platform, notify_url, quantity, meta, context, amount, currency, status, token_secret, is_sandbox, late_payment, created_at, expires_at, updated_at, paid_at, delivered_at, expired_at, canceled_at, refunded_at';
 const SESSION_COLS = 'game_id, session_id, combo_id, entered_at, left_at, close_reason, created_at';
 const BATCH = 1_000_000;
 

@@ -1,14 +1,17 @@
+import { rmSync } from 'node:fs';
 import pino from 'pino';
 import { ConfigError, checkServiceConfig, loadConfig } from './config/index.js';
 import { resolveSecretsKey } from './lib/secrets-key.js';
 import { createLogger } from './logger.js';
 import { createService } from './service.js';
+import { installProcessWide } from './process-wide.js';
 import { DatabaseUnusableError } from './db/index.js';
 import { withoutPassword } from './lib/url-display.js';
 import { SecretsKeyMismatchError } from './secrets/rotate.js';
 
 /** Process entry point: `npm start`. */
 async function main(): Promise<void> {
+  installProcessWide();
   let config;
   try {
     config = loadConfig(process.env);
@@ -26,7 +29,7 @@ async function main(): Promise<void> {
   for (const warning of config.warnings) logger.warn(warning);
   let secretsKey;
   try {
-    secretsKey = resolveSecretsKey(config.secretsKey, config.dataDir, config.production);
+    secretsKey = resolveSecretsKey(config.secretsKey, config.dataDir, config.production, process.env.DATA_DIR || './data');
   } catch (e) {
     // A DATA_DIR that cannot hold the key file, or a key file that is not a key: configuration.
     process.stderr.write(`${(e as Error).message}\n`);
@@ -35,10 +38,12 @@ async function main(): Promise<void> {
   const { key, source } = secretsKey;
   let service;
   try {
-    service = await createService({ config, logger, secretsKey: key });
+    service = await createService({ config, logger, secretsKey: key, secretsKeySource: secretsKey });
   } catch (e) {
     // The wrong SECRETS_KEY for this database: a configuration error (status 2), in one line.
     if (e instanceof SecretsKeyMismatchError) {
+      // A key file made by this start opens nothing: not left behind to be taken for the key.
+      if (secretsKey.created) rmSync(secretsKey.source, { force: true });
       process.stderr.write(`${e.message}\n`);
       process.exit(2);
     }

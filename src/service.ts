@@ -22,7 +22,8 @@ import { defaultConsoleDir, registerConsoleRoutes } from './http/console.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { IdGenerator } from './lib/ids.js';
 import { SecretBox } from './lib/secret-box.js';
-import { checkSealedSecrets } from './secrets/rotate.js';
+import { checkSecretsKey } from './secrets/key-check.js';
+import type { SecretsKey } from './lib/secrets-key.js';
 import { OutboundClient } from './lib/outbound.js';
 import { NotificationDispatcher } from './notifications/dispatcher.js';
 import { registerNotificationRoutes } from './notifications/routes.js';
@@ -68,12 +69,13 @@ import { NPPA_TIMEOUT_MS, NppaClient } from './compliance/nppa-client.js';
 import { NppaUploader } from './compliance/uploader.js';
 import { registerAuditRoutes } from './admin/audit-routes.js';
 import { registerComplianceRoutes } from './compliance/routes.js';
-import { keepTickObjectShape } from './lib/tick-shape.js';
 
 export interface ServiceOptions {
   config: Config;
   logger: Logger;
   secretsKey: Buffer;
+  /** Where secretsKey came from (main.ts): recorded, and named when it does not open the stored secrets. */
+  secretsKeySource?: SecretsKey;
   clock?: Clock;
 }
 
@@ -118,7 +120,6 @@ const READY_RECHECK_MS = 5000;
  */
 export async function createService(opts: ServiceOptions): Promise<Service> {
   const { config, logger } = opts;
-  keepTickObjectShape();
   const clock = opts.clock ?? systemClock;
   const database = openDatabase(config.databaseUrl, {
     sqliteSynchronous: config.sqliteSynchronous,
@@ -147,7 +148,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   // SECRETS_KEY_PREVIOUS: during a key rotation, values sealed with the old key still open.
   const secrets = new SecretBox(opts.secretsKey, config.secretsKeyPrevious ? [config.secretsKeyPrevious] : []);
   try {
-    await checkSealedSecrets(database.db, secrets);
+    await checkSecretsKey(database.db, secrets, opts.secretsKeySource ?? null, clock.now());
   } catch (e) {
     await database.close();
     throw e;
@@ -233,6 +234,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     roles: roleCache,
     clock,
     logger,
+    recordGmError: (gameId, message) => games.recordGmError(gameId, message),
   });
   const lifecycle = new OrderLifecycle({ store: orderStore, ids });
   // An acknowledged ship_order delivers its order through the orders domain's lifecycle.

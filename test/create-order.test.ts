@@ -92,12 +92,10 @@ describe('create-order', () => {
     expect(r.body.error).toBe('duplicate_reference_id');
   });
 
-  it('answers 422 when a context is dropped, and replays an order stored with a request hash', async () => {
+  it('answers 422 when a context is dropped, and replays the order with it', async () => {
     const body = orderBody({ context: 'c1' });
     const a = await signed(t, game, 'POST', CREATE, body);
     expect((await signed(t, game, 'POST', CREATE, { ...body, context: undefined })).status).toBe(422);
-    // Orders created before replays compared the stored parameters carry a hash of them.
-    await t.service.database.db.updateTable('orders').set({ request_hash: 'legacy-hash' }).where('order_id', '=', a.body.order_id).execute();
     expect((await signed(t, game, 'POST', CREATE, body)).body).toEqual(a.body);
   });
 
@@ -146,9 +144,9 @@ describe('create-order', () => {
     expect(r.body.error).toBe('game_iap_disabled');
   });
 
-  // PROTOCOL 2 runs caller state (403) and parameters (400) before the operation, and the replay
-  // is the operation: a retry passes the checks a new request would, then gets the original.
-  it('a replay after operator changes: the original order (price, ban, a minor limit), unless IAP is now off (403) or the product inactive (400)', async () => {
+  // PROTOCOL 3: a reference identifies one order forever. A repeat gets the original whatever the
+  // operator changed since; a new reference meets the checks a new order meets.
+  it('a replay after operator changes gets the original order: price, ban, a minor limit, the product inactive, IAP off', async () => {
     const g = await createGame(t);
     const body = orderBody({ combo_id: 'replayer-1' });
     const replay = () => signed(t, g, 'POST', CREATE, body);
@@ -168,14 +166,27 @@ describe('create-order', () => {
     expect(await replay()).toMatchObject({ status: 200, body: first.body });
 
     expect((await product({ active: false })).status).toBe(200);
-    const inactive = await replay();
+    expect(await replay()).toMatchObject({ status: 200, body: first.body });
+    // Not a repeat (other parameters): the refusal, which comes before 422 (PROTOCOL 2).
+    const other = await signed(t, g, 'POST', CREATE, { ...body, quantity: 2 });
+    expect([other.status, other.body.error]).toEqual([400, 'invalid_request']);
+    const inactive = await signed(t, g, 'POST', CREATE, orderBody());
     expect([inactive.status, inactive.body.error]).toEqual([400, 'invalid_request']);
     expect(inactive.body.message).toContain('product_id');
-    expect((await product({})).status).toBe(200);
-    expect(await replay()).toMatchObject({ status: 200, body: first.body });
 
     expect((await admin(t, 'PATCH', `/admin/v1/games/${g.gameId}`, { iap_enabled: false })).status).toBe(200);
-    expect(await replay()).toMatchObject({ status: 403, body: { error: 'game_iap_disabled' } });
+    expect(await replay()).toMatchObject({ status: 200, body: first.body });
+    expect((await product({})).status).toBe(200);
+    expect(await replay()).toMatchObject({ status: 200, body: first.body });
+    const otherOff = await signed(t, g, 'POST', CREATE, { ...body, quantity: 2 });
+    expect([otherOff.status, otherOff.body.error]).toEqual([403, 'game_iap_disabled']);
+    const off = await signed(t, g, 'POST', CREATE, orderBody());
+    expect([off.status, off.body.error]).toEqual([403, 'game_iap_disabled']);
+    // A known reference with invalid parameters is no repeat: caller state (403) before 400.
+    const bad = await signed(t, g, 'POST', CREATE, { ...body, quantity: 0 });
+    expect([bad.status, bad.body.error]).toEqual([403, 'game_iap_disabled']);
+    const unparsable = await signed(t, g, 'POST', CREATE, '{"reference_id":');
+    expect([unparsable.status, unparsable.body.error]).toEqual([403, 'game_iap_disabled']);
     expect((await admin(t, 'PATCH', `/admin/v1/games/${g.gameId}`, { iap_enabled: true })).status).toBe(200);
     expect(await replay()).toMatchObject({ status: 200, body: first.body });
     const rows = await t.service.database.db.selectFrom('orders').select(['order_id', 'amount']).where('game_id', '=', g.gameId).execute();

@@ -6,10 +6,11 @@
  * the partner and operator guides run in test/docs-partners.test.ts and
  * test/docs-operators.test.ts.
  */
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Role } from '../src/bindings/schemas.js';
 import { TEST_DB } from './helpers/db.js';
 import { describeRun, GUIDES, runShellBlocks, shellBlocks, unmetExpectations } from './helpers/guides.js';
 import { createPartner, type TestPartner } from './helpers/partners.js';
@@ -24,6 +25,28 @@ describe('docs/guides', () => {
       expect(existsSync(test), test).toBe(true);
       // shellBlocks also refuses shell examples under another tag (bash, console...): they would not run.
       expect(shellBlocks(file).length, `${file}: sh blocks (update GUIDES in test/helpers/guides.ts and ${test} together)`).toBe(shBlocks);
+    }
+  });
+
+  // The Go SDK's configuration type is combo.Config, and it has no GmError_RoleNotFound in the
+  // releases integrators run (issue 45: an outside run of the published SDKs); the guide names
+  // the wire answer instead.
+  it('the game guide names no SDK type or constant the SDKs do not have', () => {
+    const guide = readFileSync('docs/guides/game-backend.md', 'utf8');
+    expect(guide).not.toContain('combo.Options');
+    expect(guide).not.toContain('GmError_RoleNotFound');
+    expect(guide).toContain('combo.Config{');
+    // The Combo-only methods are credited to the Node.js SDK alone.
+    expect(guide).not.toMatch(/the SDKs'? (methods|have|provide)[^.]*(SendOtp|sendOtp)/i);
+  });
+
+  it('the game guide lists each ListRoles role field with its JSON type', () => {
+    const guide = readFileSync('docs/guides/game-backend.md', 'utf8');
+    const types: Record<string, string> = { integer: 'integer', string: 'string' };
+    for (const [field, schema] of Object.entries(Role.properties)) {
+      const row = guide.split('\n').find((l) => l.startsWith(`| \`${field}\` |`));
+      expect(row, field).toBeDefined();
+      expect(row, field).toContain(types[(schema as { type: string }).type] as string);
     }
   });
 

@@ -31,10 +31,10 @@ describe.skipIf(TEST_DB !== 'postgres')('status listings on PostgreSQL with stal
     await migrateToLatest(database);
     await insertGames(database.db, 'g_a', 'g_b', 'g_c');
     const order = (i: number, game: string, status: string) =>
-      sql`(${`o${i}`}, ${game}, ${`r${i}`}, ${`p${i % 50}`}, 'gem_60', 'ios', 'https://x.example/n', 1, 600, 'CNY', ${status}, 's', 'h', ${i}, ${i + 1800_000}, ${i})`;
+      sql`(${`o${i}`}, ${game}, ${`r${i}`}, ${`p${i % 50}`}, 'gem_60', 'ios', 'https://x.example/n', 1, 600, 'CNY', ${status}, 's', ${i}, ${i + 1800_000}, ${i})`;
     const insertOrders = (rows: ReturnType<typeof order>[]) =>
       sql`insert into orders (order_id, game_id, reference_id, combo_id, product_id, platform, notify_url, quantity, amount, currency,
-          status, token_secret, request_hash, created_at, expires_at, updated_at) values ${sql.join(rows)}`.execute(database.db);
+          status, token_secret, created_at, expires_at, updated_at) values ${sql.join(rows)}`.execute(database.db);
     const note = (i: number, game: string, status: string) =>
       sql`(${`n${i}`}, ${`o${i}`}, ${game}, 'ship_order', 'https://x.example/n', '{}', ${status}, 0, ${i}, 0, ${i}, ${i})`;
     const insertNotes = (rows: ReturnType<typeof note>[]) =>

@@ -121,8 +121,8 @@ describe.skipIf(TEST_DB !== 'sqlite')(`listings across ${GAMES} games on SQLite:
     ({ tdb, sqlite } = await plannedDatabase(games, async (db) => {
       for (const [i, g] of [games[0]!, games.at(-1)!].entries()) {
         await sql`insert into orders (order_id, game_id, reference_id, combo_id, product_id, platform, notify_url, quantity, amount, currency,
-            status, token_secret, request_hash, created_at, expires_at, updated_at)
-          values (${`10${i}`}, ${g}, ${`r${i}`}, 'p', 'gem_60', 'ios', 'https://x.example/n', 1, 600, 'CNY', 'created', 's', 'h', 100, 200, 100)`.execute(db);
+            status, token_secret, created_at, expires_at, updated_at)
+          values (${`10${i}`}, ${g}, ${`r${i}`}, 'p', 'gem_60', 'ios', 'https://x.example/n', 1, 600, 'CNY', 'created', 's', 100, 200, 100)`.execute(db);
         await sql`insert into sessions (game_id, session_id, combo_id, entered_at, created_at) values (${g}, ${`s${i}`}, 'p', 100, 100)`.execute(db);
       }
     }));

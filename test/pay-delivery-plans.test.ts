@@ -95,7 +95,7 @@ describe(`pay and delivery statements use an index (${TEST_DB})`, () => {
   const orderRow = (i: number, now: number): OrderRow => ({
     order_id: `ord_plan${i}`, game_id: 'g_a', reference_id: `r${i}`, combo_id: `p${i}`, product_id: 'gem_60', platform: 'ios',
     notify_url: 'https://game.example/notify', quantity: 1, meta: null, context: null, amount: 600, currency: 'CNY', status: 'created',
-    token_secret: 's'.repeat(32), request_hash: '', is_sandbox: 0, late_payment: 0, created_at: now, expires_at: now + 900_000, updated_at: now,
+    token_secret: 's'.repeat(32), is_sandbox: 0, late_payment: 0, created_at: now, expires_at: now + 900_000, updated_at: now,
     paid_at: null, delivered_at: null, expired_at: null, canceled_at: null, refunded_at: null,
   });
 

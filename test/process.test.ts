@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import http2 from 'node:http2';
 import net, { type AddressInfo } from 'node:net';
@@ -12,6 +12,7 @@ import { authorizationHeader } from '../src/signing/signer.js';
 import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
 import { ensureServiceBuilt, spawnCommand, spawnEntry, spawnService, type Spawned } from './helpers/spawn.js';
 import { orderBody } from './helpers/service.js';
+import { sample } from './helpers/metrics.js';
 import { HangingRelay } from './helpers/hanging-relay.js';
 import { selfSignedCertificate } from './helpers/certificates.js';
 
@@ -352,6 +353,55 @@ describe('npm start', () => {
   });
 });
 
+describe('the build (npm run build)', () => {
+  // The worker threads are TypeScript modules of their own (src/lib/worker.ts): node runs their
+  // compiled .js from dist/. They exist on SQLite only, so this runs on a SQLite file whatever
+  // TEST_DB is.
+  it('node dist/src/main.js starts each worker: WAL checkpointer, player index, order status counter', async () => {
+    ensureServiceBuilt();
+    for (const w of ['db/checkpointer-worker.js', 'db/player-index-worker.js', 'observability/status-counter-worker.js']) {
+      expect(existsSync(path.join('dist/src', w)), w).toBe(true);
+    }
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'combo-built-'));
+    try {
+      const metricsToken = 'process-test-metrics-token-0123';
+      const s = spawnCommand(process.execPath, ['dist/src/main.js'], env({
+        DATABASE_URL: `sqlite:${path.join(dir, 'combo.db')}`,
+        DATA_DIR: dir,
+        METRICS_TOKEN: metricsToken,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'info',
+      }));
+      running.push(s);
+      const url = String((await s.logLine('service listening')).address);
+      const game = await newGame(url);
+      const create = '/v1/server/create-order';
+      const order = JSON.stringify(orderBody());
+      expect((await fetch(url + create, { method: 'POST', headers: signedInit(game, create, order), body: order })).status).toBe(200);
+      const enter = '/v1/server/enter-game';
+      const session = JSON.stringify({ combo_id: 'built-1', session_id: `s-${randomBytes(4).toString('hex')}` });
+      expect((await fetch(url + enter, { method: 'POST', headers: signedInit(game, enter, session), body: session })).status).toBe(200);
+      const metrics = async () => (await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } })).text();
+      await expect
+        .poll(async () => {
+          const text = await metrics();
+          return {
+            checkpoints: (sample(text, 'combo_sqlite_wal_checkpoints_total', { result: 'success' }) ?? 0) > 0,
+            indexed: sample(text, 'combo_sqlite_player_index_sessions_total'),
+            created: sample(text, 'combo_orders', { status: 'created' }),
+          };
+        }, { timeout: 20_000, interval: 200 })
+        .toEqual({ checkpoints: true, indexed: 1, created: 1 });
+      s.child.kill('SIGTERM');
+      expect(await s.exited).toBe(0);
+      expect(s.stdout()).not.toContain('"level":50');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 180_000);
+});
+
 describe('durability', () => {
   it('a 200 from create-order survives SIGKILL right after the answer', async () => {
     const s = await start();
@@ -485,6 +535,7 @@ describe('bad configuration', () => {
       running.push(wrong);
       expect(await wrong.exited).toBe(2);
       expect(wrong.stderr()).toMatch(/^game_keys\.secret_enc holds values sealed with key id [0-9a-f]{8}, which SECRETS_KEY \(key id [0-9a-f]{8}\) and SECRETS_KEY_PREVIOUS do not open/m);
+      expect(wrong.stderr()).toContain('; that key was SECRETS_KEY: set SECRETS_KEY to that key');
       expect(wrong.stderr()).not.toMatch(/\n\s+at /);
       const rotating = await start({ DATABASE_URL: own.url, SECRETS_KEY: b, SECRETS_KEY_PREVIOUS: a });
       expect((await fetch(`${rotating.url}/readyz`)).status).toBe(200);
@@ -494,6 +545,47 @@ describe('bad configuration', () => {
         await s.exited;
       }
       await own.drop();
+    }
+  });
+
+  it('a relative DATA_DIR read from another working directory -> exit 2 naming the key file used, the one that sealed the secrets, and what to set', async () => {
+    const own = await createTestDatabase();
+    const [home, elsewhere] = [mkdtempSync(path.join(os.tmpdir(), 'combo-home-')), mkdtempSync(path.join(os.tmpdir(), 'combo-elsewhere-'))];
+    try {
+      const relative = { DATABASE_URL: own.url, DATA_DIR: 'data', SECRETS_KEY: undefined };
+      const first = await spawnService(env(relative), home);
+      running.push(first);
+      await newGame(first.url); // a game key, sealed with home/data/secrets.key
+      first.child.kill('SIGTERM');
+      expect(await first.exited).toBe(0);
+
+      const moved = spawnEntry('src/main.ts', { ...env(relative), PORT: '0', HOST: '127.0.0.1' }, [], elsewhere);
+      running.push(moved);
+      expect(await moved.exited).toBe(2);
+      const [homeKey, newKey] = [path.join(home, 'data', 'secrets.key'), path.join(elsewhere, 'data', 'secrets.key')];
+      const line = moved.stderr().trim();
+      expect(line.split('\n')).toHaveLength(1);
+      expect(line).toContain(`sealed with key id `);
+      expect(line).toContain(`which was the key file ${homeKey}`);
+      expect(line).toContain(`this start used the key file ${newKey}`);
+      expect(line).toContain(`SECRETS_KEY is not set`);
+      expect(line).toContain(`created just now because DATA_DIR=data held no key file (a relative DATA_DIR, resolved from the working directory ${elsewhere})`);
+      expect(line).toContain(`set DATA_DIR=${path.join(home, 'data')} (an absolute path), or SECRETS_KEY to that file's contents`);
+      expect(line).not.toMatch(/\n\s+at /);
+      // The key file that start made opens nothing: it is not left behind.
+      expect(existsSync(newKey)).toBe(false);
+
+      const fixed = await spawnService(env({ ...relative, DATA_DIR: path.join(home, 'data') }), elsewhere);
+      running.push(fixed);
+      expect((await fetch(`${fixed.url}/readyz`)).status).toBe(200);
+    } finally {
+      for (const s of running.splice(0)) {
+        if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL');
+        await s.exited;
+      }
+      await own.drop();
+      rmSync(home, { recursive: true, force: true });
+      rmSync(elsewhere, { recursive: true, force: true });
     }
   });
 

@@ -188,6 +188,16 @@ function Settings({ game, onSaved }: { game: Game; onSaved: (g: Game) => void })
         Created {time(game.created_at)} · updated {time(game.updated_at)}
         {game.nppa ? ` · NPPA app ${game.nppa.app_id}` : ''}
       </p>
+      <p className="small" data-testid="gm-last-error">
+        Last GM error:{' '}
+        {game.gm_last_error === null ? (
+          <span className="muted">none</span>
+        ) : (
+          <>
+            <span className="mono">{game.gm_last_error}</span> <span className="muted">at {time(game.gm_last_error_at)}</span>
+          </>
+        )}
+      </p>
     </Card>
   );
 }

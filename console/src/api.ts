@@ -117,6 +117,9 @@ export interface Game {
   key_ids: string[];
   created_at: number;
   updated_at: number;
+  /** The game's last failed GM request and when (Unix ms); null when none failed. */
+  gm_last_error: string | null;
+  gm_last_error_at: number | null;
 }
 export type GamePatch = Partial<Pick<Game, 'name' | 'iap_enabled' | 'sandbox_payments' | 'order_ttl_seconds' | 'gm_url' | 'rate_limit_per_second'>>;
 

@@ -18,6 +18,8 @@ export interface BindingServiceDeps {
   roles: RoleCache;
   clock: Clock;
   logger?: Logger;
+  /** Keeps the game's last GM error for the operator (GameService.recordGmError). */
+  recordGmError?: (gameId: string, message: string) => Promise<void>;
 }
 
 const toSeconds = (ms: number) => Math.floor(ms / 1000);
@@ -53,14 +55,30 @@ export class BindingService {
     const binding = await this.d.store.find(q.game_id, partnerId, q.partner_user_id);
     if (!binding) throw Errors.bindingNotFound(`partner user ${q.partner_user_id} has no role bound in game ${q.game_id}`);
     const fetch = () => this.d.gm.listRoles({ gameId: q.game_id, gmUrl: game.game.gm_url, secret: game.secrets[0] }, binding.combo_id);
+    // Recorded once per GM call (concurrent queries share one: RoleCache), stale copy served or not.
+    const fetchRecorded = () =>
+      fetch().catch(async (e: unknown) => {
+        if (e instanceof GmUnavailableError) await this.recordGmError(q.game_id, e);
+        throw e;
+      });
     try {
-      const { role, stale } = await this.d.roles.get(q.game_id, binding.combo_id, binding.role_id, fetch, binding.bound_at);
+      const { role, stale } = await this.d.roles.get(q.game_id, binding.combo_id, binding.role_id, fetchRecorded, binding.bound_at);
       if (stale) this.d.logger?.warn({ gameId: q.game_id }, 'GM unreachable: served a cached role');
       return { bound_at: toSeconds(binding.bound_at), role };
     } catch (e) {
       if (!(e instanceof GmUnavailableError)) throw e;
       this.d.logger?.warn({ gameId: q.game_id, reason: e.message }, 'GM unreachable: no cached role to serve');
-      throw Errors.internal('role data is unavailable: the game could not be reached');
+      // The partner learns what is wrong with the game (PROTOCOL 7: 500), never its URL.
+      throw Errors.internal(`role data is unavailable: ${e.reason}`);
+    }
+  }
+
+  /** Records a failed GM call for the operator; a failure to record is logged, not answered. */
+  private async recordGmError(gameId: string, e: GmUnavailableError): Promise<void> {
+    try {
+      await this.d.recordGmError?.(gameId, e.message);
+    } catch (err) {
+      this.d.logger?.error({ err, gameId }, 'could not record the GM error');
     }
   }
 

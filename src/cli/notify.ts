@@ -32,7 +32,6 @@ function sampleOrder(gameId: string, url: string, v: Values): OrderRow {
     currency: str(v, 'currency') ?? 'CNY',
     status: 'paid',
     token_secret: '',
-    request_hash: '',
     is_sandbox: bool(v, 'sandbox') === false ? 0 : 1,
     late_payment: 0,
     created_at: now,

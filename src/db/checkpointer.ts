@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
-import { createRequire } from 'node:module';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startWorker } from '../lib/worker.js';
+import type { CheckpointerMessage, CheckpointerWorkerData } from './checkpointer-worker.js';
 
 /**
  * WAL pages at which the writer checkpoints by itself while the checkpointer runs (SQLite's
@@ -13,35 +14,6 @@ import { Worker } from 'node:worker_threads';
  */
 export const SAFETY_NET_PAGES = 2_000;
 
-// Plain CommonJS so it runs the same from the sources (tests) and from the build: the driver's
-// absolute path comes in workerData (see observability/count-worker.ts).
-const SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
-const SQLite = require(workerData.driver);
-const db = new SQLite(workerData.file);
-db.pragma('synchronous = ' + workerData.synchronous);
-// SQLite answers how many of the WAL's frames are copied so far, not how many this call copied:
-// the difference from the last answer is this call's, unless the WAL started over since.
-let last = { log: 0, checkpointed: 0 };
-const timer = setInterval(() => {
-  try {
-    // PASSIVE: copies what no reader still needs, never waits for a lock and never blocks one.
-    const [r] = db.pragma('wal_checkpoint(PASSIVE)');
-    const restarted = r.log < last.log || r.checkpointed < last.checkpointed;
-    const copied = restarted ? r.checkpointed : r.checkpointed - last.checkpointed;
-    last = { log: Math.max(r.log, 0), checkpointed: Math.max(r.checkpointed, 0) };
-    if (copied > 0) parentPort.postMessage({ frames: copied });
-  } catch (e) {
-    parentPort.postMessage({ error: String((e && e.message) || e) });
-  }
-}, workerData.intervalMs);
-parentPort.on('message', () => {
-  clearInterval(timer);
-  db.close();
-  parentPort.close();
-});
-`;
-
 export interface CheckpointerOptions {
   file: string;
   intervalMs: number;
@@ -49,7 +21,8 @@ export interface CheckpointerOptions {
 }
 
 /**
- * Copies the WAL back into the SQLite database file on a thread of its own, every
+ * Copies the WAL back into the SQLite database file on a thread of its own
+ * (checkpointer-worker.ts), every
  * `intervalMs` (SQLITE_CHECKPOINT_INTERVAL_MS, default 20; 0 turns it off). Left to SQLite, the
  * connection that commits when the WAL passes 1000 pages does the checkpoint inside that commit:
  * a thousand page reads and writes and two fsyncs on the event loop, which every request in
@@ -69,11 +42,11 @@ export class WalCheckpointer extends EventEmitter {
 
   constructor(o: CheckpointerOptions) {
     super();
-    const driver = createRequire(import.meta.url).resolve('better-sqlite3');
-    this.worker = new Worker(SOURCE, { eval: true, workerData: { file: o.file, driver, intervalMs: o.intervalMs, synchronous: o.synchronous } });
+    const workerData: CheckpointerWorkerData = { file: o.file, intervalMs: o.intervalMs, synchronous: o.synchronous };
+    this.worker = startWorker(new URL('./checkpointer-worker.js', import.meta.url), { workerData });
     this.worker.unref();
-    this.worker.on('message', (m: { frames?: number; error?: string }) => {
-      if (m.error !== undefined) this.emit('failure', new Error(`WAL checkpoint failed: ${m.error}`));
+    this.worker.on('message', (m: CheckpointerMessage) => {
+      if ('error' in m) this.emit('failure', new Error(`WAL checkpoint failed: ${m.error}`));
       else this.emit('checkpoint', m.frames);
     });
     this.worker.on('error', (e) => this.emit('failure', e));

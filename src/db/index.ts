@@ -70,8 +70,16 @@ export interface DatabaseOptions {
   statementTimeoutMs?: number;
 }
 
-// int8 (bigint) columns hold Unix ms and minor units: well inside Number's exact range.
-pg.types.setTypeParser(20, (v) => Number(v));
+/**
+ * The service's type parsers, given to its pool's connections only (not set on the pg module for
+ * the whole process): int8 (bigint) columns hold Unix ms and minor units, well inside Number's
+ * exact range, and are read as numbers.
+ */
+const INT8 = 20;
+const SERVICE_TYPES: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8 && format !== 'binary' ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
+};
 
 /** The database cannot be opened or reached (at start): the cause's message says why. */
 export class DatabaseUnusableError extends Error {
@@ -214,6 +222,7 @@ function withStatementCache(raw: SQLite.Database, beforeWrite?: () => void) {
 function openPostgres(url: string, options: DatabaseOptions): Database {
   const pool = new pg.Pool({
     connectionString: url,
+    types: SERVICE_TYPES,
     max: options.poolSize ?? 10,
     connectionTimeoutMillis: 5000,
   });

@@ -1,8 +1,10 @@
 import { EventEmitter } from 'node:events';
 import { existsSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import SQLite from 'better-sqlite3';
+import { startWorker } from '../lib/worker.js';
+import { DAMAGED, isDamagedFile, progressHolds, type Progress, type SessionAt } from './player-index-progress.js';
+import type { PlayerIndexMessage, PlayerIndexRequest, PlayerIndexWorkerData } from './player-index-worker.js';
 
 /**
  * SQLite: the sessions of a player, indexed off the request path.
@@ -33,12 +35,6 @@ export const playerIndexFile = (databaseFile: string): string => `${databaseFile
 /** The schema's version in the file's user_version: another version is emptied and rebuilt. */
 const SCHEMA_VERSION = 1;
 
-/**
- * The user_version of a file found damaged while in use (a read or a pass failed with
- * SQLITE_CORRUPT): the next start deletes it and makes it again.
- */
-const DAMAGED = -1;
-
 /** Marks the file damaged (see DAMAGED), through a connection that may write it; best effort. */
 export function markPlayerIndexDamaged(index: SQLite.Database): void {
   try {
@@ -48,8 +44,7 @@ export function markPlayerIndexDamaged(index: SQLite.Database): void {
   }
 }
 
-/** SQLite's answer when a file is not a database or is damaged. */
-export const isDamagedFile = (e: unknown): boolean => /^SQLITE_(CORRUPT|NOTADB)/.test((e as { code?: string } | null)?.code ?? '');
+export { isDamagedFile };
 
 const damagedHandlers = new WeakMap<object, () => void>();
 
@@ -146,14 +141,8 @@ export function resetIfStale(index: SQLite.Database, main: SQLite.Database): boo
     if (/no such table/.test((e as Error).message)) return false;
     throw e;
   }
-  const matches = () => {
-    const p = index.prepare('select through, game_id, session_id from progress').get() as
-      | { through: number; game_id: string | null; session_id: string | null }
-      | undefined;
-    if (!p || p.through === 0) return true;
-    const row = at.get(p.through) as { game_id: string; session_id: string } | undefined;
-    return row !== undefined && row.game_id === p.game_id && row.session_id === p.session_id;
-  };
+  const progress = index.prepare('select through, game_id, session_id from progress');
+  const matches = () => progressHolds(progress.get() as Progress | undefined, (rowid) => at.get(rowid) as SessionAt | undefined);
   // Read first without the file's write lock (another instance's worker may hold it for a chunk).
   if (matches()) return false;
   return index.transaction(() => {
@@ -163,101 +152,6 @@ export function resetIfStale(index: SQLite.Database, main: SQLite.Database): boo
     return true;
   }).immediate();
 }
-
-// Plain CommonJS, run from the sources and the build alike (see db/checkpointer.ts).
-const SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
-const SQLite = require(workerData.driver);
-const main = new SQLite(workerData.file, { readonly: true });
-main.pragma('busy_timeout = 5000');
-const index = new SQLite(workerData.indexFile);
-index.pragma('busy_timeout = 5000');
-index.pragma('synchronous = NORMAL');
-// The file's pages stay in memory between passes up to this much (SQLite's default is 2 MiB):
-// each pass touches pages all over the player key.
-index.pragma('cache_size = -32768');
-// [rowid, game_id, session_id, combo_id, created_at], compared as the key (game_id, combo_id,
-// created_at, session_id); strings by code unit, a fine order to insert in.
-const cmp = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
-const byKey = (a, b) => cmp(a[1], b[1]) || cmp(a[3], b[3]) || a[4] - b[4] || cmp(a[2], b[2]);
-// Prepared at the first pass, not at start: a pass fails (and is tried again) rather than the
-// worker, should the sessions table not be there yet.
-let st;
-function statements() {
-  if (st) return st;
-  const s = {
-    newSessions: main.prepare('select rowid, game_id, session_id, combo_id, created_at from sessions where rowid > ? order by rowid limit ?').raw(true),
-    atRowid: main.prepare('select game_id, session_id from sessions where rowid = ?'),
-    progress: index.prepare('select through, game_id, session_id from progress'),
-    insert: index.prepare('insert or ignore into session_players (game_id, combo_id, created_at, session_id) values (?, ?, ?, ?)'),
-    advance: index.prepare('update progress set through = ?, game_id = ?, session_id = ?'),
-    empty: index.prepare('delete from session_players'),
-  };
-  // One step, in one write transaction of the file (another instance's worker may share it):
-  // the sessions committed past 'through', up to a chunk; 'reset' when the session at
-  // 'through' is no longer the one recorded there (the file is emptied, to be filled again).
-  s.step = index.transaction(() => {
-    const p = s.progress.get();
-    if (p.through > 0) {
-      const at = s.atRowid.get(p.through);
-      if (!at || at.game_id !== p.game_id || at.session_id !== p.session_id) {
-        s.empty.run();
-        s.advance.run(0, null, null);
-        return { reset: true };
-      }
-    }
-    const rows = s.newSessions.all(p.through, workerData.chunkRows);
-    const last = rows[rows.length - 1];
-    // In the index's order: each leaf page is reached once per chunk, from the one before it.
-    rows.sort(byKey);
-    for (const r of rows) s.insert.run(r[1], r[3], r[4], r[2]);
-    if (last) s.advance.run(last[0], last[1], last[2]);
-    return { indexed: rows.length, through: last ? last[0] : p.through };
-  }).immediate;
-  return (st = s);
-}
-// Set by the main thread before it asks the worker to stop: a pass (a rebuild of millions of
-// sessions takes minutes) ends after its current chunk, rather than holding up the service's stop.
-const stopping = new Int32Array(workerData.stop);
-// One pass: every session committed before it, in chunks; null when stopped part way.
-function pass() {
-  let indexed = 0;
-  for (;;) {
-    if (Atomics.load(stopping, 0) !== 0) return null;
-    const r = statements().step();
-    if (r.reset) {
-      parentPort.postMessage({ reset: true });
-      continue;
-    }
-    indexed += r.indexed;
-    if (r.indexed < workerData.chunkRows) return { indexed, through: r.through };
-  }
-}
-function run(id) {
-  try {
-    const r = pass();
-    // Stopped: the caller's pass is rejected when the worker exits.
-    if (r) parentPort.postMessage({ id, indexed: r.indexed, through: r.through });
-  } catch (e) {
-    // A damaged file (its header intact, or open() would have made it again): marked, so that the
-    // next start makes it again (DAMAGED).
-    if (/^SQLITE_(CORRUPT|NOTADB)/.test((e && e.code) || '')) {
-      try {
-        index.pragma('user_version = ' + workerData.damaged);
-      } catch {}
-    }
-    parentPort.postMessage({ id, error: String((e && e.message) || e) });
-  }
-}
-const timer = setInterval(() => run(undefined), workerData.intervalMs);
-parentPort.on('message', (m) => {
-  if (m.pass !== undefined) return run(m.pass);
-  clearInterval(timer);
-  main.close();
-  index.close();
-  parentPort.close();
-});
-`;
 
 export interface PlayerIndexerOptions {
   /** The database file. */
@@ -273,7 +167,7 @@ export interface PlayerIndexPass {
 }
 
 /**
- * The worker thread that fills the player index (see above). Emits 'indexed' (PlayerIndexPass,
+ * The worker thread (player-index-worker.ts) that fills the player index (see above). Emits 'indexed' (PlayerIndexPass,
  * after a pass that indexed sessions), 'reset' (the file was emptied to be filled again) and
  * 'failure' (Error; the pass is tried again at the next interval). A worker that dies is not
  * restarted: the listings stay exact, reading more of the sessions table as it grows.
@@ -289,31 +183,26 @@ export class PlayerIndexer extends EventEmitter {
 
   constructor(o: PlayerIndexerOptions) {
     super();
-    const driver = createRequire(import.meta.url).resolve('better-sqlite3');
-    this.worker = new Worker(SOURCE, {
-      eval: true,
-      workerData: {
-        file: o.file,
-        indexFile: playerIndexFile(o.file),
-        driver,
-        intervalMs: o.intervalMs ?? PLAYER_INDEX_INTERVAL_MS,
-        chunkRows: o.chunkRows ?? CHUNK_ROWS,
-        stop: this.stopping.buffer,
-        damaged: DAMAGED,
-      },
-    });
+    const workerData: PlayerIndexWorkerData = {
+      file: o.file,
+      indexFile: playerIndexFile(o.file),
+      intervalMs: o.intervalMs ?? PLAYER_INDEX_INTERVAL_MS,
+      chunkRows: o.chunkRows ?? CHUNK_ROWS,
+      stop: this.stopping.buffer as SharedArrayBuffer,
+    };
+    this.worker = startWorker(new URL('./player-index-worker.js', import.meta.url), { workerData });
     this.worker.unref();
-    this.worker.on('message', (m: { id?: number; indexed?: number; through?: number; error?: string; reset?: boolean }) => {
-      if (m.reset) return void this.emit('reset');
+    this.worker.on('message', (m: PlayerIndexMessage) => {
+      if ('reset' in m) return void this.emit('reset');
       const waiter = m.id === undefined ? undefined : this.waiting.get(m.id);
       if (m.id !== undefined) this.waiting.delete(m.id);
-      if (m.error !== undefined) {
+      if ('error' in m) {
         const e = new Error(`player index: ${m.error}`);
         if (waiter) waiter.reject(e);
         this.emit('failure', e);
         return;
       }
-      const p = { indexed: m.indexed ?? 0, through: m.through ?? 0 };
+      const p = { indexed: m.indexed, through: m.through };
       waiter?.resolve(p);
       if (p.indexed > 0) this.emit('indexed', p);
     });
@@ -334,7 +223,7 @@ export class PlayerIndexer extends EventEmitter {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
-      this.worker.postMessage({ pass: id });
+      this.worker.postMessage({ pass: id } satisfies PlayerIndexRequest);
     });
   }
 
@@ -342,7 +231,7 @@ export class PlayerIndexer extends EventEmitter {
   async stop(): Promise<void> {
     this.worker.ref(); // see WalCheckpointer.stop
     Atomics.store(this.stopping, 0, 1);
-    this.worker.postMessage('stop');
+    this.worker.postMessage('stop' satisfies PlayerIndexRequest);
     await this.exited;
   }
 }

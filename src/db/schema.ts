@@ -17,6 +17,9 @@ export interface GamesTable {
   nppa_secret_enc: string | null;
   created_at: number;
   updated_at: number;
+  /** The last failed GM request (bindings/gm.ts), for the operator; null when none failed. */
+  gm_last_error: string | null;
+  gm_last_error_at: number | null;
 }
 
 export interface GameKeysTable {
@@ -79,7 +82,6 @@ export interface OrdersTable {
    * stored parameters themselves (OrderService, sameParameters). New orders store ''; nothing
    * reads it. Kept rather than dropped: dropping it rewrites the largest table.
    */
-  request_hash: string;
   is_sandbox: number;
   late_payment: number;
   created_at: number;
@@ -310,6 +312,15 @@ export interface DB {
   audit_log: AuditLogTable;
   service_state: ServiceStateTable;
   google_purchases: GooglePurchasesTable;
+  sealing_keys: SealingKeysTable;
+}
+
+/** Where each key that sealed stored secrets came from (migration 0016). */
+export interface SealingKeysTable {
+  key_id: string;
+  /** 'SECRETS_KEY', or the key file's absolute path. */
+  source: string;
+  first_used_at: number;
 }
 
 // Kept for tables that may later gain generated columns.

@@ -48,6 +48,10 @@ export const Game = Type.Object({
   key_ids: Type.Array(Type.String()),
   created_at: Type.Integer({ description: 'Unix ms' }),
   updated_at: Type.Integer({ description: 'Unix ms' }),
+  gm_last_error: Type.Union([Type.String(), Type.Null()], {
+    description: "The game's last failed GM request (no gm_url, unreachable, an error answer, an invalid role list), as logged; null when none failed",
+  }),
+  gm_last_error_at: Type.Union([Type.Integer(), Type.Null()], { description: 'Unix ms: when gm_last_error happened (recorded again at most every 10 s)' }),
 });
 export type Game = Static<typeof Game>;
 

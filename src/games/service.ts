@@ -52,9 +52,16 @@ export interface GameServiceDeps {
   refuseInternalUrls?: boolean;
 }
 
+/** A GM error is recorded again, unchanged, at most this often per game and instance. */
+const GM_ERROR_RECORD_INTERVAL_MS = 10_000;
+/** The longest GM error kept (the rest is cut). */
+const GM_ERROR_MAX_LENGTH = 500;
+
 /** Operator management of games, keys and products, and the cached view for request paths. */
 export class GameService {
   private readonly cache: SnapshotCache<GameSnapshot>;
+  /** The GM error last recorded per game by this instance (see recordGmError). */
+  private readonly gmErrors = new Map<string, { message: string; at: number }>();
 
   constructor(private readonly d: GameServiceDeps) {
     this.cache = new SnapshotCache(d.clock, d.cacheTtlMs ?? 5000, (gameId) => this.loadSnapshot(gameId));
@@ -94,6 +101,21 @@ export class GameService {
     };
   }
 
+  /**
+   * Keeps a game's last failed GM request for the operator (Game.gm_last_error). A game that
+   * keeps failing the same way is written at most once per GM_ERROR_RECORD_INTERVAL_MS, so a
+   * burst of partner queries costs few writes; the time shown is at most that much older.
+   */
+  async recordGmError(gameId: string, message: string): Promise<void> {
+    const { store, clock } = this.d;
+    const now = clock.now();
+    const text = message.slice(0, GM_ERROR_MAX_LENGTH);
+    const last = this.gmErrors.get(gameId);
+    if (last && last.message === text && now - last.at < GM_ERROR_RECORD_INTERVAL_MS) return;
+    this.gmErrors.set(gameId, { message: text, at: now });
+    await store.transaction((trx) => store.updateGame(trx, gameId, { gm_last_error: text, gm_last_error_at: now }));
+  }
+
   private checkGmUrl(url: string | null | undefined): void {
     if (!url) return;
     if (this.d.refuseInternalUrls) refuseInternalUrl('gm_url', url);
@@ -123,6 +145,8 @@ export class GameService {
       nppa_secret_enc: null,
       created_at: now,
       updated_at: now,
+      gm_last_error: null,
+      gm_last_error_at: null,
     };
     await store.transaction(async (trx) => {
       if (await store.findGame(trx, body.game_id)) throw Errors.conflict(`game ${body.game_id} already exists`);
@@ -275,6 +299,8 @@ export function toGame(row: GameRow, keyIds: string[], sandbox: boolean): Game {
     key_ids: keyIds,
     created_at: row.created_at,
     updated_at: row.updated_at,
+    gm_last_error: row.gm_last_error,
+    gm_last_error_at: row.gm_last_error_at,
   };
 }
 

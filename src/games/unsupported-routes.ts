@@ -5,7 +5,7 @@ import { SERVER_API_PREFIXES } from './caller.js';
 import { responses } from '../http/errors-schema.js';
 
 /**
- * Server API methods of the Combo SDKs that this service does not provide (they are Combo
+ * Server API methods of the Combo Node.js SDK that this service does not provide (they are Combo
  * platform services outside rest-interface: SMS codes, a WeChat mini-game token, voice
  * moderation). A game calling one through an SDK gets 501 `not_implemented` naming the method,
  * after the signature check like every server API call, instead of a 404 that reads like a

@@ -58,9 +58,10 @@ let answerReleases = false;
  * large answer is written in chunks, each waiting for the window), or an HTTP/1.1 answer queued
  * behind a connection that then closed, would otherwise hold its place for as long as its
  * connection lives, and 256 such requests shut the service for everyone. 'close' stays the
- * fallback for a request that is never answered (its client went away).
+ * fallback for a request that is never answered (its client went away). A change to Node's
+ * response prototypes for the whole process: installed by installProcessWide (process-wide.ts).
  */
-function releaseOnAnswer(): void {
+export function releaseResponsesOnAnswer(): void {
   if (answerReleases) return;
   answerReleases = true;
   for (const proto of [http.ServerResponse.prototype, http2.Http2ServerResponse.prototype] as unknown as Record<'end' | 'writeHead', (...a: unknown[]) => unknown>[]) {
@@ -128,7 +129,7 @@ export class LoadShedder {
     this.limit = o.maxInflight;
     this.clientCap = Math.max(1, o.maxInflightPerClient ?? o.maxInflight);
     this.perClient = this.clientCap < o.maxInflight && o.clientOf ? new Map() : null;
-    releaseOnAnswer();
+    if (!answerReleases) throw new Error('LoadShedder needs installProcessWide() (src/process-wide.ts) to have run: it releases places on answer');
     this.adaptive = o.latencyTargetMs > 0 ? new AdaptiveLimit({ max: o.maxInflight, min: Math.min(8, o.maxInflight), targetMs: o.latencyTargetMs }) : null;
     this.delay = monitorEventLoopDelay({ resolution: 10 });
     this.delay.enable();

@@ -1,31 +1,12 @@
-import { createRequire } from 'node:module';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startWorker } from '../lib/worker.js';
+import type { StatusCount, StatusCounterMessage, StatusCounterWorkerData } from './status-counter-worker.js';
 
-export interface StatusCount {
-  status: string;
-  n: number;
-}
-
-// Plain CommonJS so it runs the same from the sources (tests) and from the build: the driver's
-// absolute path comes in workerData, so the worker does not depend on the working directory.
-const SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
-const SQLite = require(workerData.driver);
-const db = new SQLite(workerData.file, { readonly: true });
-db.pragma('busy_timeout = 5000');
-const byStatus = db.prepare('select status, count(*) as n from orders group by status');
-parentPort.on('message', (id) => {
-  try {
-    parentPort.postMessage({ id, rows: byStatus.all() });
-  } catch (e) {
-    parentPort.postMessage({ id, error: String((e && e.message) || e) });
-  }
-});
-`;
+export type { StatusCount };
 
 /**
- * Counts orders per status on a thread of its own, over its own read-only connection to the
- * SQLite file. better-sqlite3 is synchronous: on the main thread this count, ~1-2 s at 10
+ * Counts orders per status on a thread of its own (status-counter-worker.ts), over its own
+ * read-only connection to the SQLite file. better-sqlite3 is synchronous: on the main thread this count, ~1-2 s at 10
  * million orders, stopped every request for as long on each /metrics scrape.
  */
 type Waiting = Map<number, { resolve: (rows: StatusCount[]) => void; reject: (e: Error) => void }>;
@@ -58,15 +39,15 @@ export class SqliteStatusCounter {
   }
 
   private start(): CountThread {
-    const driver = createRequire(import.meta.url).resolve('better-sqlite3');
-    const worker = new Worker(SOURCE, { eval: true, workerData: { file: this.file, driver } });
+    const workerData: StatusCounterWorkerData = { file: this.file };
+    const worker = startWorker(new URL('./status-counter-worker.js', import.meta.url), { workerData });
     const thread: CountThread = { worker, waiting: new Map() };
     worker.unref();
-    worker.on('message', (m: { id: number; rows?: StatusCount[]; error?: string }) => {
+    worker.on('message', (m: StatusCounterMessage) => {
       const w = thread.waiting.get(m.id);
       thread.waiting.delete(m.id);
-      if (m.error !== undefined) w?.reject(new Error(m.error));
-      else w?.resolve(m.rows ?? []);
+      if ('error' in m) w?.reject(new Error(m.error));
+      else w?.resolve(m.rows);
     });
     // A worker that dies fails what it was asked; the next count starts a new one. Its 'exit'
     // comes a turn after its 'error', when a count may already have gone to the new worker:

@@ -5,14 +5,22 @@ import { responses } from '../http/errors-schema.js';
 import { CreateOrderBody, CreateOrderResponse } from './schemas.js';
 import type { OrderService } from './service.js';
 
+const iapDisabled = () => Errors.gameIapDisabled('in-app purchase is disabled for this game');
+
 export function registerOrderRoutes(app: FastifyInstance, orders: OrderService): void {
   for (const prefix of SERVER_API_PREFIXES) {
     app.post(`${prefix}/create-order`, {
       config: {
         auth: 'game',
-        // Caller state (403) is checked after the signature and before parameters (PROTOCOL 2).
+        // Caller state (403) is checked after the signature and before parameters (PROTOCOL 2),
+        // except for a repeat of an existing order, which create answers whatever changed since
+        // (PROTOCOL 3: a reference identifies one order forever).
         precheck: (req) => {
-          if (callingGame(req).game.iap_enabled !== 1) throw Errors.gameIapDisabled('in-app purchase is disabled for this game');
+          const game = callingGame(req).game;
+          if (game.iap_enabled === 1) return;
+          return orders.isRepeat(game.game_id, req.rawBody).then((repeat) => {
+            if (!repeat) throw iapDisabled();
+          });
         },
       },
       schema: {
@@ -22,7 +30,14 @@ export function registerOrderRoutes(app: FastifyInstance, orders: OrderService):
         body: CreateOrderBody,
         response: responses({ 200: CreateOrderResponse }, [401, 403, 422, 429]),
       },
-      handler: async (req) => orders.create(callingGame(req), req.body as CreateOrderBody),
+      // A request let past the caller-state check as a repeat (above) but with invalid
+      // parameters is no repeat: it gets the caller-state refusal, which comes first.
+      attachValidation: true,
+      handler: async (req) => {
+        const snap = callingGame(req);
+        if (req.validationError) throw snap.game.iap_enabled === 1 ? req.validationError : iapDisabled();
+        return orders.create(snap, req.body as CreateOrderBody);
+      },
     });
   }
 }

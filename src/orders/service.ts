@@ -68,6 +68,11 @@ function canonicalParams(body: CreateOrderBody) {
   };
 }
 
+type CanonicalParams = ReturnType<typeof canonicalParams>;
+
+/** The order columns a repeated request must match. */
+type ParameterColumns = Pick<OrderRow, 'combo_id' | 'product_id' | 'platform' | 'notify_url' | 'quantity' | 'meta' | 'context'>;
+
 /**
  * The meta fields present, in one fixed order (the stored JSON, which replays compare), or null
  * when none is. Field by field: a loop over the names made every load and store megamorphic.
@@ -87,14 +92,29 @@ function normalizeMeta(meta: OrderMeta | undefined): OrderMeta | null {
 export class OrderService {
   constructor(private readonly d: OrderServiceDeps) {}
 
-  /** create-order (PROTOCOL 3): idempotent per (game, reference_id). */
+  /**
+   * create-order (PROTOCOL 3): idempotent per (game, reference_id). A reference identifies one
+   * order forever, so a request the game's current state would refuse (IAP off, the product
+   * inactive, ...) is first looked up: a repeat of an existing order gets it back. The lookup is
+   * made only on that refusing branch, so a new order costs no extra read.
+   */
   async create(snap: GameSnapshot, body: CreateOrderBody): Promise<CreateOrderResponse> {
     const game = snap.game;
     const params = canonicalParams(body);
-    if (this.d.refuseInternalUrls) refuseInternalUrl('notify_url', params.notify_url);
     const product = snap.products.get(params.product_id);
+    if (game.iap_enabled !== 1) {
+      return this.repeatOr(Errors.gameIapDisabled('in-app purchase is disabled for this game'), game.game_id, params);
+    }
+    if (this.d.refuseInternalUrls) {
+      try {
+        refuseInternalUrl('notify_url', params.notify_url);
+      } catch (e) {
+        return this.repeatOr(e as Error, game.game_id, params);
+      }
+    }
     if (!product || product.active !== 1) {
-      throw Errors.invalidRequest(`product_id ${params.product_id} is not an active product of game ${game.game_id}`);
+      const refusal = Errors.invalidRequest(`product_id ${params.product_id} is not an active product of game ${game.game_id}`);
+      return this.repeatOr(refusal, game.game_id, params);
     }
     const now = this.d.clock.now();
     let row = this.newOrder(snap, params, product.price * params.quantity, product.currency, now);
@@ -116,6 +136,33 @@ export class OrderService {
         row = { ...row, order_id: this.d.ids.next(now) };
       }
     }
+  }
+
+  /**
+   * Whether a create-order body, not yet validated, names an order the game already has: such a
+   * request passes the caller-state check (IAP off), and create answers it with the order if its
+   * parameters are the order's, else with that check's refusal. Only called when the check fails.
+   */
+  async isRepeat(gameId: string, rawBody: Buffer | null | undefined): Promise<boolean> {
+    let referenceId: unknown;
+    try {
+      referenceId = (JSON.parse(rawBody?.toString('utf8') ?? 'null') as { reference_id?: unknown } | null)?.reference_id;
+    } catch {
+      return false;
+    }
+    if (typeof referenceId !== 'string' || referenceId === '') return false;
+    return (await this.d.store.findByReference(this.d.store.db, gameId, referenceId)) !== undefined;
+  }
+
+  /**
+   * The stored order when the request repeats one with the same parameters (PROTOCOL 3), else
+   * the refusal: it comes before 422 in the check order (PROTOCOL 2).
+   */
+  private async repeatOr(refusal: Error, gameId: string, params: CanonicalParams): Promise<CreateOrderResponse> {
+    const existing = await this.d.store.findByReference(this.d.store.db, gameId, params.reference_id);
+    const requested = { ...params, meta: params.meta ? JSON.stringify(params.meta) : null };
+    if (existing && sameParameters(existing, requested)) return toResponse(existing);
+    throw refusal;
   }
 
   /** Writes a new order, or answers from the one stored under its reference_id. */
@@ -148,7 +195,7 @@ export class OrderService {
 
   private newOrder(
     snap: GameSnapshot,
-    params: ReturnType<typeof canonicalParams>,
+    params: CanonicalParams,
     amount: number,
     currency: string,
     now: number,
@@ -168,9 +215,6 @@ export class OrderService {
       currency,
       status: 'created',
       token_secret: newTokenSecret(),
-      // Replays compare the stored parameters themselves (sameParameters); rows from before
-      // that keep their hash of them, which nothing reads any more.
-      request_hash: '',
       is_sandbox: 0,
       late_payment: 0,
       created_at: now,
@@ -191,14 +235,14 @@ export class OrderService {
  * column of the order, canonicalised the same way (canonicalParams), so comparing them costs
  * less than hashing a serialisation of them on every create-order.
  */
-function replay(existing: OrderRow, requested: OrderRow): CreateOrderResponse {
+function replay(existing: OrderRow, requested: ParameterColumns): CreateOrderResponse {
   if (existing !== requested && !sameParameters(existing, requested)) {
     throw Errors.duplicateReferenceId(`reference_id ${existing.reference_id} was already used with different parameters`);
   }
   return toResponse(existing);
 }
 
-function sameParameters(a: OrderRow, b: OrderRow): boolean {
+function sameParameters(a: ParameterColumns, b: ParameterColumns): boolean {
   return (
     a.combo_id === b.combo_id &&
     a.product_id === b.product_id &&

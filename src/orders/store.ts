@@ -11,7 +11,7 @@ type Q = Kysely<DB> | Transaction<DB>;
 /** Column order of a full order row (the prepared insert's parameter order). */
 export const ORDER_COLUMNS = [
   'order_id', 'game_id', 'reference_id', 'combo_id', 'product_id', 'platform', 'notify_url', 'quantity', 'meta',
-  'context', 'amount', 'currency', 'status', 'token_secret', 'request_hash', 'is_sandbox', 'late_payment',
+  'context', 'amount', 'currency', 'status', 'token_secret', 'is_sandbox', 'late_payment',
   'created_at', 'expires_at', 'updated_at', 'paid_at', 'delivered_at', 'expired_at', 'canceled_at', 'refunded_at',
 ] as const satisfies readonly (keyof OrderRow)[];
 
@@ -22,7 +22,7 @@ export const EVENT_COLUMNS = ['event_id', 'order_id', 'from_status', 'to_status'
 // every insert. test/unit/insert-params.test.ts holds these to the column lists.
 export const orderParams = (r: OrderRow): unknown[] => [
   r.order_id, r.game_id, r.reference_id, r.combo_id, r.product_id, r.platform, r.notify_url, r.quantity, r.meta,
-  r.context, r.amount, r.currency, r.status, r.token_secret, r.request_hash, r.is_sandbox, r.late_payment,
+  r.context, r.amount, r.currency, r.status, r.token_secret, r.is_sandbox, r.late_payment,
   r.created_at, r.expires_at, r.updated_at, r.paid_at, r.delivered_at, r.expired_at, r.canceled_at, r.refunded_at,
 ];
 export const eventParams = (r: OrderEventRow): unknown[] => [r.event_id, r.order_id, r.from_status, r.to_status, r.at, r.detail];

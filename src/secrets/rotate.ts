@@ -92,12 +92,19 @@ export class SecretsKeyMismatchError extends Error {
   }
 }
 
+/** A sealed value the box cannot open: its column and the key id that sealed it ('v1': unknown). */
+export interface UnopenedSecret {
+  column: string;
+  keyId: string;
+}
+
 /**
  * Opens one stored value per key that sealed them (per key id; the key-less v1 form once), so
- * an instance started with the wrong SECRETS_KEY stops at start instead of reporting ready and
- * answering every signed request 500 (and using up notifications' retry windows).
+ * an instance started with the wrong key stops at start instead of reporting ready and
+ * answering every signed request 500 (and using up notifications' retry windows). Returns the
+ * first value it cannot open, or null.
  */
-export async function checkSealedSecrets(db: Kysely<DB>, box: SecretBox): Promise<void> {
+export async function findUnopenedSecret(db: Kysely<DB>, box: SecretBox): Promise<UnopenedSecret | null> {
   const q = db as unknown as Kysely<Record<string, Record<string, string | null>>>;
   for (const c of SEALED_COLUMNS) {
     const rows = await q.selectFrom(c.table).select(c.column).where(c.column, 'is not', null).execute();
@@ -111,10 +118,9 @@ export async function checkSealedSecrets(db: Kysely<DB>, box: SecretBox): Promis
       try {
         box.open(sealed);
       } catch {
-        throw new SecretsKeyMismatchError(
-          `${c.table}.${c.column} holds values sealed with ${kid === 'v1' ? 'an older key' : `key id ${kid}`}, which SECRETS_KEY (key id ${box.currentKeyId}) and SECRETS_KEY_PREVIOUS do not open: start with the key they were sealed with (docs/operations.md, "Rotating SECRETS_KEY")`,
-        );
+        return { column: `${c.table}.${c.column}`, keyId: kid };
       }
     }
   }
+  return null;
 }

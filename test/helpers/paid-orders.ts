@@ -33,7 +33,6 @@ export async function paidOrder(
     currency: 'CNY',
     status: 'paid',
     token_secret: randomBytes(16).toString('hex'),
-    request_hash: randomBytes(16).toString('hex'),
     is_sandbox: opts.sandbox === false ? 0 : 1,
     late_payment: 0,
     created_at: now,

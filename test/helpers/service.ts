@@ -5,6 +5,7 @@ import path from 'node:path';
 import type pino from 'pino';
 import { loadConfig } from '../../src/config/index.js';
 import { createLogger } from '../../src/logger.js';
+import { installProcessWide } from '../../src/process-wide.js';
 import { createService, type Service } from '../../src/service.js';
 import type { Clock } from '../../src/lib/clock.js';
 import { authorizationHeader } from '../../src/signing/signer.js';
@@ -67,6 +68,7 @@ export async function startService(opts: StartOptions = {}): Promise<TestService
     MAX_EVENT_LOOP_DELAY_MS: '0',
     ...opts.env,
   });
+  installProcessWide();
   const service = await createService({
     config,
     logger: createLogger(config.logLevel, opts.logDestination),

@@ -1,7 +1,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -63,13 +63,16 @@ function baseEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
 }
 
 /** Runs a TypeScript entry point of the repository (src/main.ts, src/cli.ts) as a real process. */
-export function spawnEntry(entry: string, env: Record<string, string | undefined>, args: string[] = []): Spawned {
-  return spawnCommand(process.execPath, ['--import', 'tsx', entry, ...args], env);
+export function spawnEntry(entry: string, env: Record<string, string | undefined>, args: string[] = [], cwd = REPO_ROOT): Spawned {
+  if (cwd === REPO_ROOT) return spawnCommand(process.execPath, ['--import', 'tsx', entry, ...args], env);
+  // From another working directory: tsx and the entry by their absolute paths.
+  const tsx = pathToFileURL(path.join(REPO_ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
+  return spawnCommand(process.execPath, ['--import', tsx, path.join(REPO_ROOT, entry), ...args], env, cwd);
 }
 
-/** Runs a command in the repository root (e.g. `npm start`) with only the given environment. */
-export function spawnCommand(command: string, args: string[], env: Record<string, string | undefined>): Spawned {
-  const child = spawn(command, args, { cwd: REPO_ROOT, env: baseEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+/** Runs a command in the repository root (e.g. `npm start`), or in `cwd`, with only the given environment. */
+export function spawnCommand(command: string, args: string[], env: Record<string, string | undefined>, cwd = REPO_ROOT): Spawned {
+  const child = spawn(command, args, { cwd, env: baseEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   const waiters: (() => void)[] = [];
@@ -122,8 +125,8 @@ export function spawnCommand(command: string, args: string[], env: Record<string
 }
 
 /** Starts src/main.ts and waits for "service listening"; returns its base URL. */
-export async function spawnService(env: Record<string, string | undefined>): Promise<Spawned & { url: string }> {
-  const s = spawnEntry('src/main.ts', { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env });
+export async function spawnService(env: Record<string, string | undefined>, cwd = REPO_ROOT): Promise<Spawned & { url: string }> {
+  const s = spawnEntry('src/main.ts', { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, [], cwd);
   const line = await s.logLine('service listening');
   return { ...s, url: String(line.address) };
 }
