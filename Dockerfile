@@ -3,7 +3,7 @@
 # see docs/deployment.md.
 
 # ---- build: compile TypeScript, build the web console (dist/console) ----
-FROM node:20-slim AS build
+FROM node:24-slim AS build
 WORKDIR /app
 # better-sqlite3 downloads a prebuilt binary; the toolchain is the fallback when none matches.
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
@@ -15,14 +15,14 @@ COPY console ./console
 RUN npm run build
 
 # ---- deps: production dependencies only (same base image, so native modules match) ----
-FROM node:20-slim AS deps
+FROM node:24-slim AS deps
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev && npm cache clean --force
 
 # ---- runtime ----
-FROM node:20-slim
+FROM node:24-slim
 ENV NODE_ENV=production \
     PORT=8080 \
     DATA_DIR=/var/lib/combo

@@ -121,12 +121,19 @@ function walk<T>(value: T, depth: number, seen: Seen): T {
   return result as T;
 }
 
-/** A copy that keeps an Error's message and stack (own, not enumerable) for the serialiser. */
+/**
+ * A copy that keeps an Error's message and stack (own, not enumerable) for the serialiser. An
+ * own accessor is copied as the value it gives on the original: from Node 22 on, V8 makes an
+ * error's `stack` an own getter that reads the error it was made for, and on another object it
+ * gives undefined.
+ */
 function copyOf(src: Record<string, unknown>): Record<string, unknown> {
   if (!(src instanceof Error)) return { ...src };
   const copy = Object.create(Object.getPrototypeOf(src) as object) as Record<string, unknown>;
   for (const key of Object.getOwnPropertyNames(src)) {
-    Object.defineProperty(copy, key, Object.getOwnPropertyDescriptor(src, key) as PropertyDescriptor);
+    const d = Object.getOwnPropertyDescriptor(src, key) as PropertyDescriptor;
+    const own = d.get ? { value: src[key], writable: true, enumerable: d.enumerable, configurable: true } : d;
+    Object.defineProperty(copy, key, own);
   }
   return copy;
 }

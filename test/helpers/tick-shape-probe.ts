@@ -36,3 +36,5 @@ process.nextTick(() => {});
 hook.disable();
 const pinned = pinnedTickObject();
 process.stdout.write(`\nSAME_MAP=${pinned && real ? String(native('return %HaveSameMap(a, b)')(real, pinned)) : 'no-pin'}\n`);
+// The literal's properties: each one is a keyed definition with its own feedback slot.
+process.stdout.write(`KEYS=${real ? Reflect.ownKeys(real).length : 0}\n`);

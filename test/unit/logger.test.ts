@@ -40,6 +40,22 @@ describe('log redaction', () => {
     expect((err.cause as typeof cause).headers.authorization).toBe('Bearer admin-token-xyz');
   });
 
+  it("keeps a stack that is an own getter reading its own error (V8's errors from Node 22 on)", () => {
+    const { logger, lines } = capture();
+    const err = Object.assign(new Error('gm unreachable'), { headers: { authorization: 'Bearer t-xyz' } });
+    Object.defineProperty(err, 'stack', {
+      get(this: object) {
+        return this === err ? 'Error: gm unreachable\n    at probe (gm.ts:1:1)' : undefined;
+      },
+      set() {},
+      enumerable: false,
+      configurable: true,
+    });
+    logger.error({ err }, 'attempt failed');
+    expect(JSON.stringify(lines[0])).not.toContain('t-xyz');
+    expect(lines[0]!.err.stack).toBe('Error: gm unreachable\n    at probe (gm.ts:1:1)');
+  });
+
   it('censors what a child logger logs', () => {
     const { logger, lines } = capture();
     logger.child({ job: 'notifications' }).warn({ caller: { id: 'g1', secret: 'child-secret' } }, 'x');
