@@ -21,6 +21,8 @@ import type { PaymentProvider } from './provider.js';
 import { SandboxProvider } from './sandbox/index.js';
 import type { PaymentService } from './service.js';
 import { PaymentStore } from './store.js';
+import type { ProviderPayments } from './provider-payments/service.js';
+import { ProviderPaymentStore } from './provider-payments/store.js';
 
 export interface PaymentChannelsDeps {
   db: Kysely<DB>;
@@ -39,6 +41,8 @@ export interface PaymentChannels {
   store: PaymentStore;
   tokens: AppAccountTokens;
   verifiers: AppleVerifiers;
+  /** Payments held open at providers and refunds requested from them. */
+  open: ProviderPaymentStore;
 }
 
 /** Every channel this service offers, one folder each (payments.md 1). */
@@ -58,11 +62,12 @@ export function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
     ids: d.ids,
     publicBaseUrl: d.publicBaseUrl,
   });
-  return { providers, channels, store, tokens, verifiers: new AppleVerifiers(d.appleRootCerts) };
+  return { providers, channels, store, tokens, verifiers: new AppleVerifiers(d.appleRootCerts), open: new ProviderPaymentStore(d.db, d.transaction) };
 }
 
 export interface PaymentRouteDeps {
   payments: PaymentService;
+  providerPayments: ProviderPayments;
   orders: OrderStore;
   /** The client API's order_token check (401 invalid_token) and status view. */
   authorize: (orderToken: string) => Promise<OrderRow>;
