@@ -193,6 +193,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     secrets,
     publicBaseUrl: config.publicBaseUrl,
     appleRootCerts: config.appleRootCerts,
+    wechatpayBaseUrl: config.wechatpayBaseUrl,
   });
   const channels = paymentChannels.channels;
   const games = new GameService({ store: new GameStore(database.db, database.transaction), sandbox: channels, clock, ids, secrets, refuseInternalUrls: blockPrivate });
@@ -383,6 +384,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   registerOrderAdminRoutes(app, orderAdmin);
   registerCheckoutRoutes(app, checkout, limitToken);
   registerPaymentRoutes(app, paymentChannels, {
+    clock,
     payments,
     providerPayments,
     orders: orderStore,

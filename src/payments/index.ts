@@ -19,6 +19,9 @@ import { ChannelStore } from './channel-store.js';
 import { GoogleProvider } from './google/index.js';
 import type { PaymentProvider } from './provider.js';
 import { SandboxProvider } from './sandbox/index.js';
+import { WechatCallbacks } from './wechat/callbacks.js';
+import { WechatProvider } from './wechat/index.js';
+import { registerWechatRoutes } from './wechat/routes.js';
 import type { PaymentService } from './service.js';
 import { PaymentStore } from './store.js';
 import type { ProviderPayments } from './provider-payments/service.js';
@@ -32,6 +35,8 @@ export interface PaymentChannelsDeps {
   secrets: SecretBox;
   publicBaseUrl: string;
   appleRootCerts: Buffer[];
+  /** WECHATPAY_BASE_URL. */
+  wechatpayBaseUrl: string;
 }
 
 /** The payment channels of this service and the store of games' channel settings. */
@@ -53,6 +58,7 @@ export function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
     new SandboxProvider(),
     new AppleProvider({ rootCerts: d.appleRootCerts, tokens, payments: store, clock: d.clock }),
     new GoogleProvider(),
+    new WechatProvider({ baseUrl: d.wechatpayBaseUrl, clock: d.clock, callbackUrl: (gameId) => `${d.publicBaseUrl}/v1/callbacks/wechat/${encodeURIComponent(gameId)}` }),
   ];
   const channels = new ChannelService({
     store: new ChannelStore(d.db, d.transaction),
@@ -66,6 +72,7 @@ export function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
 }
 
 export interface PaymentRouteDeps {
+  clock: Clock;
   payments: PaymentService;
   providerPayments: ProviderPayments;
   orders: OrderStore;
@@ -81,5 +88,7 @@ export function registerPaymentRoutes(app: FastifyInstance, p: PaymentChannels, 
   const transactions = new AppleTransactions({ payments: d.payments, channels: p.channels, tokens: p.tokens, orders: d.orders, verifiers: p.verifiers, authorize: d.authorize, clientStatus: d.clientStatus });
   const notifications = new AppleNotifications({ payments: d.payments, channels: p.channels, transactions });
   registerAppleRoutes(app, { transactions, notifications, limitToken: d.limitToken });
+  const wechat = p.providers.find((x): x is WechatProvider => x instanceof WechatProvider);
+  if (wechat) registerWechatRoutes(app, new WechatCallbacks({ provider: wechat, channels: p.channels, providerPayments: d.providerPayments, clock: d.clock }));
   return transactions;
 }
