@@ -255,7 +255,7 @@ export class WechatPayStandIn {
     const before = this.transactions.get(b.out_trade_no);
     if (before && before.trade_state !== 'NOTPAY') return this.answer(res, 400, { code: 'ORDERPAID', message: '订单已支付或已关闭' });
     const id = randomBytes(8).toString('hex');
-    const answer = kind === 'native' ? { code_url: `weixin://wxpay/bizpayurl?pr=${id}` } : kind === 'h5' ? { h5_url: `https://wx.tenpay.com/cgi-bin/mmpayweb-bin/checkmweb?prepay_id=wx${id}` } : { prepay_id: `wx${id}` };
+    const answer: Record<string, string> = kind === 'native' ? { code_url: `weixin://wxpay/bizpayurl?pr=${id}` } : kind === 'h5' ? { h5_url: `https://wx.tenpay.com/cgi-bin/mmpayweb-bin/checkmweb?prepay_id=wx${id}` } : { prepay_id: `wx${id}` };
     this.transactions.set(b.out_trade_no, {
       appid: b.appid,
       mchid: b.mchid,
