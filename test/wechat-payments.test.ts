@@ -229,6 +229,22 @@ describe('lost callbacks: the service queries open payments', () => {
     expect((await notificationsOf(t, o.order_id)).map((n) => n.type)).toEqual(['ship_order']);
   });
 
+  it('two instances checking at once query each payment once', async () => {
+    const other = await startService({ clock, db: t.db, env: { WECHATPAY_BASE_URL: wx.url, PUBLIC_BASE_URL: PUBLIC, SWEEP_INTERVAL_MS: '600000' } });
+    try {
+      const orders = [await openOrder(), await openOrder(), await openOrder()];
+      clock.advance(10_000);
+      const before = wx.requests.length;
+      const [a, b] = await Promise.all([t.service.providerPaymentJob.runOnce(), other.service.providerPaymentJob.runOnce()]);
+      expect(a.payments + b.payments).toBeGreaterThanOrEqual(3);
+      const queries = wx.requests.slice(before).filter((x) => x.method === 'GET');
+      for (const o of orders) expect(queries.filter((x) => x.url.includes(o.order_id)).length).toBe(1);
+      expect(new Set(queries.map((x) => x.url)).size).toBe(queries.length);
+    } finally {
+      await other.stop();
+    }
+  });
+
   it("closes the provider's payment of a canceled order", async () => {
     const o = await openOrder();
     expect((await admin(t, 'POST', `/admin/v1/orders/${o.order_id}/cancel`, {})).status).toBe(200);

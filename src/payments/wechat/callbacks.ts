@@ -104,8 +104,11 @@ function parseObject<T>(text: string, what: string): T {
   return v as T;
 }
 
-/** The status and message of WeChat Pay's failure answer `{code: "FAIL", message}`. */
-export function failureAnswer(e: unknown): { status: number; body: { code: 'FAIL'; message: string } } {
-  if (e instanceof ApiError) return { status: e.status, body: { code: 'FAIL', message: e.message } };
-  return { status: 500, body: { code: 'FAIL', message: 'internal error; send it again later' } };
+/**
+ * WeChat Pay's failure answer `{code: "FAIL", message}`, with the ErrorResponse `error` of
+ * this service alongside (rest-interface 2.7), and its status.
+ */
+export function failureAnswer(e: unknown): { status: number; body: { code: 'FAIL'; error: string; message: string } } {
+  if (e instanceof ApiError) return { status: e.status, body: { code: 'FAIL', error: e.code, message: e.message } };
+  return { status: 500, body: { code: 'FAIL', error: 'internal_error', message: 'internal error; send it again later' } };
 }

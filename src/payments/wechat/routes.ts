@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
+import { responses } from '../../http/errors-schema.js';
 import { failureAnswer, type WechatCallbacks } from './callbacks.js';
 
 const GameParams = Type.Object({ game_id: Type.String({ minLength: 1, maxLength: 64 }) });
-const Failure = Type.Object({ code: Type.Literal('FAIL'), message: Type.String() }, { description: "WeChat Pay's failure answer: it sends the callback again later" });
 
 /**
  * WeChat Pay's payment and refund callbacks (the notify_url it is given). The signature covers
@@ -17,7 +17,8 @@ export function registerWechatRoutes(app: FastifyInstance, callbacks: WechatCall
       tags: ['callbacks'],
       summary: 'WeChat Pay API v3 payment and refund callbacks (the notify_url given to WeChat Pay)',
       params: GameParams,
-      response: { 204: Type.Null({ description: 'Handled' }), 400: Failure, 401: Failure, 404: Failure, 409: Failure, 422: Failure, 500: Failure, 503: Failure },
+      description: 'Failures are answered as WeChat Pay expects, `{"code": "FAIL", "message"}`, with the ErrorResponse `error` alongside; WeChat Pay sends the callback again later.',
+      response: responses({ 204: Type.Null({ description: 'Handled' }) }, [401, 404, 409, 422]),
     },
     handler: async (req, reply) => {
       const gameId = (req.params as Static<typeof GameParams>).game_id;
@@ -29,7 +30,8 @@ export function registerWechatRoutes(app: FastifyInstance, callbacks: WechatCall
         const { status, body } = failureAnswer(e);
         if (status >= 500) req.log.error({ err: e, game_id: gameId, traceId: req.id }, 'WeChat Pay callback failed');
         else req.log.warn({ game_id: gameId, message: body.message, traceId: req.id }, 'WeChat Pay callback refused');
-        return reply.code(status as 400).send(body);
+        // Serialized here: the response schema (ErrorResponse) would drop WeChat Pay's `code`.
+        return reply.code(status as 400).type('application/json; charset=utf-8').send(JSON.stringify(body));
       }
     },
   });
