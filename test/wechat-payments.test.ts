@@ -308,7 +308,7 @@ describe('refunds that return money (POST /admin/v1/orders/:id/refund)', () => {
     expect((await notificationsOf(t, o.order_id)).map((n) => n.type)).toEqual(['ship_order', 'refund']);
   });
 
-  it('REFUND.ABNORMAL of our refund: refund_failed', async () => {
+  it('REFUND.ABNORMAL of our refund: refund_failed; a SUCCESS reported later for it still refunds the order', async () => {
     const o = await paidOrder();
     await refund(o.order_id);
     const out = wx.requests.filter((x) => x.url === '/v3/refund/domestic/refunds').at(-1)!.body.out_refund_no as string;
@@ -316,6 +316,12 @@ describe('refunds that return money (POST /admin/v1/orders/:id/refund)', () => {
     rf.status = 'ABNORMAL';
     expect((await wx.refundCallback(rf, 'REFUND.ABNORMAL')).status).toBe(204);
     expect(await statusOf(t, o.order_id)).toBe('refund_failed');
+    expect(typesAtGame(o.order_id)).toEqual(['ship_order']);
+    // The merchant settles the abnormal refund by hand: WeChat Pay then reports it SUCCESS.
+    rf.status = 'SUCCESS';
+    expect((await wx.refundCallback(rf, 'REFUND.SUCCESS')).status).toBe(204);
+    expect(await statusOf(t, o.order_id)).toBe('refunded');
+    await until('the refund at the game', () => typesAtGame(o.order_id).includes('refund'));
   });
 
   it('a refund made in the merchant portal refunds the order (once); a partial one does not', async () => {
