@@ -164,6 +164,14 @@ export class WechatPayStandIn {
 
   /** Sends a callback of `eventType` with `resource` (encrypted) to `url`; the service's answer. */
   async callback(url: string, eventType: string, resource: Record<string, unknown>, o: CallbackOptions = {}): Promise<{ status: number; body: any; text: string }> {
+    const { body, headers } = this.callbackRequest(eventType, resource, o);
+    const res = await fetch(this.deliverTo(url), { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+    const text = await res.text();
+    return { status: res.status, text, body: text ? JSON.parse(text) : undefined };
+  }
+
+  /** The body and Wechatpay-* headers of a callback of `eventType` with `resource` (encrypted). */
+  callbackRequest(eventType: string, resource: Record<string, unknown>, o: CallbackOptions = {}): { body: string; headers: Record<string, string> } {
     const nonce = randomBytes(6).toString('hex');
     const associated = eventType.startsWith('REFUND') ? 'refund' : 'transaction';
     const cipher = createCipheriv('aes-256-gcm', Buffer.from(o.apiV3Key ?? this.apiV3Key, 'utf8'), Buffer.from(nonce, 'utf8'));
@@ -179,9 +187,7 @@ export class WechatPayStandIn {
     });
     const headers = this.signedHeaders(body, o);
     if (o.tamper) body = o.tamper(body);
-    const res = await fetch(this.deliverTo(url), { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
-    const text = await res.text();
-    return { status: res.status, text, body: text ? JSON.parse(text) : undefined };
+    return { body, headers };
   }
 
   /** Sends the payment callback of a transaction to the notify_url it was created with. */
