@@ -4,7 +4,8 @@ import { beijingDate, beijingDayStart } from '../src/lib/beijing-time.js';
 import { ManualClock } from '../src/lib/clock.js';
 import { client, notificationsOf, orderRow, paymentsOf, statusOf } from './helpers/orders.js';
 import { Receiver, until } from './helpers/receiver.js';
-import { admin, createGame, orderBody, signed, startService, type TestGame, type TestService } from './helpers/service.js';
+import { runCli } from './helpers/cli.js';
+import { admin, ADMIN_TOKEN, createGame, orderBody, signed, startService, type TestGame, type TestService } from './helpers/service.js';
 import { WechatPayStandIn, type Transaction } from './helpers/wechatpay.js';
 
 /**
@@ -406,6 +407,13 @@ describe('reconciliation (POST/GET /admin/v1/reconciliations)', () => {
     expect((await paymentsOf(t, lost.order_id)).length).toBe(1);
     const list = await admin(t, 'GET', `/admin/v1/reconciliations?game_id=${g.gameId}`);
     expect(list.body.data.map((x: any) => x.reconciliation_id)).toEqual([again.body.reconciliation_id, r.body.reconciliation_id]);
+
+    // The CLI's reconcile is the same call.
+    const cli = await runCli(['reconcile', '--channel', 'wechat', '--game', g.gameId, '--date', date], { COMBO_URL: t.url, ADMIN_TOKEN });
+    expect(cli.code, cli.stderr).toBe(0);
+    expect(cli.stdout).toContain(`wechat ${g.gameId} ${date}: differences`);
+    expect(cli.stdout).toContain('amount_differs');
+    expect((await runCli(['reconcile', '--channel', 'wechat', '--game', g.gameId, '--date', '28-11-2026'], { COMBO_URL: t.url, ADMIN_TOKEN })).code).not.toBe(0);
 
     // A day without a bill and without payments matches.
     const empty = await reconcile({ channel: 'wechat', game_id: g.gameId, date: beijingDate(clock.now() - 3 * DAY) });
