@@ -16,7 +16,9 @@
  * service's DATABASE_URL instead of a fresh SQLite file; with a local PostgreSQL the table adds
  * the PostgreSQL server processes' CPU per request), BENCH_ROUNDS (1: how many times the
  * closed-loop scenarios run, interleaved with the bare route; with more than one, a summary gives
- * each scenario's median ratio to the bare run of the same round). Opt-in scenarios (only by
+ * each scenario's median ratio to the bare run of the same round). `apple-transaction`: StoreKit 2
+ * transactions verified against a test App Store chain (bench/apple.ts): CPU per verified
+ * transaction and transactions/s. Opt-in scenarios (only by
  * BENCH_ONLY): bare-presigned, least-create-order, least-enter-game, least-query-binding,
  * wechat-callback (WeChat Pay's signed, encrypted payment callback of one order, replayed),
  * bare-matched (the bare route busy-waiting per request so that it answers as many requests a
@@ -39,6 +41,7 @@ import { ADMIN, adminCall, bindingFixture, cpuMs, systemCpuMs, orderRequestBody,
 import { authorizationHeader } from '../src/signing/signer.js';
 import { selfSignedCertificate } from '../test/helpers/certificates.js';
 import { WechatPayStandIn } from '../test/helpers/wechatpay.js';
+import { appleTransactions, benchAppleChain } from './apple.js';
 
 const duration = Number(process.env.BENCH_DURATION ?? 10);
 const warmup = Number(process.env.BENCH_WARMUP ?? 3);
@@ -469,7 +472,9 @@ async function main() {
   try {
     // The service runs from the compiled build, as in production (`npm run bench` builds first).
     const port = await freePort();
+    const appleChain = benchAppleChain();
     const svc = await startChild(['dist/src/main.js'], {
+      APPLE_ROOT_CERTS: appleChain.rootDer,
       PORT: String(port),
       HOST: '127.0.0.1',
       DATA_DIR: dataDir,
@@ -525,6 +530,14 @@ async function main() {
     const { gm, partnerId, partnerSecret, uri: queryUri } = await bindingFixture(svc.address, game, secret);
     servers.push(gm);
     scenarios.push({ name: 'query-binding', go: (t) => load('query-binding (warm cache)', svc.child.pid, svc.address, t, partnerGet(queryUri, partnerId, partnerSecret)) });
+
+    // StoreKit 2 transactions verified against APPLE_ROOT_CERTS (payments.md 3): 500 orders
+    // paid, then the same transactions again; CPU per verified transaction, transactions/s.
+    let appleStream: Promise<RequestStream> | null = null;
+    scenarios.push({
+      name: 'apple-transaction',
+      go: async (t) => load('apple-transaction (verified)', svc.child.pid, svc.address, t, await (appleStream ??= appleTransactions(svc.address, game, secret, appleChain, 500, `http://127.0.0.1:${(gm.address() as net.AddressInfo).port}/notify`))),
+    });
 
     // Opt-in references (BENCH_ONLY): the bare route loaded with the same stream of unique
     // pre-signed requests as the service, and the least work each route needs

@@ -81,6 +81,9 @@ describe('POST /v1/client/apple/transactions', () => {
     const pays = await paymentsOf(t, o.order_id);
     expect(pays).toHaveLength(1);
     expect(pays[0]).toMatchObject({ provider: 'apple', status: 'accepted', environment: 'Sandbox', store_amount: 99, store_currency: 'USD', amount: 600, currency: 'CNY', game_id: game.gameId });
+    // The operator's order detail shows the channel, the store's transaction, environment and price.
+    const detail = await admin(t, 'GET', `/admin/v1/orders/${o.order_id}`);
+    expect(detail.body.payments).toMatchObject([{ provider: 'apple', provider_txn_id: pays[0]!.provider_txn_id, environment: 'Sandbox', store_amount: 99, store_currency: 'USD', amount: 600, currency: 'CNY', status: 'accepted', reason: null }]);
     const got = await until('the ship_order at the game', () => receiver.received.find((x) => x.body?.data?.order_id === o.order_id));
     expect(got.body).toMatchObject({ notification_type: 'ship_order', data: { is_sandbox: true, amount: 600, currency: 'CNY' } });
     expect(got.signatureProblem).toBeNull();
@@ -139,6 +142,27 @@ describe('POST /v1/client/apple/transactions', () => {
       expect(await statusOf(t, o.order_id)).toBe('created');
       expect(await paymentsOf(t, o.order_id)).toMatchObject([{ status: 'flagged', reason }]);
     }
+  });
+
+  it('the operator lists flagged payments, by game, newest first, page by page', async () => {
+    const g = await appleGame({ app_apple_id: APP_APPLE_ID });
+    const flagged: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const o = await storekitOrder(g);
+      expect((await submit({ signed_transaction: signed({ appAccountToken: o.token, quantity: 5 }) })).status).toBe(422);
+      flagged.unshift(o.order_id);
+    }
+    const paid = await storekitOrder(g);
+    expect((await submit({ signed_transaction: signed({ appAccountToken: paid.token }) })).status).toBe(200);
+    const first = await admin(t, 'GET', `/admin/v1/payments?status=flagged&game_id=${g.gameId}&limit=2`);
+    expect(first.status, first.text).toBe(200);
+    expect(first.body.data.map((p: { order_id: string }) => p.order_id)).toEqual(flagged.slice(0, 2));
+    expect(first.body.data[0]).toMatchObject({ game_id: g.gameId, provider: 'apple', status: 'flagged', reason: 'quantity_mismatch', environment: 'Sandbox' });
+    const second = await admin(t, 'GET', `/admin/v1/payments?status=flagged&game_id=${g.gameId}&limit=2&cursor=${first.body.next_cursor}`);
+    expect(second.body).toMatchObject({ data: [{ order_id: flagged[2] }], next_cursor: null });
+    const all = await admin(t, 'GET', `/admin/v1/payments?game_id=${g.gameId}`);
+    expect(all.body.data.map((p: { status: string }) => p.status)).toEqual(['accepted', 'flagged', 'flagged', 'flagged']);
+    for (const q of ['status=lost', 'limit=0', 'limit=201', 'cursor=nonsense', 'provider=A', 'unknown=1']) expect([q, (await admin(t, 'GET', `/admin/v1/payments?${q}`)).status]).toEqual([q, 400]);
   });
 
   it('refused with 422 and what failed: tampered payload, another root, wrong bundle id, unknown or missing appAccountToken, another order\'s token', async () => {

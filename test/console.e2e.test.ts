@@ -149,6 +149,30 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
     await shot('audit');
   });
 
+  it("shows a game's payment channels with their callback_url (secrets as ***), and the flagged payments", async () => {
+    const game = await createGame(t);
+    const key = '-----BEGIN PRIVATE KEY-----\n' + 'A'.repeat(80) + '\n-----END PRIVATE KEY-----\n';
+    const put = await admin(t, 'PUT', `/admin/v1/games/${game.gameId}/channels/google`, { enabled: false, package_name: 'com.example.game', service_account: { client_email: 'pay@example.com', private_key: key } });
+    expect(put.status, put.text).toBe(200);
+    await go(`/games/${game.gameId}`);
+    const table = page.getByTestId('channels-table');
+    const google = table.locator('tbody tr', { hasText: 'google' });
+    await google.waitFor();
+    expect(await google.textContent()).toContain(`/v1/callbacks/google/${game.gameId}`);
+    expect(await google.textContent()).toContain('***');
+    expect(await table.textContent()).not.toContain('A'.repeat(80));
+    await table.locator('tbody tr', { hasText: /^sandbox/ }).waitFor();
+    await shot('channels');
+    // A payment whose amount differs from the order's: flagged, listed for the operator.
+    const o = await createOrder(t, game);
+    await t.service.payments.confirm('sandbox', { provider_txn_id: `flag-${o.order_id}`, order_id: o.order_id, amount: 1, currency: 'CNY' });
+    await go(`/payments?status=flagged&game_id=${game.gameId}`);
+    const row = page.getByTestId('payments-table').locator('tbody tr', { hasText: o.order_id });
+    await row.waitFor();
+    expect(await row.textContent()).toContain('amount_mismatch');
+    await shot('payments');
+  });
+
   it('lists every game and opens one from the list', async () => {
     // An id that sorts before every other test's games: it is on the first page.
     const gameId = `0-list-${Date.now().toString(36)}`;

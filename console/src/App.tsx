@@ -4,6 +4,7 @@ import { GameDetail, Games } from './Games';
 import { NotificationsPage } from './Notifications';
 import { OrderDetailPage, OrdersPage } from './Orders';
 import { AuditPage } from './Audit';
+import { PaymentsPage } from './Channels';
 import { Overview } from './Overview';
 import { PartnerDetail, Partners } from './Partners';
 import { Link, match, navigate, useRoute } from './router';
@@ -18,6 +19,7 @@ const NAV: [string, string][] = [
   ['/notifications', 'Failed notifications'],
   ['/sessions', 'Sessions'],
   ['/partners', 'Partners'],
+  ['/payments', 'Payments'],
   ['/audit', 'Audit log'],
 ];
 
@@ -75,6 +77,7 @@ function Page({ path }: { path: string }) {
   if ((m = match('/orders/:id', path))) return <OrderDetailPage orderId={m.id as string} />;
   if (path === '/notifications') return <NotificationsPage />;
   if (path === '/sessions') return <SessionsPage />;
+  if (path === '/payments') return <PaymentsPage />;
   if (path === '/audit') return <AuditPage />;
   return (
     <div className="card">

@@ -1,3 +1,4 @@
+import { Channels } from './Channels';
 import { useEffect, useState, type FormEvent } from 'react';
 import { api, recentGames, type Game, type GamePatch, type NewSecret, type Product } from './api';
 import { PagedTable, usePaged } from './lists';
@@ -128,6 +129,7 @@ export function GameDetail({ gameId }: { gameId: string }) {
       <Settings game={g} onSaved={game.set} />
       <Keys game={g} onChanged={game.reload} />
       <Products gameId={g.game_id} />
+      <Channels key={g.updated_at} gameId={g.game_id} />
       <Json value={g} label="Game (raw JSON)" />
     </>
   );

@@ -133,9 +133,11 @@ export function OrderDetailPage({ orderId }: { orderId: string }) {
             <thead>
               <tr>
                 <th>Payment</th>
-                <th>Provider</th>
+                <th>Channel</th>
                 <th>Transaction</th>
+                <th>Environment</th>
                 <th className="right">Amount</th>
+                <th className="right">Store price</th>
                 <th>Status</th>
                 <th>At</th>
               </tr>
@@ -146,10 +148,13 @@ export function OrderDetailPage({ orderId }: { orderId: string }) {
                   <td className="mono">{p.payment_id}</td>
                   <td>{p.provider}</td>
                   <td className="mono">{p.provider_txn_id}</td>
+                  <td>{p.environment ?? ''}</td>
                   <td className="right">{money(p.amount, p.currency)}</td>
+                  <td className="right">{p.store_amount === null || p.store_amount === undefined ? '' : money(p.store_amount, p.store_currency ?? undefined)}</td>
                   <td>
                     {p.status}
                     {p.late ? ' (late)' : ''}
+                    {p.reason ? ` (${p.reason})` : ''}
                   </td>
                   <td className="nowrap">{time(p.created_at)}</td>
                 </tr>

@@ -183,13 +183,29 @@ export interface OrderEvent {
 
 export interface Payment {
   payment_id?: string;
+  order_id?: string;
+  game_id?: string | null;
   provider?: string;
   provider_txn_id?: string;
   amount?: number;
   currency?: string;
+  environment?: string | null;
+  store_amount?: number | null;
+  store_currency?: string | null;
   status?: string;
+  reason?: string | null;
   late?: boolean;
   created_at?: number;
+}
+
+/** A game's payment channel: its settings (secrets as "***") and the URL for the provider's console. */
+export interface Channel {
+  game_id: string;
+  channel: string;
+  enabled: boolean;
+  callback_url: string | null;
+  updated_at: number;
+  [setting: string]: unknown;
 }
 
 export interface Attempt {
@@ -271,6 +287,15 @@ export const api = {
   },
   putProduct: (id: string, productId: string, body: ProductInput) =>
     call<Product>('PUT', `/admin/v1/games/${enc(id)}/products/${enc(productId)}`, body),
+
+  async channels(id: string): Promise<Page<Channel>> {
+    return asPage<Channel>(await call('GET', `/admin/v1/games/${enc(id)}/channels`));
+  },
+  putChannel: (id: string, channel: string, body: Record<string, unknown>) => call<Channel>('PUT', `/admin/v1/games/${enc(id)}/channels/${enc(channel)}`, body),
+  deleteChannel: (id: string, channel: string) => call('DELETE', `/admin/v1/games/${enc(id)}/channels/${enc(channel)}`),
+  async payments(f: { status?: string; game_id?: string; cursor?: string }): Promise<Page<Payment>> {
+    return asPage<Payment>(await call('GET', `/admin/v1/payments${query({ limit: 50, ...f })}`));
+  },
 
   async games(cursor?: string): Promise<Page<Game>> {
     return asPage<Game>(await call('GET', `/admin/v1/games${query({ limit: 50, cursor })}`));

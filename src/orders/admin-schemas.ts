@@ -81,15 +81,20 @@ export const OrderEvent = Type.Object({
 
 export const AdminPayment = Type.Object({
   payment_id: Type.String(),
-  provider: Type.String(),
-  provider_txn_id: Type.String(),
-  amount: Type.Integer(),
+  provider: Type.String({ description: 'The payment channel (sandbox, apple, google, ...)' }),
+  provider_txn_id: Type.String({ description: "The provider's transaction id (App Store transactionId, ...)" }),
+  amount: Type.Integer({ description: 'Minor units credited to the order (its catalogue price for app stores)' }),
   currency: Type.String(),
+  environment: Type.Union([Type.String(), Type.Null()], { description: "The store's environment (Production, Sandbox, Xcode); null for sandbox" }),
+  store_amount: Type.Union([Type.Integer(), Type.Null()], { description: 'What the store charged, minor units of store_currency; null when not a store' }),
+  store_currency: Type.Union([Type.String(), Type.Null()]),
   status: Type.Enum(['accepted', 'flagged']),
+  reason: Type.Union([Type.String(), Type.Null()], { description: 'Why it was flagged (transaction_used, product_mismatch, quantity_mismatch, amount_mismatch, order_paid, ...)' }),
   late: Type.Boolean(),
   detail: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
   created_at: Ms(),
 });
+export type AdminPayment = Static<typeof AdminPayment>;
 
 export const NotificationAttempt = Type.Object({
   attempt_id: Type.String(),

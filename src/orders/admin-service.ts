@@ -1,12 +1,13 @@
 import type { Transaction } from 'kysely';
-import type { DB } from '../db/schema.js';
+import type { Selectable } from 'kysely';
+import type { DB, PaymentsTable } from '../db/schema.js';
 import { recordAudit } from '../admin/audit.js';
 import { Errors } from '../errors.js';
 import type { Clock } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
 import { decodeCursor, encodeCursor } from '../lib/page-cursor.js';
 import type { OrderAdminStore, OrderCursor } from './admin-store.js';
-import type { AdminOrder, AdminOrderDetail, ListOrdersQuery, OrderPage } from './admin-schemas.js';
+import type { AdminOrder, AdminOrderDetail, AdminPayment, ListOrdersQuery, OrderPage } from './admin-schemas.js';
 import type { OperatorAction, OrderLifecycle, TransitionResult } from './lifecycle.js';
 import type { OrderEventRow, OrderRow, OrderStore } from './store.js';
 import { formatOrderToken } from './token.js';
@@ -34,6 +35,25 @@ export interface OrderAdminDeps {
   onCanceled?: (orderId: string) => void;
 }
 
+/** A payment as the operator sees it (order detail, GET /admin/v1/payments). */
+export function toAdminPayment(p: Selectable<PaymentsTable>): AdminPayment {
+  return {
+    payment_id: p.payment_id,
+    provider: p.provider,
+    provider_txn_id: p.provider_txn_id,
+    amount: p.amount,
+    currency: p.currency,
+    environment: p.environment,
+    store_amount: p.store_amount,
+    store_currency: p.store_currency,
+    status: p.status,
+    reason: p.status === 'flagged' ? (p.reason ?? ((parseJson(p.detail) as { reason?: string } | null)?.reason ?? null)) : null,
+    late: p.late === 1,
+    detail: parseJson(p.detail),
+    created_at: p.created_at,
+  };
+}
+
 /** Operator views and actions on orders (PROTOCOL 11). */
 export class OrderAdminService {
   constructor(private readonly d: OrderAdminDeps) {}
@@ -58,17 +78,7 @@ export class OrderAdminService {
       ...toAdminOrder(order),
       checkout_url: `${this.d.publicBaseUrl}/checkout/${formatOrderToken(order.order_id, order.token_secret)}`,
       events: timeline(order, events),
-      payments: payments.map((p) => ({
-        payment_id: p.payment_id,
-        provider: p.provider,
-        provider_txn_id: p.provider_txn_id,
-        amount: p.amount,
-        currency: p.currency,
-        status: p.status,
-        late: p.late === 1,
-        detail: parseJson(p.detail),
-        created_at: p.created_at,
-      })),
+      payments: payments.map(toAdminPayment),
       notifications: notifications.map(({ notification: n, attempts }) => ({
         notification_id: n.notification_id,
         type: n.type,

@@ -13,6 +13,7 @@ import { registerAppleRoutes } from './apple/routes.js';
 import { AppleTransactions } from './apple/transactions.js';
 import { AppleVerifiers } from './apple/verifier.js';
 import { AppAccountTokens } from './apple/store.js';
+import { registerPaymentAdminRoutes } from './admin-routes.js';
 import { registerChannelRoutes } from './channel-routes.js';
 import { ChannelService } from './channel-service.js';
 import { ChannelStore } from './channel-store.js';
@@ -85,6 +86,7 @@ export interface PaymentRouteDeps {
 /** The admin API of channel settings and each channel's client and callback routes. */
 export function registerPaymentRoutes(app: FastifyInstance, p: PaymentChannels, d: PaymentRouteDeps): AppleTransactions {
   registerChannelRoutes(app, p.channels, p.providers);
+  registerPaymentAdminRoutes(app, p.store);
   const transactions = new AppleTransactions({ payments: d.payments, channels: p.channels, tokens: p.tokens, orders: d.orders, verifiers: p.verifiers, authorize: d.authorize, clientStatus: d.clientStatus });
   const notifications = new AppleNotifications({ payments: d.payments, channels: p.channels, transactions });
   registerAppleRoutes(app, { transactions, notifications, limitToken: d.limitToken });

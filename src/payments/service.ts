@@ -140,6 +140,11 @@ export class PaymentService {
   async apply(providerName: string, paid: VerifiedPayment): Promise<PaymentOutcome> {
     const provider = this.providers.get(providerName);
     if (!provider) throw Errors.invalidRequest(`unknown payment provider ${providerName}`);
+    // A replay (a client submitting its transaction again) is answered from the stored row,
+    // which never changes, without a write transaction.
+    const { payments } = this.d;
+    const stored = (await payments.findByTxn(payments.db, provider.name, paid.provider_txn_id)).find((p) => p.order_id === paid.order_id);
+    if (stored) return toOutcome(stored, true);
     let outcome: PaymentOutcome;
     try {
       outcome = await this.d.payments.transaction((trx) => this.applyIn(trx, provider, paid));

@@ -44,6 +44,24 @@ export class PaymentStore {
     await q.insertInto('payments').values(row).execute();
   }
 
+  /** Payments newest first, after the keyset `after` (operator listing). */
+  list(
+    filter: { status?: 'accepted' | 'flagged'; gameId?: string; provider?: string; orderId?: string },
+    after: { createdAt: number; paymentId: string } | null,
+    limit: number,
+  ): Promise<PaymentRow[]> {
+    let q = this.db.selectFrom('payments').selectAll().orderBy('created_at', 'desc').orderBy('payment_id', 'desc').limit(limit);
+    if (filter.status) q = q.where('status', '=', filter.status);
+    if (filter.gameId) q = q.where('game_id', '=', filter.gameId);
+    if (filter.provider) q = q.where('provider', '=', filter.provider);
+    if (filter.orderId) q = q.where('order_id', '=', filter.orderId);
+    if (after) {
+      const a = after;
+      q = q.where((eb) => eb.or([eb('created_at', '<', a.createdAt), eb.and([eb('created_at', '=', a.createdAt), eb('payment_id', '<', a.paymentId)])]));
+    }
+    return q.execute();
+  }
+
   /** A product's store ids (payments.md 2), read in the payment's transaction. */
   async storeProductIds(q: Q, gameId: string, productId: string): Promise<Record<string, string> | null> {
     const r = await q.selectFrom('products').select('store_product_ids').where('game_id', '=', gameId).where('product_id', '=', productId).executeTakeFirst();

@@ -46,7 +46,7 @@ export class AppleNotifications {
     if (environment === 'Production' && (channel.settings as AppleSettings).app_apple_id === undefined) {
       throw Errors.paymentRejected("a Production notification cannot be verified: the game's apple channel has no app_apple_id");
     }
-    const verifier: SignedDataVerifier = this.d.transactions.verifierFor(channel, environment);
+    const verifier: SignedDataVerifier = await this.d.transactions.verifierFor(channel, environment);
     let decoded;
     try {
       decoded = await verifier.verifyAndDecodeNotification(signedPayload);

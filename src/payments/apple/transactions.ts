@@ -37,7 +37,7 @@ export class AppleTransactions {
     const order = await this.orderOf(claimed, given);
     const channel = await this.appleChannel(order.game_id);
     const environment = checkEnvironment(claimed.environment, channel.settings as AppleSettings);
-    const txn = await verifyTransaction(this.verifierFor(channel, environment), signedTransaction, 'the signed transaction');
+    const txn = await verifyTransaction(await this.verifierFor(channel, environment), signedTransaction, 'the signed transaction');
     if (txn.revocationDate !== undefined) throw Errors.paymentRejected('the transaction is refused: Apple has refunded or revoked it');
     if (!txn.transactionId || !txn.productId) throw Errors.paymentRejected('the transaction is refused: it has no transactionId or productId');
     const outcome = await payments.apply('apple', {
@@ -53,7 +53,7 @@ export class AppleTransactions {
   }
 
   /** The verifier of a game's apple channel for data of `environment`. */
-  verifierFor(channel: GameChannel, environment: AppleEnvironment): SignedDataVerifier {
+  verifierFor(channel: GameChannel, environment: AppleEnvironment): Promise<SignedDataVerifier> {
     const s = channel.settings as AppleSettings;
     return this.d.verifiers.of(s.bundle_id, environment === 'Production' ? s.app_apple_id : undefined, environment);
   }

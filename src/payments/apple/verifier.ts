@@ -1,6 +1,22 @@
 import type { KeyObject, X509Certificate } from 'node:crypto';
-import { Environment, SignedDataVerifier, VerificationException, VerificationStatus } from '@apple/app-store-server-library';
+import type { Environment, SignedDataVerifier } from '@apple/app-store-server-library';
 import { Errors } from '../../errors.js';
+
+type AppleLibrary = typeof import('@apple/app-store-server-library');
+type VerifierClass = new (roots: Buffer[], environment: Environment, bundleId: string, appAppleId: number | undefined, chains: Map<string, VerifiedChain>) => SignedDataVerifier;
+
+/**
+ * The library is loaded on first use, not at start: it brings jsrsasign, jsonwebtoken and
+ * node-fetch, which cost every instance start time whether or not a game sells on the App Store.
+ */
+let library: Promise<{ lib: AppleLibrary; Verifier: VerifierClass }> | null = null;
+let loaded: AppleLibrary | null = null;
+function loadLibrary(): Promise<{ lib: AppleLibrary; Verifier: VerifierClass }> {
+  return (library ??= import('@apple/app-store-server-library').then((lib) => {
+    loaded = lib;
+    return { lib, Verifier: appStoreVerifierClass(lib) };
+  }));
+}
 
 /** At most this many verified (leaf, intermediate) pairs are kept; Apple uses a handful at once. */
 const MAX_CHAINS = 64;
@@ -24,48 +40,45 @@ interface VerifiedChain {
  *   milliseconds. Each JWS's own signature and the chain's dates at its signing time are
  *   still checked every time.
  */
-class AppStoreVerifier extends SignedDataVerifier {
-  private readonly chains: Map<string, VerifiedChain>;
+function appStoreVerifierClass(lib: AppleLibrary): VerifierClass {
+  return class AppStoreVerifier extends lib.SignedDataVerifier {
+    private readonly chains: Map<string, VerifiedChain>;
 
-  constructor(roots: Buffer[], environment: Environment, bundleId: string, appAppleId: number | undefined, chains: Map<string, VerifiedChain>) {
-    super(roots, false, environment, bundleId, appAppleId);
-    this.chains = chains;
-  }
-
-  protected override verifyJWT<T>(jwt: string, validator: Parameters<SignedDataVerifier['verifyJWT']>[1], signedDate: (decoded: T) => Date): Promise<T> {
-    const environment = this.environment;
-    if (environment !== Environment.XCODE && environment !== Environment.LOCAL_TESTING) return super.verifyJWT(jwt, validator as never, signedDate);
-    // The library reads the environment once, synchronously, before its first await: verified
-    // as Sandbox data is. The public methods check the environment afterwards, restored here.
-    this.environment = Environment.SANDBOX;
-    try {
-      return super.verifyJWT(jwt, validator as never, signedDate);
-    } finally {
-      this.environment = environment;
+    constructor(roots: Buffer[], environment: Environment, bundleId: string, appAppleId: number | undefined, chains: Map<string, VerifiedChain>) {
+      super(roots, false, environment, bundleId, appAppleId);
+      this.chains = chains;
     }
-  }
 
-  protected override async verifyCertificateChain(roots: X509Certificate[], leaf: X509Certificate, intermediate: X509Certificate, effectiveDate: Date): Promise<KeyObject> {
-    const id = leaf.fingerprint256 + intermediate.fingerprint256;
-    const at = effectiveDate.getTime();
-    const known = this.chains.get(id);
-    if (known && at >= known.notBefore && at <= known.notAfter) return known.key;
-    const key = await this.verifyCertificateChainWithoutCaching(roots, leaf, intermediate, effectiveDate);
-    if (this.chains.size >= MAX_CHAINS) this.chains.clear();
-    const notBefore = Math.max(Date.parse(leaf.validFrom), Date.parse(intermediate.validFrom));
-    const notAfter = Math.min(Date.parse(leaf.validTo), Date.parse(intermediate.validTo));
-    this.chains.set(id, { key, notBefore, notAfter });
-    return key;
-  }
+    protected override verifyJWT<T>(jwt: string, validator: Parameters<InstanceType<AppleLibrary['SignedDataVerifier']>['verifyJWT']>[1], signedDate: (decoded: T) => Date): Promise<T> {
+      const environment = this.environment;
+      if (environment !== lib.Environment.XCODE && environment !== lib.Environment.LOCAL_TESTING) return super.verifyJWT(jwt, validator as never, signedDate);
+      // The library reads the environment once, synchronously, before its first await: verified
+      // as Sandbox data is. The public methods check the environment afterwards, restored here.
+      this.environment = lib.Environment.SANDBOX;
+      try {
+        return super.verifyJWT(jwt, validator as never, signedDate);
+      } finally {
+        this.environment = environment;
+      }
+    }
+
+    protected override async verifyCertificateChain(roots: X509Certificate[], leaf: X509Certificate, intermediate: X509Certificate, effectiveDate: Date): Promise<KeyObject> {
+      const id = leaf.fingerprint256 + intermediate.fingerprint256;
+      const at = effectiveDate.getTime();
+      const known = this.chains.get(id);
+      if (known && at >= known.notBefore && at <= known.notAfter) return known.key;
+      const key = await this.verifyCertificateChainWithoutCaching(roots, leaf, intermediate, effectiveDate);
+      if (this.chains.size >= MAX_CHAINS) this.chains.clear();
+      const notBefore = Math.max(Date.parse(leaf.validFrom), Date.parse(intermediate.validFrom));
+      const notAfter = Math.min(Date.parse(leaf.validTo), Date.parse(intermediate.validTo));
+      this.chains.set(id, { key, notBefore, notAfter });
+      return key;
+    }
+  };
 }
 
 export type AppleEnvironment = 'Production' | 'Sandbox' | 'Xcode' | 'LocalTesting';
-const ENVIRONMENTS: Record<string, Environment> = {
-  Production: Environment.PRODUCTION,
-  Sandbox: Environment.SANDBOX,
-  Xcode: Environment.XCODE,
-  LocalTesting: Environment.LOCAL_TESTING,
-};
+const ENVIRONMENTS: Record<AppleEnvironment, true> = { Production: true, Sandbox: true, Xcode: true, LocalTesting: true };
 
 export function isAppleEnvironment(v: unknown): v is AppleEnvironment {
   return typeof v === 'string' && Object.hasOwn(ENVIRONMENTS, v);
@@ -82,12 +95,14 @@ export class AppleVerifiers {
     return this.roots.length > 0;
   }
 
-  of(bundleId: string, appAppleId: number | undefined, environment: AppleEnvironment): SignedDataVerifier {
+  async of(bundleId: string, appAppleId: number | undefined, environment: AppleEnvironment): Promise<SignedDataVerifier> {
     const id = `${bundleId}\n${appAppleId ?? ''}\n${environment}`;
     let v = this.verifiers.get(id);
     if (!v) {
+      const { Verifier } = await loadLibrary();
       if (this.verifiers.size >= MAX_VERIFIERS) this.verifiers.clear();
-      v = new AppStoreVerifier(this.roots, ENVIRONMENTS[environment] as Environment, bundleId, appAppleId, this.chains);
+      // The library's Environment values are these very strings.
+      v = new Verifier(this.roots, environment as Environment, bundleId, appAppleId, this.chains);
       this.verifiers.set(id, v);
     }
     return v;
@@ -110,7 +125,8 @@ export function unverifiedPayload(jws: string, field: string): Record<string, un
 
 /** What a failed verification means, said to the caller (422 payment_rejected). */
 export function verificationRefusal(e: unknown, what: string): Error {
-  if (!(e instanceof VerificationException)) return e as Error;
+  if (!loaded || !(e instanceof loaded.VerificationException)) return e as Error;
+  const VerificationStatus = loaded.VerificationStatus;
   const why: Record<number, string> = {
     [VerificationStatus.INVALID_APP_IDENTIFIER]: "it is of another app (bundle id or app Apple id differs from the game's apple channel)",
     [VerificationStatus.INVALID_ENVIRONMENT]: 'its environment differs',

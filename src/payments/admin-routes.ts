@@ -1,0 +1,48 @@
+import type { FastifyInstance } from 'fastify';
+import { Type, type Static } from 'typebox';
+import { responses } from '../http/errors-schema.js';
+import { PageCursor, PageLimit } from '../http/paging.js';
+import { decodeCursor, encodeCursor } from '../lib/page-cursor.js';
+import { AdminPayment } from '../orders/admin-schemas.js';
+import { toAdminPayment } from '../orders/admin-service.js';
+import type { PaymentStore } from './store.js';
+
+export const ListPaymentsQuery = Type.Object(
+  {
+    status: Type.Optional(Type.Enum(['accepted', 'flagged'], { description: '`flagged`: payments kept for the operator to settle (usually a refund)' })),
+    game_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    provider: Type.Optional(Type.String({ minLength: 1, maxLength: 32, pattern: '^[a-z0-9_]+$' })),
+    order_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    limit: PageLimit,
+    cursor: PageCursor,
+  },
+  { additionalProperties: false },
+);
+type ListPaymentsQuery = Static<typeof ListPaymentsQuery>;
+
+const PaymentPage = Type.Object({
+  data: Type.Array(Type.Intersect([AdminPayment, Type.Object({ order_id: Type.String(), game_id: Type.Union([Type.String(), Type.Null()]) })])),
+  next_cursor: Type.Union([Type.String(), Type.Null()]),
+});
+
+const isCursor = (v: unknown) => Array.isArray(v) && v.length === 3 && v[0] === 'pay' && Number.isSafeInteger(v[1]) && typeof v[2] === 'string';
+
+/** GET /admin/v1/payments: payments newest first, flagged ones for the operator to settle. */
+export function registerPaymentAdminRoutes(app: FastifyInstance, store: PaymentStore): void {
+  app.get('/admin/v1/payments', {
+    config: { auth: 'admin' },
+    schema: { tags: ['admin'], summary: 'Payments, newest first (`?status=flagged`: the ones to settle), cursor paging', querystring: ListPaymentsQuery, response: responses({ 200: PaymentPage }, [400, 401, 429]) },
+    handler: async (req) => {
+      const q = req.query as ListPaymentsQuery;
+      const limit = q.limit ?? 50;
+      const after = q.cursor === undefined ? null : decodeCursor<[string, number, string]>(q.cursor, isCursor);
+      const rows = await store.list({ status: q.status, gameId: q.game_id, provider: q.provider, orderId: q.order_id }, after ? { createdAt: after[1], paymentId: after[2] } : null, limit + 1);
+      const page = rows.slice(0, limit);
+      const last = page[page.length - 1];
+      return {
+        data: page.map((p) => ({ ...toAdminPayment(p), order_id: p.order_id, game_id: p.game_id })),
+        next_cursor: rows.length > limit && last ? encodeCursor(['pay', last.created_at, last.payment_id]) : null,
+      };
+    },
+  });
+}
