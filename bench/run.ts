@@ -21,6 +21,7 @@
  * transaction and transactions/s. `google-purchase`: Play Billing purchases submitted and asked of
  * a local Google (bench/google.ts): CPU per submission and submissions/s. Opt-in scenarios (only by
  * BENCH_ONLY): bare-presigned, least-create-order, least-enter-game, least-query-binding,
+ * wechat-callback (WeChat Pay's signed, encrypted payment callback of one order, replayed),
  * bare-matched (the bare route busy-waiting per request so that it answers as many requests a
  * second as create-order did in the same round: its p99 is what this machine gives a route of
  * create-order's throughput with no signature, database or group commit). BENCH_IDS (`sequential`,
@@ -41,10 +42,11 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import { httpPost, openLoop } from './open-loop.js';
-import { ADMIN, adminCall, bindingFixture, cpuMs, systemCpuMs, orderRequestBody, postgresCpuMs, spawnNode, freePort, presigned, ready, requestOptions, requestStream, rssMb, signedGet, type RequestStream } from './lib.js';
+import { ADMIN, adminCall, bindingFixture, cpuMs, systemCpuMs, orderRequestBody, postgresCpuMs, spawnNode, freePort, presigned, ready, requestOptions, requestStream, rssMb, signedGet, wechatPaidOrderSetup, type RequestStream } from './lib.js';
 import { authorizationHeader } from '../src/signing/signer.js';
 import { selfSignedCertificate } from '../test/helpers/certificates.js';
 import { notificationScenario, printNotificationFigures, type NotificationFigures } from './notifications.js';
+import { WechatPayStandIn } from '../test/helpers/wechatpay.js';
 import { appleTransactions, benchAppleChain } from './apple.js';
 import { benchGooglePlay, googlePurchases } from './google.js';
 
@@ -518,7 +520,23 @@ async function main() {
         return load(BARE_MATCHED, bare.child.pid, url(guess + 1e6 / order.rps - 1e6 / trial.rps), t, undefined, orderBody(0));
       },
     });
-    const optIn = new Set(['bare-presigned', 'least-create-order', 'least-enter-game', 'least-query-binding', 'bare-matched']);
+    // WeChat Pay's payment callback of one paid order, sent again and again: the CPU of a
+    // verified (RSA-SHA256) and decrypted (AES-256-GCM) callback and its idempotent replay.
+    let wechatOrder: Promise<string> | null = null;
+    const wx = new WechatPayStandIn();
+    scenarios.push({
+      name: 'wechat-callback',
+      go: async (t) => {
+        wechatOrder ??= wechatPaidOrderSetup(svc.address, game, secret, wx);
+        const orderId = await wechatOrder;
+        const { body, headers } = wx.callbackRequest('TRANSACTION.SUCCESS', {
+          appid: wx.appid, mchid: wx.mchid, out_trade_no: orderId, transaction_id: `4200${orderId}`, trade_type: 'NATIVE', trade_state: 'SUCCESS', amount: { total: 600, currency: 'CNY', payer_total: 600, payer_currency: 'CNY' },
+        });
+        const request = httpPost(`/v1/callbacks/wechat/${game}`, body, { connection: 'keep-alive', ...headers });
+        return load('wechat-callback (verify, decrypt, replay)', svc.child.pid, svc.address, t, requestStream(() => request));
+      },
+    });
+    const optIn = new Set(['bare-presigned', 'least-create-order', 'least-enter-game', 'least-query-binding', 'bare-matched', 'wechat-callback']);
 
     const results: Result[] = [];
     const byRound: Result[][] = [];

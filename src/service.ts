@@ -50,6 +50,10 @@ import { PaymentService } from './payments/service.js';
 import type { ChannelService } from './payments/channel-service.js';
 import { createPaymentChannels, registerPaymentRoutes } from './payments/index.js';
 import { createGoogleRuntime } from './payments/google/runtime.js';
+import { ProviderPaymentJob } from './payments/provider-payments/job.js';
+import { ProviderPayments } from './payments/provider-payments/service.js';
+import { registerReconciliationRoutes } from './payments/reconciliation/routes.js';
+import { ReconciliationService } from './payments/reconciliation/service.js';
 import { CheckoutService } from './checkout/service.js';
 import { registerCheckoutRoutes, type TokenLimit } from './checkout/routes.js';
 import { SessionService } from './sessions/service.js';
@@ -100,6 +104,8 @@ export interface Service {
   payments: PaymentService;
   /** Games' payment channel settings. */
   channels: ChannelService;
+  /** Queries open WeChat Pay/Alipay payments and pending refunds (lost callbacks); runOnce() in tests. */
+  providerPaymentJob: ProviderPaymentJob;
   jobs: BackgroundJob[];
   listen(): Promise<string>;
   /**
@@ -194,6 +200,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     appleRootCerts: config.appleRootCerts,
     google: config.google,
     log: logger,
+    wechatpayBaseUrl: config.wechatpayBaseUrl,
   });
   const channels = paymentChannels.channels;
   const games = new GameService({ store: new GameStore(database.db, database.transaction), sandbox: channels, clock, ids, secrets, refuseInternalUrls: blockPrivate });
@@ -259,12 +266,22 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     orders: orderStore,
     lifecycle,
     providers: paymentChannels.providers,
+    open: paymentChannels.open,
     clock,
     ids,
     onPaid: kickNotifier,
     onRefunded: kickNotifier,
   });
   const checkout = new CheckoutService({ orders: orderStore, games: (id) => games.snapshot(id), payments, channels: (id) => channels.forGame(id), clock });
+  const providerPayments = new ProviderPayments({ store: paymentChannels.open, payments, channels, orders: orderStore, lifecycle, clock, ids, onRefunded: kickNotifier });
+  const providerPaymentJob = new ProviderPaymentJob({
+    store: paymentChannels.open,
+    service: providerPayments,
+    orders: orderStore,
+    clock,
+    logger: logger.child({ job: 'provider-payments' }),
+    intervalMs: config.sweepIntervalMs,
+  });
   const orderAdmin = new OrderAdminService({
     store: orderStore,
     views: new OrderAdminStore(database.db),
@@ -274,7 +291,16 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     publicBaseUrl: config.publicBaseUrl,
     onRefunded: kickNotifier,
     checkRefund: (orderId) => payments.checkOperatorRefund(orderId),
-    providerRefund: (order) => payments.refundAtProvider(order, (id) => channels.forGame(id)),
+    // WeChat Pay and Alipay refunds settle later (refund_pending); Google Play's is made at once
+    // before the order is refunded here; the sandbox's needs no provider.
+    providerRefund: async (orderId, actor, reason) => {
+      const requested = await providerPayments.requestRefund(orderId, actor, reason);
+      if (requested) return requested;
+      const current = await orderStore.findById(orderStore.db, orderId);
+      if (current) await payments.refundAtProvider(current, (id) => channels.forGame(id));
+      return null;
+    },
+    onCanceled: (orderId) => void providerPayments.checkSoon(orderId).catch((err: unknown) => logger.warn({ err, order_id: orderId }, 'the provider payment of a canceled order is closed by the next check')),
   });
   const google = createGoogleRuntime({
     api: paymentChannels.google.api,
@@ -392,9 +418,12 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   registerOrderRoutes(app, orders);
   registerUnsupportedSdkRoutes(app);
   registerOrderAdminRoutes(app, orderAdmin);
+  registerReconciliationRoutes(app, new ReconciliationService({ db: database.db, payments, providerPayments, channels, clock, ids }));
   registerCheckoutRoutes(app, checkout, limitToken);
   registerPaymentRoutes(app, paymentChannels, {
+    clock,
     payments,
+    providerPayments,
     orders: orderStore,
     authorize: (token) => checkout.authorize(token),
     clientStatus: (order) => checkout.clientStatus(order),
@@ -412,6 +441,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const jobs: BackgroundJob[] = [
     dispatcher,
     sweeper,
+    providerPaymentJob,
     new SessionSweeper(sessions, config.sweepIntervalMs, logger),
     google.consumer,
     new NppaUploader({
@@ -440,6 +470,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     metrics,
     payments,
     channels,
+    providerPaymentJob,
     jobs,
     async listen() {
       const address = await app.listen({ port: config.port, host: config.host });

@@ -5,7 +5,7 @@ import { migrations } from '../src/db/migrations/index.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
 
 /** 0014: orders.request_hash, written '' by every create-order and read by nothing, goes. */
-describe('migration 0017_orders_drop_request_hash', () => {
+describe('migration 0018_orders_drop_request_hash', () => {
   let tdb: TestDatabase | undefined;
   let database: Database | undefined;
   afterEach(async () => {
@@ -19,7 +19,7 @@ describe('migration 0017_orders_drop_request_hash', () => {
   it('drops the column and keeps every order and its other columns', async () => {
     tdb = await createTestDatabase();
     database = openDatabase(tdb.url);
-    const before = Object.keys(migrations).filter((name) => name < '0017_orders_drop_request_hash');
+    const before = Object.keys(migrations).filter((name) => name < '0018_orders_drop_request_hash');
     await migrateToLatest(database, Object.fromEntries(before.map((name) => [name, migrations[name]!])));
     expect(await columns()).toContain('request_hash');
     await sql`insert into games (game_id, name, iap_enabled, sandbox_payments, order_ttl_seconds, rate_limit_per_second, created_at, updated_at)
@@ -30,7 +30,7 @@ describe('migration 0017_orders_drop_request_hash', () => {
              ('2', 'g', 'ref-00000002', 'p', 'gem_60', 'android', 'https://x.example/n', 1, null, 600, 'CNY', 'created', 'sec2', '', 11, 21, 31)`.execute(database.db);
 
     const result = await migrateToLatest(database);
-    expect(result.results?.map((r) => [r.migrationName, r.status])).toContainEqual(['0017_orders_drop_request_hash', 'Success']);
+    expect(result.results?.map((r) => [r.migrationName, r.status])).toContainEqual(['0018_orders_drop_request_hash', 'Success']);
     expect(await columns()).not.toContain('request_hash');
     const rows = await database.db.selectFrom('orders').select(['order_id', 'reference_id', 'platform', 'quantity', 'meta', 'amount', 'status', 'token_secret', 'created_at', 'expires_at', 'updated_at']).orderBy('order_id').execute();
     expect(rows).toEqual([

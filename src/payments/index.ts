@@ -23,8 +23,13 @@ import { PlayApi } from './google/play-api.js';
 import { GooglePurchaseStore } from './google/store.js';
 import type { PaymentProvider } from './provider.js';
 import { SandboxProvider } from './sandbox/index.js';
+import { WechatCallbacks } from './wechat/callbacks.js';
+import { WechatProvider } from './wechat/index.js';
+import { registerWechatRoutes } from './wechat/routes.js';
 import type { PaymentService } from './service.js';
 import { PaymentStore } from './store.js';
+import type { ProviderPayments } from './provider-payments/service.js';
+import { ProviderPaymentStore } from './provider-payments/store.js';
 
 export interface PaymentChannelsDeps {
   db: Kysely<DB>;
@@ -37,6 +42,8 @@ export interface PaymentChannelsDeps {
   /** GOOGLE_API_BASE_URL and GOOGLE_API_TIMEOUT_MS. */
   google: { apiBaseUrl: string; timeoutMs: number };
   log: Logger;
+  /** WECHATPAY_BASE_URL. */
+  wechatpayBaseUrl: string;
 }
 
 /** The payment channels of this service and the store of games' channel settings. */
@@ -47,6 +54,8 @@ export interface PaymentChannels {
   tokens: AppAccountTokens;
   google: { api: PlayApi; purchases: GooglePurchaseStore };
   verifiers: AppleVerifiers;
+  /** Payments held open at providers and refunds requested from them. */
+  open: ProviderPaymentStore;
 }
 
 /** Every channel this service offers, one folder each (payments.md 1). */
@@ -58,6 +67,7 @@ export function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
     new SandboxProvider(),
     new AppleProvider({ rootCerts: d.appleRootCerts, tokens, payments: store, clock: d.clock }),
     new GoogleProvider({ payments: store, purchases: google.purchases, api: google.api }),
+    new WechatProvider({ baseUrl: d.wechatpayBaseUrl, clock: d.clock, callbackUrl: (gameId) => `${d.publicBaseUrl}/v1/callbacks/wechat/${encodeURIComponent(gameId)}` }),
   ];
   const channels = new ChannelService({
     store: new ChannelStore(d.db, d.transaction),
@@ -67,11 +77,13 @@ export function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
     ids: d.ids,
     publicBaseUrl: d.publicBaseUrl,
   });
-  return { providers, channels, store, tokens, verifiers: new AppleVerifiers(d.appleRootCerts), google };
+  return { providers, channels, store, tokens, verifiers: new AppleVerifiers(d.appleRootCerts), google, open: new ProviderPaymentStore(d.db, d.transaction) };
 }
 
 export interface PaymentRouteDeps {
+  clock: Clock;
   payments: PaymentService;
+  providerPayments: ProviderPayments;
   orders: OrderStore;
   /** The client API's order_token check (401 invalid_token) and status view. */
   authorize: (orderToken: string) => Promise<OrderRow>;
@@ -86,5 +98,7 @@ export function registerPaymentRoutes(app: FastifyInstance, p: PaymentChannels, 
   const transactions = new AppleTransactions({ payments: d.payments, channels: p.channels, tokens: p.tokens, orders: d.orders, verifiers: p.verifiers, authorize: d.authorize, clientStatus: d.clientStatus });
   const notifications = new AppleNotifications({ payments: d.payments, channels: p.channels, transactions });
   registerAppleRoutes(app, { transactions, notifications, limitToken: d.limitToken });
+  const wechat = p.providers.find((x): x is WechatProvider => x instanceof WechatProvider);
+  if (wechat) registerWechatRoutes(app, new WechatCallbacks({ provider: wechat, channels: p.channels, providerPayments: d.providerPayments, clock: d.clock }));
   return transactions;
 }

@@ -32,8 +32,13 @@ export interface PaymentProvider {
   readonly refundedByProvider?: string;
   /** Refuses settings this service cannot honour (400 invalid_request), e.g. missing configuration. */
   checkSettings?(settings: ChannelSettings): void;
+  /**
+   * The ways a client may pay through this channel (`mode` of /v1/client/pay), the default
+   * first; none when the channel has one way only (a mode given is then refused).
+   */
+  readonly modes?: readonly string[];
   /** Starts paying an order: confirmed at once (sandbox), or an action for the client. */
-  start(order: PayableOrder, channel: GameChannel): Promise<PaymentStart>;
+  start(order: PayableOrder, channel: GameChannel, opts: PayOptions): Promise<PaymentStart>;
   /**
    * Checks a confirmation really comes from the provider and says what was paid. Throws an
    * ApiError (src/errors.ts) when it does not verify; never trusts the client's word.
@@ -45,7 +50,75 @@ export interface PaymentProvider {
    * cannot be reached. Channels without it refund the order at once.
    */
   refund?(payment: PaymentRow, channel: GameChannel): Promise<void>;
+  /**
+   * Channels whose payments stay open at the provider until paid or closed (WeChat Pay,
+   * Alipay): the lost-callback job queries and closes them, and operator refunds are requested
+   * from them (src/payments/provider-payments/).
+   */
+  readonly gateway?: ProviderGateway;
 }
+
+/** What /v1/client/pay says besides the channel. */
+export interface PayOptions {
+  /** One of the provider's `modes` (its default when absent). */
+  mode: string | undefined;
+  /** The client's address as this service sees it (WeChat H5 needs it). */
+  client_ip: string;
+}
+
+/**
+ * A provider's API for payments it holds open (out_trade_no = our order id) and for refunds
+ * that return money (out_refund_no = our refund id). Each method throws on a failure that
+ * says nothing about the payment (network, 5xx): the job tries again later.
+ */
+export interface ProviderGateway {
+  /** The payment as the provider has it. */
+  queryPayment(channel: GameChannel, order: PayableOrder): Promise<ProviderPaymentState>;
+  /** Closes the payment so it can no longer be paid; done when already closed. */
+  closePayment(channel: GameChannel, order: PayableOrder): Promise<void>;
+  /** Asks for the whole payment back. */
+  requestRefund(channel: GameChannel, refund: RefundRequest): Promise<RefundState>;
+  /** The refund as the provider has it. */
+  queryRefund(channel: GameChannel, refund: RefundRequest): Promise<RefundState>;
+  /**
+   * The provider's statement of the payments it received on `date` (YYYY-MM-DD, the provider's
+   * day: Beijing time), for reconciliation (payments.md 6).
+   */
+  statement?(channel: GameChannel, date: string): Promise<StatementEntry[]>;
+}
+
+/** A payment the provider's statement lists. */
+export interface StatementEntry {
+  provider_txn_id: string;
+  order_id: string;
+  /** Minor units. */
+  amount: number;
+  currency: string;
+}
+
+export type ProviderPaymentState =
+  /** Paid: apply it (PaymentService.apply, as a callback would). */
+  | { state: 'paid'; payment: VerifiedPayment }
+  /** Not paid yet (or unknown to the provider: the player has not opened it). */
+  | { state: 'open' }
+  /** Closed, revoked or failed: it can no longer be paid. */
+  | { state: 'closed'; detail?: string };
+
+export interface RefundRequest {
+  refund_id: string;
+  order_id: string;
+  provider_txn_id: string;
+  /** The whole payment (minor units); refunds are never partial. */
+  amount: number;
+  currency: string;
+  reason: string | null;
+}
+
+export type RefundState =
+  | { state: 'pending'; provider_refund_id?: string }
+  | { state: 'succeeded'; provider_refund_id?: string }
+  /** The provider refused or gave up; `message` says why (shown to the operator). */
+  | { state: 'failed'; provider_refund_id?: string; message: string };
 
 /** A channel's settings as stored: the PUT body without `enabled`, secrets included. */
 export type ChannelSettings = Record<string, unknown>;
@@ -71,7 +144,21 @@ export interface PayableOrder {
 export type PaymentAction =
   | { type: 'storekit'; product_id: string; quantity: number; app_account_token: string }
   | { type: 'play_billing'; product_id: string; quantity: number; obfuscated_account_id: string }
-  | { type: 'redirect'; url: string };
+  | { type: 'redirect'; url: string }
+  | { type: 'qr'; code_url: string }
+  | { type: 'wechat_app'; params: WechatAppParams }
+  | { type: 'alipay_app'; order_string: string };
+
+/** What the WeChat Open SDK's PayReq takes (payments.md 3). */
+export interface WechatAppParams {
+  appid: string;
+  partnerid: string;
+  prepayid: string;
+  package: string;
+  noncestr: string;
+  timestamp: string;
+  sign: string;
+}
 
 export type PaymentStart =
   /** Paid already: hand `confirmation` to PaymentService.confirm. */

@@ -14,9 +14,11 @@ import * as m0010 from './0010_listing_status_statistics.js';
 import * as m0011 from './0011_sessions_player_index_derived.js';
 import * as m0012 from './0012_payment_channels.js';
 import * as m0013 from './0013_google_purchases.js';
-import * as m0015 from './0015_games_gm_last_error.js';
-import * as m0016 from './0016_sealing_keys.js';
-import * as m0017 from './0017_orders_drop_request_hash.js';
+import * as m0014 from './0014_provider_payments.js';
+import * as m0015 from './0015_reconciliations.js';
+import * as m0016 from './0016_games_gm_last_error.js';
+import * as m0017 from './0017_sealing_keys.js';
+import * as m0018 from './0018_orders_drop_request_hash.js';
 
 /**
  * Versioned migrations, applied in name order, forward only. Add a new file
@@ -38,7 +40,9 @@ export const migrations: Record<string, Migration> = {
   '0011_sessions_player_index_derived': m0011,
   '0012_payment_channels': m0012,
   '0013_google_purchases': m0013,
-  '0015_games_gm_last_error': m0015,
-  '0016_sealing_keys': m0016,
-  '0017_orders_drop_request_hash': m0017,
+  '0014_provider_payments': m0014,
+  '0015_reconciliations': m0015,
+  '0016_games_gm_last_error': m0016,
+  '0017_sealing_keys': m0017,
+  '0018_orders_drop_request_hash': m0018,
 };
