@@ -189,6 +189,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     secrets,
     publicBaseUrl: config.publicBaseUrl,
     appleRootCerts: config.appleRootCerts,
+    alipayGatewayUrl: config.alipayGatewayUrl,
   });
   const channels = paymentChannels.channels;
   const games = new GameService({ store: new GameStore(database.db, database.transaction), sandbox: channels, clock, ids, secrets, refuseInternalUrls: blockPrivate });

@@ -11,6 +11,7 @@ export type ClientOrderBody = Static<typeof ClientOrderBody>;
 export const ClientPayBody = Type.Object({
   order_token: OrderToken,
   channel: Type.String({ minLength: 1, maxLength: 32, pattern: '^[a-z0-9_]+$', description: 'Payment channel; `sandbox` confirms at once' }),
+  mode: Type.Optional(Type.Enum(['native', 'h5', 'app', 'page', 'wap'], { description: "How to pay through a web channel (payments.md 3): wechat `native` (default), `h5`, `app`; alipay `page` (default), `wap`, `app`" })),
 });
 export type ClientPayBody = Static<typeof ClientPayBody>;
 
@@ -41,7 +42,11 @@ export const PaymentAction = Type.Union([
     quantity: Type.Integer(),
     obfuscated_account_id: Type.String({ description: 'Pass it as setObfuscatedAccountId' }),
   }),
-  Type.Object({ type: Type.Literal('redirect'), url: Type.String() }),
+  Type.Object({ type: Type.Literal('redirect'), url: Type.String({ description: 'Open it in the browser (alipay page and WAP pay)' }) }),
+  Type.Object({
+    type: Type.Literal('alipay_app'),
+    order_string: Type.String({ description: "Alipay App pay: pass it to the Alipay SDK's payOrder / pay" }),
+  }),
 ]);
 
 export const ClientPayResponse = Type.Intersect([

@@ -6,6 +6,10 @@ import type { Clock } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
 import type { SecretBox } from '../lib/secret-box.js';
 import type { OrderRow, OrderStore } from '../orders/store.js';
+import { AlipayClients } from './alipay/client.js';
+import { AlipayProvider } from './alipay/index.js';
+import { AlipayNotifications } from './alipay/notify.js';
+import { registerAlipayRoutes } from './alipay/routes.js';
 import { AppleProvider } from './apple/index.js';
 import { AppleNotifications } from './apple/notifications.js';
 import type { TokenLimit } from '../checkout/routes.js';
@@ -30,6 +34,8 @@ export interface PaymentChannelsDeps {
   secrets: SecretBox;
   publicBaseUrl: string;
   appleRootCerts: Buffer[];
+  /** ALIPAY_GATEWAY_URL. */
+  alipayGatewayUrl: string;
 }
 
 /** The payment channels of this service and the store of games' channel settings. */
@@ -39,16 +45,19 @@ export interface PaymentChannels {
   store: PaymentStore;
   tokens: AppAccountTokens;
   verifiers: AppleVerifiers;
+  alipay: AlipayClients;
 }
 
 /** Every channel this service offers, one folder each (payments.md 1). */
 export function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
   const store = new PaymentStore(d.db, d.transaction);
   const tokens = new AppAccountTokens(d.db);
+  const alipay = new AlipayClients(d.alipayGatewayUrl, () => d.clock.now());
   const providers: PaymentProvider[] = [
     new SandboxProvider(),
     new AppleProvider({ rootCerts: d.appleRootCerts, tokens, payments: store, clock: d.clock }),
     new GoogleProvider(),
+    new AlipayProvider({ clients: alipay, notifyUrl: (gameId) => channels.callbackUrl('alipay', gameId) as string }),
   ];
   const channels = new ChannelService({
     store: new ChannelStore(d.db, d.transaction),
@@ -58,7 +67,7 @@ export function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
     ids: d.ids,
     publicBaseUrl: d.publicBaseUrl,
   });
-  return { providers, channels, store, tokens, verifiers: new AppleVerifiers(d.appleRootCerts) };
+  return { providers, channels, store, tokens, verifiers: new AppleVerifiers(d.appleRootCerts), alipay };
 }
 
 export interface PaymentRouteDeps {
@@ -76,5 +85,6 @@ export function registerPaymentRoutes(app: FastifyInstance, p: PaymentChannels, 
   const transactions = new AppleTransactions({ payments: d.payments, channels: p.channels, tokens: p.tokens, orders: d.orders, verifiers: p.verifiers, authorize: d.authorize, clientStatus: d.clientStatus });
   const notifications = new AppleNotifications({ payments: d.payments, channels: p.channels, transactions });
   registerAppleRoutes(app, { transactions, notifications, limitToken: d.limitToken });
+  registerAlipayRoutes(app, { notifications: new AlipayNotifications({ payments: d.payments, channels: p.channels, orders: d.orders, clients: p.alipay }) });
   return transactions;
 }

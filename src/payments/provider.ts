@@ -31,8 +31,12 @@ export interface PaymentProvider {
   readonly refundedByProvider?: string;
   /** Refuses settings this service cannot honour (400 invalid_request), e.g. missing configuration. */
   checkSettings?(settings: ChannelSettings): void;
-  /** Starts paying an order: confirmed at once (sandbox), or an action for the client. */
-  start(order: PayableOrder, channel: GameChannel): Promise<PaymentStart>;
+  /**
+   * Starts paying an order: confirmed at once (sandbox), or an action for the client. `mode`
+   * is the client's choice among the channel's ways of paying (payments.md 3: wechat native,
+   * h5, app; alipay page, wap, app); undefined: the channel's default.
+   */
+  start(order: PayableOrder, channel: GameChannel, mode?: PaymentMode): Promise<PaymentStart>;
   /**
    * Checks a confirmation really comes from the provider and says what was paid. Throws an
    * ApiError (src/errors.ts) when it does not verify; never trusts the client's word.
@@ -58,13 +62,19 @@ export interface PayableOrder {
   currency: string;
   product_id: string;
   quantity: number;
+  /** Unix ms; the provider's payment is set to end then (alipay time_expire). */
+  expires_at?: number;
 }
+
+/** The ways of paying a web channel offers (payments.md 3, `mode` of /v1/client/pay). */
+export type PaymentMode = 'native' | 'h5' | 'app' | 'page' | 'wap';
 
 /** What a client does next to pay (payments.md 3, the `action` of /v1/client/pay). */
 export type PaymentAction =
   | { type: 'storekit'; product_id: string; quantity: number; app_account_token: string }
   | { type: 'play_billing'; product_id: string; quantity: number; obfuscated_account_id: string }
-  | { type: 'redirect'; url: string };
+  | { type: 'redirect'; url: string }
+  | { type: 'alipay_app'; order_string: string };
 
 export type PaymentStart =
   /** Paid already: hand `confirmation` to PaymentService.confirm. */

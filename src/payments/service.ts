@@ -5,7 +5,7 @@ import type { Clock } from '../lib/clock.js';
 import { prefixedId, type IdGenerator } from '../lib/ids.js';
 import type { OrderLifecycle } from '../orders/lifecycle.js';
 import { isUniqueViolation, type OrderRow, type OrderStore } from '../orders/store.js';
-import type { GameChannel, PayableOrder, PaymentAction, PaymentProvider, VerifiedPayment } from './provider.js';
+import type { GameChannel, PayableOrder, PaymentAction, PaymentMode, PaymentProvider, VerifiedPayment } from './provider.js';
 import type { PaymentRow, PaymentStore } from './store.js';
 
 export interface PaymentServiceDeps {
@@ -77,11 +77,11 @@ export class PaymentService {
   }
 
   /** Pays an order through `channel`; 403 channel_unavailable unless the game has it enabled. */
-  async pay(order: PayableOrder, channels: ReadonlyMap<string, GameChannel>, channel: string): Promise<PayResult> {
+  async pay(order: PayableOrder, channels: ReadonlyMap<string, GameChannel>, channel: string, mode?: PaymentMode): Promise<PayResult> {
     const provider = this.providers.get(channel);
     const settings = channels.get(channel);
     if (!provider || !settings?.enabled) throw Errors.channelUnavailable(`payment channel ${channel} is not available for this game`);
-    const started = await provider.start(order, settings);
+    const started = await provider.start(order, settings, mode);
     if (started.kind === 'pending') return started;
     return { kind: 'confirmed', outcome: await this.confirm(channel, started.confirmation) };
   }

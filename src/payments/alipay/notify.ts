@@ -1,0 +1,82 @@
+import { Errors } from '../../errors.js';
+import type { OrderStore } from '../../orders/store.js';
+import type { ChannelService } from '../channel-service.js';
+import type { PaymentOutcome, PaymentService } from '../service.js';
+import { fen, type AlipayClients } from './client.js';
+import { ALIPAY_CURRENCY } from './index.js';
+import type { AlipaySettings } from './settings.js';
+
+export interface AlipayNotifyDeps {
+  payments: PaymentService;
+  channels: ChannelService;
+  orders: OrderStore;
+  clients: AlipayClients;
+}
+
+/** What a notify did, for the callback's log line. */
+export interface NotifyOutcome {
+  notify_id?: string;
+  trade_status: string;
+  out_trade_no: string;
+  trade_no: string;
+  /** TRADE_SUCCESS/TRADE_FINISHED: the payment as applied. */
+  payment?: Pick<PaymentOutcome, 'payment_id' | 'status' | 'replay' | 'reason'>;
+  /** A full refund: whether it refunded the order (false: refunded already, or no order paid). */
+  refunded?: boolean;
+}
+
+const PAID = new Set(['TRADE_SUCCESS', 'TRADE_FINISHED']);
+
+/**
+ * Alipay's async notify at POST /v1/callbacks/alipay/:game_id (payments.md 4): a form post,
+ * RSA2-signed by Alipay, verified with the game's alipay_public_key, its app_id the game's.
+ * TRADE_SUCCESS and TRADE_FINISHED pay the order out_trade_no names, with the amount paid
+ * (total_amount in yuan): an amount other than the order's is kept flagged and pays nothing.
+ * A refund of the whole trade (TRADE_CLOSED with refund_fee equal to total_amount) refunds
+ * the order. WAIT_BUYER_PAY, a TRADE_CLOSED of an unpaid trade and partial refunds change
+ * nothing. Alipay sends a notify until it is answered `success`: every step is idempotent.
+ */
+export class AlipayNotifications {
+  constructor(private readonly d: AlipayNotifyDeps) {}
+
+  async receive(gameId: string, body: string): Promise<NotifyOutcome> {
+    const channel = (await this.d.channels.forGame(gameId)).get('alipay');
+    if (!channel) throw Errors.notFound(`game ${gameId} has no alipay channel`);
+    const settings = channel.settings as AlipaySettings;
+    const fields = parseForm(body);
+    if (!this.d.clients.verifyNotify(settings, fields)) throw Errors.paymentRejected("the notify's signature does not verify with the game's alipay_public_key (RSA2)");
+    if (fields.app_id !== settings.app_id) throw Errors.paymentRejected(`the notify is for app_id ${fields.app_id ?? '(none)'}, not the game's`);
+    const { out_trade_no: orderId, trade_no: tradeNo, trade_status: status } = fields;
+    if (!orderId || !tradeNo || !status) throw Errors.invalidRequest('the notify lacks out_trade_no, trade_no or trade_status');
+    const out: NotifyOutcome = { trade_status: status, out_trade_no: orderId, trade_no: tradeNo, ...(fields.notify_id ? { notify_id: fields.notify_id } : {}) };
+    const total = fen(fields.total_amount);
+    if (PAID.has(status)) {
+      await this.checkGame(gameId, orderId);
+      if (total === null) throw Errors.invalidRequest(`the notify's total_amount is not an amount in yuan: ${fields.total_amount ?? '(none)'}`);
+      const p = await this.d.payments.apply('alipay', { provider_txn_id: tradeNo, order_id: orderId, amount: total, currency: ALIPAY_CURRENCY });
+      return { ...out, payment: { payment_id: p.payment_id, status: p.status, replay: p.replay, ...(p.reason ? { reason: p.reason } : {}) } };
+    }
+    if (status === 'TRADE_CLOSED' && total !== null && fen(fields.refund_fee) === total) {
+      const r = await this.d.payments.reverse('alipay', tradeNo, `Alipay refund of trade ${tradeNo}${fields.gmt_refund ? ` at ${fields.gmt_refund}` : ''}`);
+      return { ...out, refunded: r?.refunded ?? false };
+    }
+    return out;
+  }
+
+  /** An order of another game is never paid through this game's channel. */
+  private async checkGame(gameId: string, orderId: string): Promise<void> {
+    const order = await this.d.orders.findById(this.d.orders.db, orderId);
+    if (order && order.game_id !== gameId) throw Errors.paymentRejected(`order ${orderId} is not of game ${gameId}`);
+  }
+}
+
+/** The fields of a form post, each once; 400 when it is not one. */
+export function parseForm(body: string): Record<string, string> {
+  const out: Record<string, string> = Object.create(null) as Record<string, string>;
+  for (const [k, v] of new URLSearchParams(body)) {
+    if (Object.hasOwn(out, k)) throw Errors.invalidRequest(`the notify repeats the field ${k}`);
+    out[k] = v;
+  }
+  if (!out.sign) throw Errors.invalidRequest('the notify is not a signed form (application/x-www-form-urlencoded with sign)');
+  return out;
+}
