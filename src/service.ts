@@ -47,6 +47,8 @@ import { registerOrderAdminRoutes } from './orders/admin-routes.js';
 import { PaymentService } from './payments/service.js';
 import type { ChannelService } from './payments/channel-service.js';
 import { createPaymentChannels, registerPaymentRoutes } from './payments/index.js';
+import { ProviderPaymentJob } from './payments/provider-payments/job.js';
+import { ProviderPayments } from './payments/provider-payments/service.js';
 import { CheckoutService } from './checkout/service.js';
 import { registerCheckoutRoutes, type TokenLimit } from './checkout/routes.js';
 import { SessionService } from './sessions/service.js';
@@ -96,6 +98,8 @@ export interface Service {
   payments: PaymentService;
   /** Games' payment channel settings. */
   channels: ChannelService;
+  /** Queries open WeChat Pay/Alipay payments and pending refunds (lost callbacks); runOnce() in tests. */
+  providerPaymentJob: ProviderPaymentJob;
   jobs: BackgroundJob[];
   listen(): Promise<string>;
   /**
@@ -253,12 +257,22 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     orders: orderStore,
     lifecycle,
     providers: paymentChannels.providers,
+    open: paymentChannels.open,
     clock,
     ids,
     onPaid: kickNotifier,
     onRefunded: kickNotifier,
   });
   const checkout = new CheckoutService({ orders: orderStore, games: (id) => games.snapshot(id), payments, channels: (id) => channels.forGame(id), clock });
+  const providerPayments = new ProviderPayments({ store: paymentChannels.open, payments, channels, orders: orderStore, lifecycle, clock, ids, onRefunded: kickNotifier });
+  const providerPaymentJob = new ProviderPaymentJob({
+    store: paymentChannels.open,
+    service: providerPayments,
+    orders: orderStore,
+    clock,
+    logger: logger.child({ job: 'provider-payments' }),
+    intervalMs: config.sweepIntervalMs,
+  });
   const orderAdmin = new OrderAdminService({
     store: orderStore,
     views: new OrderAdminStore(database.db),
@@ -268,6 +282,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     publicBaseUrl: config.publicBaseUrl,
     onRefunded: kickNotifier,
     checkRefund: (orderId) => payments.checkOperatorRefund(orderId),
+    providerRefund: (orderId, actor, reason) => providerPayments.requestRefund(orderId, actor, reason),
+    onCanceled: (orderId) => void providerPayments.checkSoon(orderId).catch((err: unknown) => logger.warn({ err, order_id: orderId }, 'the provider payment of a canceled order is closed by the next check')),
   });
   const sweeper = new OrderSweeper({
     store: orderStore,
@@ -369,6 +385,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   registerCheckoutRoutes(app, checkout, limitToken);
   registerPaymentRoutes(app, paymentChannels, {
     payments,
+    providerPayments,
     orders: orderStore,
     authorize: (token) => checkout.authorize(token),
     clientStatus: (order) => checkout.clientStatus(order),
@@ -385,6 +402,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const jobs: BackgroundJob[] = [
     dispatcher,
     sweeper,
+    providerPaymentJob,
     new SessionSweeper(sessions, config.sweepIntervalMs, logger),
     new NppaUploader({
       metrics,
@@ -412,6 +430,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     metrics,
     payments,
     channels,
+    providerPaymentJob,
     jobs,
     async listen() {
       const address = await app.listen({ port: config.port, host: config.host });

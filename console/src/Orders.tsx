@@ -65,7 +65,7 @@ export function OrderDetailPage({ orderId }: { orderId: string }) {
     // A 409: the order changed meanwhile (refunded, paid, canceled elsewhere): show it as it is now.
     if (done !== undefined || conflict) order.reload();
   };
-  const canRefund = o.status === 'paid' || o.status === 'delivered';
+  const canRefund = o.status === 'paid' || o.status === 'delivered' || o.status === 'refund_failed';
   const canCancel = o.status === 'created';
   return (
     <>

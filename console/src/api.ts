@@ -148,7 +148,7 @@ export interface Partner {
   updated_at: number;
 }
 
-export const ORDER_STATUSES = ['created', 'paid', 'delivered', 'expired', 'canceled', 'refunded'] as const;
+export const ORDER_STATUSES = ['created', 'paid', 'delivered', 'expired', 'canceled', 'refund_pending', 'refund_failed', 'refunded'] as const;
 
 export interface Order {
   order_id: string;

@@ -46,7 +46,7 @@ export function registerCheckoutRoutes(app: FastifyInstance, checkout: CheckoutS
     handler: async (req, reply) => {
       const body = req.body as ClientPayBody;
       await limitToken(reply, body.order_token);
-      return checkout.pay(body.order_token, body.channel, body.mode);
+      return checkout.pay(body.order_token, body.channel, { mode: body.mode, client_ip: req.ip });
     },
   });
 

@@ -3,7 +3,7 @@ import { Type, type Static } from 'typebox';
 const OrderToken = Type.String({ minLength: 1, maxLength: 1024, description: 'The order_token of create-order: the credential of the client API' });
 
 /** Client statuses: the order's status, with `created` past expires_at shown as `expired`. */
-export const ClientOrderStatus = Type.Enum(['created', 'paid', 'delivered', 'expired', 'canceled', 'refunded']);
+export const ClientOrderStatus = Type.Enum(['created', 'paid', 'delivered', 'expired', 'canceled', 'refund_pending', 'refund_failed', 'refunded']);
 
 export const ClientOrderBody = Type.Object({ order_token: OrderToken });
 export type ClientOrderBody = Static<typeof ClientOrderBody>;
@@ -11,7 +11,7 @@ export type ClientOrderBody = Static<typeof ClientOrderBody>;
 export const ClientPayBody = Type.Object({
   order_token: OrderToken,
   channel: Type.String({ minLength: 1, maxLength: 32, pattern: '^[a-z0-9_]+$', description: 'Payment channel; `sandbox` confirms at once' }),
-  mode: Type.Optional(Type.Enum(['native', 'h5', 'app', 'page', 'wap'], { description: "How to pay through a web channel (payments.md 3): wechat `native` (default), `h5`, `app`; alipay `page` (default), `wap`, `app`" })),
+  mode: Type.Optional(Type.String({ minLength: 1, maxLength: 16, pattern: '^[a-z0-9_]+$', description: 'How to pay through the channel: wechat `native` (default), `h5`, `app`; alipay `page` (default), `wap`, `app`' })),
 });
 export type ClientPayBody = Static<typeof ClientPayBody>;
 
@@ -42,11 +42,21 @@ export const PaymentAction = Type.Union([
     quantity: Type.Integer(),
     obfuscated_account_id: Type.String({ description: 'Pass it as setObfuscatedAccountId' }),
   }),
-  Type.Object({ type: Type.Literal('redirect'), url: Type.String({ description: 'Open it in the browser (alipay page and WAP pay)' }) }),
+  Type.Object({ type: Type.Literal('redirect'), url: Type.String({ description: 'Open it in the browser (WeChat Pay H5, Alipay page and WAP pay)' }) }),
+  Type.Object({ type: Type.Literal('qr'), code_url: Type.String({ description: 'WeChat Pay Native: show it as a QR code for the player to scan' }) }),
   Type.Object({
-    type: Type.Literal('alipay_app'),
-    order_string: Type.String({ description: "Alipay App pay: pass it to the Alipay SDK's payOrder / pay" }),
+    type: Type.Literal('wechat_app'),
+    params: Type.Object({
+      appid: Type.String(),
+      partnerid: Type.String(),
+      prepayid: Type.String(),
+      package: Type.String(),
+      noncestr: Type.String(),
+      timestamp: Type.String(),
+      sign: Type.String(),
+    }, { description: "The WeChat Open SDK's PayReq, signed with the merchant key" }),
   }),
+  Type.Object({ type: Type.Literal('alipay_app'), order_string: Type.String({ description: "Pass it to the Alipay SDK's payV2" }) }),
 ]);
 
 export const ClientPayResponse = Type.Intersect([

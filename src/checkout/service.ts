@@ -3,7 +3,7 @@ import type { GameSnapshot } from '../games/service.js';
 import type { Clock } from '../lib/clock.js';
 import type { OrderRow, OrderStore } from '../orders/store.js';
 import { parseOrderToken, tokenSecretMatches } from '../orders/token.js';
-import type { GameChannel, PaymentMode } from '../payments/provider.js';
+import type { GameChannel, PayOptions } from '../payments/provider.js';
 import type { PaymentService } from '../payments/service.js';
 import type { ClientOrder, ClientPayResponse } from './schemas.js';
 
@@ -23,7 +23,7 @@ export interface CheckoutView {
   sandboxAvailable: boolean;
 }
 
-const ALREADY_PAID = new Set(['paid', 'delivered', 'refunded']);
+const ALREADY_PAID = new Set(['paid', 'delivered', 'refund_pending', 'refund_failed', 'refunded']);
 
 /**
  * The client purchase API (PROTOCOL 10): a game client holding an order_token reads its order
@@ -48,14 +48,14 @@ export class CheckoutService {
    * Pays the order through `channel`. An order already paid answers its status (a retry or a
    * second tab); an expired or canceled one cannot start a payment (409 invalid_state).
    */
-  async pay(token: string, channel: string, mode?: PaymentMode): Promise<ClientPayResponse> {
+  async pay(token: string, channel: string, opts: PayOptions = { mode: undefined, client_ip: '' }): Promise<ClientPayResponse> {
     const order = await this.authorize(token);
     const status = this.clientStatus(order);
     if (ALREADY_PAID.has(status)) return this.toClient(order);
     if (status !== 'created') throw Errors.invalidState(`order ${order.order_id} is ${status} and cannot be paid`);
     const snap = await this.d.games(order.game_id);
     if (!snap) throw Errors.invalidToken('order_token is not valid');
-    const result = await this.d.payments.pay(order, await this.d.channels(order.game_id), channel, mode);
+    const result = await this.d.payments.pay(order, await this.d.channels(order.game_id), channel, opts);
     const after = (await this.d.orders.findById(this.d.orders.db, order.order_id)) as OrderRow;
     const view = await this.toClient(after, snap);
     if (result.kind === 'pending') return { ...view, action: result.action };

@@ -57,7 +57,7 @@ export interface OrderAccountTokensTable {
   created_at: number;
 }
 
-export type OrderStatus = 'created' | 'paid' | 'delivered' | 'expired' | 'canceled' | 'refunded';
+export type OrderStatus = 'created' | 'paid' | 'delivered' | 'expired' | 'canceled' | 'refund_pending' | 'refund_failed' | 'refunded';
 
 export interface OrdersTable {
   order_id: string;
@@ -126,6 +126,45 @@ export interface PaymentsTable {
   store_currency: string | null;
   /** Why a payment was flagged; null when accepted. */
   reason: string | null;
+}
+
+/** A payment started at a web provider (wechat, alipay): migration 0013. */
+export interface ProviderPaymentsTable {
+  provider: string;
+  order_id: string;
+  game_id: string;
+  state: 'open' | 'paid' | 'closed';
+  /** JSON: the client action handed out, by mode. */
+  actions: string;
+  checks: number;
+  next_check_at: number;
+  locked_until: number;
+  locked_by: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A refund requested from a provider (refund_id is our out_refund_no): migration 0013. */
+export interface ProviderRefundsTable {
+  refund_id: string;
+  provider: string;
+  order_id: string;
+  game_id: string;
+  provider_txn_id: string;
+  amount: number;
+  currency: string;
+  status: 'pending' | 'succeeded' | 'failed';
+  provider_refund_id: string | null;
+  actor: string;
+  reason: string | null;
+  /** JSON: the provider's last word (refusal message, state). */
+  detail: string | null;
+  checks: number;
+  next_check_at: number;
+  locked_until: number;
+  locked_by: string | null;
+  created_at: number;
+  updated_at: number;
 }
 
 export type NotificationStatus = 'pending' | 'succeeded' | 'failed' | 'gone';
@@ -280,6 +319,8 @@ export interface DB {
   payments: PaymentsTable;
   game_channels: GameChannelsTable;
   order_account_tokens: OrderAccountTokensTable;
+  provider_payments: ProviderPaymentsTable;
+  provider_refunds: ProviderRefundsTable;
   notifications: NotificationsTable;
   notification_attempts: NotificationAttemptsTable;
   sessions: SessionsTable;

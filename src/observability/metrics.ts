@@ -5,7 +5,7 @@ import type { OrderStatus } from '../db/schema.js';
 import { ObservabilityStore } from './store.js';
 import { RequestMetrics } from './request-metrics.js';
 
-const ORDER_STATUSES: OrderStatus[] = ['created', 'paid', 'delivered', 'expired', 'canceled', 'refunded'];
+const ORDER_STATUSES: OrderStatus[] = ['created', 'paid', 'delivered', 'expired', 'canceled', 'refund_pending', 'refund_failed', 'refunded'];
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 export type AttemptResult = 'success' | 'failure';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { actorOf } from '../admin/actor.js';
 import { responses } from '../http/errors-schema.js';
-import { AdminOrder, AdminOrderDetail, ListOrdersQuery, OrderActionBody, OrderPage, OrderParams } from './admin-schemas.js';
+import { AdminOrder, AdminOrderDetail, ListOrdersQuery, OrderActionBody, OrderPage, OrderParams, RefundBody } from './admin-schemas.js';
 import type { OrderAdminService } from './admin-service.js';
 
 const ADMIN_ERRORS = [401, 404, 429];
@@ -31,12 +31,15 @@ export function registerOrderAdminRoutes(app: FastifyInstance, orders: OrderAdmi
     config: admin,
     schema: {
       tags: ['admin'],
-      summary: 'Refund a paid or delivered order (queues a refund notification)',
+      summary: 'Refund a paid or delivered order whole (wechat, alipay: refund_pending until the provider confirms; then a refund notification)',
       params: OrderParams,
-      body: OrderActionBody,
+      body: RefundBody,
       response: responses({ 200: AdminOrder }, [...ADMIN_ERRORS, 409]),
     },
-    handler: async (req) => orders.refund((req.params as OrderParams).order_id, actorOf(req), (req.body as OrderActionBody).reason),
+    handler: async (req) => {
+      const body = req.body as RefundBody;
+      return orders.refund((req.params as OrderParams).order_id, actorOf(req), body.reason, body.amount);
+    },
   });
 
   app.post('/admin/v1/orders/:order_id/cancel', {

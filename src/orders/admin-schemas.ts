@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox';
 import { PageCursor, PageLimit } from '../http/paging.js';
 import { GameId } from '../games/schemas.js';
 
-const ORDER_STATUSES = ['created', 'paid', 'delivered', 'expired', 'canceled', 'refunded'] as const;
+const ORDER_STATUSES = ['created', 'paid', 'delivered', 'expired', 'canceled', 'refund_pending', 'refund_failed', 'refunded'] as const;
 const Ms = (description = 'Unix ms') => Type.Integer({ description });
 const MsOrNull = () => Type.Union([Type.Integer(), Type.Null()], { description: 'Unix ms, null until it happens' });
 
@@ -30,6 +30,13 @@ export const OrderActionBody = Type.Object({
   reason: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'Why; kept in the audit log and the order timeline' })),
 }, { additionalProperties: false });
 export type OrderActionBody = Static<typeof OrderActionBody>;
+
+/** Body of refund: orders are refunded whole (payments.md 5); `amount`, when sent, must be the order's. */
+export const RefundBody = Type.Object({
+  reason: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'Why; kept in the audit log and the order timeline' })),
+  amount: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: "Minor units; must equal the order's amount (partial refunds are refused with 400)" })),
+}, { additionalProperties: false });
+export type RefundBody = Static<typeof RefundBody>;
 
 /** An order as operators see it: everything but its token secret and request hash. */
 export const AdminOrder = Type.Object({

@@ -24,6 +24,14 @@ export interface OrderAdminDeps {
   onRefunded?: (orderId: string) => void;
   /** Refuses (throws) a refund the payment's provider must make itself (payments.md 5). */
   checkRefund?: (orderId: string) => Promise<void>;
+  /**
+   * Requests the refund from the provider that took the money (payments.md 5): the order as it
+   * is after (refund_pending, refunded or refund_failed), or null when its channel moves no
+   * money back this way (sandbox: refunded at once here).
+   */
+  providerRefund?: (orderId: string, actor: string, reason?: string) => Promise<OrderRow | null>;
+  /** Called after an order was canceled (e.g. close its payment at the provider). */
+  onCanceled?: (orderId: string) => void;
 }
 
 /** Operator views and actions on orders (PROTOCOL 11). */
@@ -85,9 +93,21 @@ export class OrderAdminService {
     };
   }
 
-  /** paid|delivered -> refunded; queues the `refund` notification. 409 from any other state. */
-  async refund(orderId: string, actor: string, reason?: string): Promise<AdminOrder> {
+  /**
+   * paid|delivered -> refunded, and the `refund` notification; through a provider that returns
+   * the money, refund_pending until it confirms. Orders are refunded whole: `amount`, when
+   * given, must be the order's (400 otherwise). 409 from any other state.
+   */
+  async refund(orderId: string, actor: string, reason?: string, amount?: number): Promise<AdminOrder> {
+    if (amount !== undefined) {
+      const { store } = this.d;
+      const order = await store.findById(store.db, orderId);
+      if (!order) throw Errors.notFound(`order ${orderId} not found`);
+      if (amount !== order.amount) throw Errors.invalidRequest(`partial refunds are not supported: orders are refunded whole (amount must be ${order.amount}, the order's amount in minor units of ${order.currency}, or left out)`);
+    }
     await this.d.checkRefund?.(orderId);
+    const viaProvider = await this.d.providerRefund?.(orderId, actor, reason);
+    if (viaProvider) return toAdminOrder(viaProvider);
     const by = { actor, reason };
     const order = await this.act(orderId, by, 'order.refund', (trx, now) => this.d.lifecycle.refund(trx, orderId, now, by));
     this.d.onRefunded?.(orderId);
@@ -95,15 +115,17 @@ export class OrderAdminService {
   }
 
   /** created -> canceled. 409 from any other state. */
-  cancel(orderId: string, actor: string, reason?: string): Promise<AdminOrder> {
+  async cancel(orderId: string, actor: string, reason?: string): Promise<AdminOrder> {
     const by = { actor, reason };
-    return this.act(orderId, by, 'order.cancel', async (trx, now) => {
+    const order = await this.act(orderId, by, 'order.cancel', async (trx, now) => {
       // Past expires_at an order is expired, recorded by the sweeper or not yet (clients already
       // see it so): it is expired here first, and the cancel then answers 409 (which rolls the
       // expiry back with it; the sweeper records it).
       await this.d.lifecycle.expire(trx, orderId, now);
       return this.d.lifecycle.cancel(trx, orderId, now, by);
     });
+    this.d.onCanceled?.(orderId);
+    return order;
   }
 
   /** One operator transition and its audit record, in one transaction. */

@@ -11,7 +11,12 @@ import type { OrderRow, OrderStore } from './store.js';
  *   created -> expired                 no payment by expires_at (sweeper)
  *   expired -> paid                    a payment confirmed after expiry (late_payment = 1)
  *   created -> canceled                operator
- *   paid | delivered -> refunded       operator; queues a `refund` notification
+ *   paid | delivered -> refunded       operator (sandbox) or the provider's reversal; queues a
+ *                                      `refund` notification
+ *   paid | delivered | refund_failed -> refund_pending
+ *                                      operator refund requested from the provider (payments.md 5)
+ *   refund_pending -> refunded         the provider confirms the money is back; `refund` notification
+ *   refund_pending -> refund_failed    the provider refuses; the operator may request it again
  *
  * (`paid -> delivered` is the notification dispatcher's, with the same guarded-update rule.)
  *
@@ -25,6 +30,9 @@ export type TransitionResult =
 
 const PAYABLE: OrderStatus[] = ['created', 'expired'];
 const REFUNDABLE: OrderStatus[] = ['paid', 'delivered'];
+/** A refund the provider confirms (or starts itself) settles these too. */
+const PROVIDER_REFUNDABLE: OrderStatus[] = ['paid', 'delivered', 'refund_pending', 'refund_failed'];
+const REFUND_REQUESTABLE: OrderStatus[] = ['paid', 'delivered', 'refund_failed'];
 /** Concurrent writers that keep moving the order between allowed states; never in practice. */
 const MAX_RACES = 5;
 
@@ -73,6 +81,26 @@ export class OrderLifecycle {
     const r = await this.transition(trx, orderId, REFUNDABLE, 'refunded', now, () => ({ patch: { refunded_at: now }, detail: { ...by } }));
     if (r.changed) await enqueueNotification(trx, this.d.ids, r.order, 'refund', now);
     return r;
+  }
+
+  /**
+   * paid|delivered|refund_pending|refund_failed -> refunded once the provider says the money is
+   * back (its confirmation of our request, or a reversal it started), and the refund notification.
+   */
+  async refundConfirmed(trx: Transaction<DB>, orderId: string, now: number, by: OperatorAction): Promise<TransitionResult> {
+    const r = await this.transition(trx, orderId, PROVIDER_REFUNDABLE, 'refunded', now, () => ({ patch: { refunded_at: now }, detail: { ...by } }));
+    if (r.changed) await enqueueNotification(trx, this.d.ids, r.order, 'refund', now);
+    return r;
+  }
+
+  /** paid|delivered|refund_failed -> refund_pending: the refund is requested from the provider. */
+  requestRefund(trx: Transaction<DB>, orderId: string, now: number, by: OperatorAction & { refund_id: string }): Promise<TransitionResult> {
+    return this.transition(trx, orderId, REFUND_REQUESTABLE, 'refund_pending', now, () => ({ patch: {}, detail: { ...by } }));
+  }
+
+  /** refund_pending -> refund_failed: the provider refused the refund (visible; may be requested again). */
+  refundFailed(trx: Transaction<DB>, orderId: string, now: number, detail: { refund_id: string; message: string }): Promise<TransitionResult> {
+    return this.transition(trx, orderId, ['refund_pending'], 'refund_failed', now, () => ({ patch: {}, detail }));
   }
 
   /**

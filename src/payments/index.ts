@@ -25,6 +25,8 @@ import type { PaymentProvider } from './provider.js';
 import { SandboxProvider } from './sandbox/index.js';
 import type { PaymentService } from './service.js';
 import { PaymentStore } from './store.js';
+import type { ProviderPayments } from './provider-payments/service.js';
+import { ProviderPaymentStore } from './provider-payments/store.js';
 
 export interface PaymentChannelsDeps {
   db: Kysely<DB>;
@@ -45,6 +47,8 @@ export interface PaymentChannels {
   store: PaymentStore;
   tokens: AppAccountTokens;
   verifiers: AppleVerifiers;
+  /** Payments held open at providers and refunds requested from them. */
+  open: ProviderPaymentStore;
   alipay: AlipayClients;
 }
 
@@ -67,11 +71,12 @@ export function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
     ids: d.ids,
     publicBaseUrl: d.publicBaseUrl,
   });
-  return { providers, channels, store, tokens, verifiers: new AppleVerifiers(d.appleRootCerts), alipay };
+  return { providers, channels, store, tokens, verifiers: new AppleVerifiers(d.appleRootCerts), open: new ProviderPaymentStore(d.db, d.transaction), alipay };
 }
 
 export interface PaymentRouteDeps {
   payments: PaymentService;
+  providerPayments: ProviderPayments;
   orders: OrderStore;
   /** The client API's order_token check (401 invalid_token) and status view. */
   authorize: (orderToken: string) => Promise<OrderRow>;
@@ -85,6 +90,6 @@ export function registerPaymentRoutes(app: FastifyInstance, p: PaymentChannels, 
   const transactions = new AppleTransactions({ payments: d.payments, channels: p.channels, tokens: p.tokens, orders: d.orders, verifiers: p.verifiers, authorize: d.authorize, clientStatus: d.clientStatus });
   const notifications = new AppleNotifications({ payments: d.payments, channels: p.channels, transactions });
   registerAppleRoutes(app, { transactions, notifications, limitToken: d.limitToken });
-  registerAlipayRoutes(app, { notifications: new AlipayNotifications({ payments: d.payments, channels: p.channels, orders: d.orders, clients: p.alipay }) });
+  registerAlipayRoutes(app, { notifications: new AlipayNotifications({ providerPayments: d.providerPayments, channels: p.channels, orders: d.orders, clients: p.alipay }) });
   return transactions;
 }

@@ -32,17 +32,72 @@ export interface PaymentProvider {
   /** Refuses settings this service cannot honour (400 invalid_request), e.g. missing configuration. */
   checkSettings?(settings: ChannelSettings): void;
   /**
-   * Starts paying an order: confirmed at once (sandbox), or an action for the client. `mode`
-   * is the client's choice among the channel's ways of paying (payments.md 3: wechat native,
-   * h5, app; alipay page, wap, app); undefined: the channel's default.
+   * The ways a client may pay through this channel (`mode` of /v1/client/pay), the default
+   * first; none when the channel has one way only (a mode given is then refused).
    */
-  start(order: PayableOrder, channel: GameChannel, mode?: PaymentMode): Promise<PaymentStart>;
+  readonly modes?: readonly string[];
+  /** Starts paying an order: confirmed at once (sandbox), or an action for the client. */
+  start(order: PayableOrder, channel: GameChannel, opts: PayOptions): Promise<PaymentStart>;
   /**
    * Checks a confirmation really comes from the provider and says what was paid. Throws an
    * ApiError (src/errors.ts) when it does not verify; never trusts the client's word.
    */
   verify?(confirmation: unknown): Promise<VerifiedPayment>;
+  /**
+   * Channels whose payments stay open at the provider until paid or closed (WeChat Pay,
+   * Alipay): the lost-callback job queries and closes them, and operator refunds are requested
+   * from them (src/payments/provider-payments/).
+   */
+  readonly gateway?: ProviderGateway;
 }
+
+/** What /v1/client/pay says besides the channel. */
+export interface PayOptions {
+  /** One of the provider's `modes` (its default when absent). */
+  mode: string | undefined;
+  /** The client's address as this service sees it (WeChat H5 needs it). */
+  client_ip: string;
+}
+
+/**
+ * A provider's API for payments it holds open (out_trade_no = our order id) and for refunds
+ * that return money (out_refund_no = our refund id). Each method throws on a failure that
+ * says nothing about the payment (network, 5xx): the job tries again later.
+ */
+export interface ProviderGateway {
+  /** The payment as the provider has it. */
+  queryPayment(channel: GameChannel, order: PayableOrder): Promise<ProviderPaymentState>;
+  /** Closes the payment so it can no longer be paid; done when already closed. */
+  closePayment(channel: GameChannel, order: PayableOrder): Promise<void>;
+  /** Asks for the whole payment back. */
+  requestRefund(channel: GameChannel, refund: RefundRequest): Promise<RefundState>;
+  /** The refund as the provider has it. */
+  queryRefund(channel: GameChannel, refund: RefundRequest): Promise<RefundState>;
+}
+
+export type ProviderPaymentState =
+  /** Paid: apply it (PaymentService.apply, as a callback would). */
+  | { state: 'paid'; payment: VerifiedPayment }
+  /** Not paid yet (or unknown to the provider: the player has not opened it). */
+  | { state: 'open' }
+  /** Closed, revoked or failed: it can no longer be paid. */
+  | { state: 'closed'; detail?: string };
+
+export interface RefundRequest {
+  refund_id: string;
+  order_id: string;
+  provider_txn_id: string;
+  /** The whole payment (minor units); refunds are never partial. */
+  amount: number;
+  currency: string;
+  reason: string | null;
+}
+
+export type RefundState =
+  | { state: 'pending'; provider_refund_id?: string }
+  | { state: 'succeeded'; provider_refund_id?: string }
+  /** The provider refused or gave up; `message` says why (shown to the operator). */
+  | { state: 'failed'; provider_refund_id?: string; message: string };
 
 /** A channel's settings as stored: the PUT body without `enabled`, secrets included. */
 export type ChannelSettings = Record<string, unknown>;
@@ -62,19 +117,29 @@ export interface PayableOrder {
   currency: string;
   product_id: string;
   quantity: number;
-  /** Unix ms; the provider's payment is set to end then (alipay time_expire). */
+  /** Unix ms; a provider's payment is set to end then (alipay time_expire). */
   expires_at?: number;
 }
-
-/** The ways of paying a web channel offers (payments.md 3, `mode` of /v1/client/pay). */
-export type PaymentMode = 'native' | 'h5' | 'app' | 'page' | 'wap';
 
 /** What a client does next to pay (payments.md 3, the `action` of /v1/client/pay). */
 export type PaymentAction =
   | { type: 'storekit'; product_id: string; quantity: number; app_account_token: string }
   | { type: 'play_billing'; product_id: string; quantity: number; obfuscated_account_id: string }
   | { type: 'redirect'; url: string }
+  | { type: 'qr'; code_url: string }
+  | { type: 'wechat_app'; params: WechatAppParams }
   | { type: 'alipay_app'; order_string: string };
+
+/** What the WeChat Open SDK's PayReq takes (payments.md 3). */
+export interface WechatAppParams {
+  appid: string;
+  partnerid: string;
+  prepayid: string;
+  package: string;
+  noncestr: string;
+  timestamp: string;
+  sign: string;
+}
 
 export type PaymentStart =
   /** Paid already: hand `confirmation` to PaymentService.confirm. */

@@ -5,7 +5,8 @@ import type { Clock } from '../lib/clock.js';
 import { prefixedId, type IdGenerator } from '../lib/ids.js';
 import type { OrderLifecycle } from '../orders/lifecycle.js';
 import { isUniqueViolation, type OrderRow, type OrderStore } from '../orders/store.js';
-import type { GameChannel, PayableOrder, PaymentAction, PaymentMode, PaymentProvider, VerifiedPayment } from './provider.js';
+import type { GameChannel, PayableOrder, PaymentAction, PaymentProvider, PayOptions, VerifiedPayment } from './provider.js';
+import { checkDelay, type ProviderPaymentStore } from './provider-payments/store.js';
 import type { PaymentRow, PaymentStore } from './store.js';
 
 export interface PaymentServiceDeps {
@@ -14,6 +15,8 @@ export interface PaymentServiceDeps {
   orders: OrderStore;
   lifecycle: OrderLifecycle;
   providers: PaymentProvider[];
+  /** Payments held open at a provider (channels with a gateway): their actions are kept here. */
+  open?: ProviderPaymentStore;
   clock: Clock;
   ids: IdGenerator;
   /** Called after a payment that made an order `paid` has committed (e.g. wake the notifier). */
@@ -76,14 +79,36 @@ export class PaymentService {
     return [...this.providers.keys()];
   }
 
-  /** Pays an order through `channel`; 403 channel_unavailable unless the game has it enabled. */
-  async pay(order: PayableOrder, channels: ReadonlyMap<string, GameChannel>, channel: string, mode?: PaymentMode): Promise<PayResult> {
+  /**
+   * Pays an order through `channel`; 403 channel_unavailable unless the game has it enabled.
+   * A channel whose payments stay open at the provider answers the action it handed out for
+   * this mode again while that payment is open (the provider would refuse a second one).
+   */
+  async pay(order: PayableOrder, channels: ReadonlyMap<string, GameChannel>, channel: string, opts: PayOptions = { mode: undefined, client_ip: '' }): Promise<PayResult> {
     const provider = this.providers.get(channel);
     const settings = channels.get(channel);
     if (!provider || !settings?.enabled) throw Errors.channelUnavailable(`payment channel ${channel} is not available for this game`);
-    const started = await provider.start(order, settings, mode);
-    if (started.kind === 'pending') return started;
+    const mode = modeOf(provider, opts.mode);
+    const { open, clock } = this.d;
+    if (provider.gateway && mode && open) {
+      const known = await open.find(open.db, provider.name, order.order_id);
+      const action = known?.state === 'open' ? (JSON.parse(known.actions) as Record<string, PaymentAction>)[mode] : undefined;
+      if (action) return { kind: 'pending', action };
+    }
+    const started = await provider.start(order, settings, { ...opts, mode });
+    if (started.kind === 'pending') {
+      if (provider.gateway && mode && open) {
+        const now = clock.now();
+        await open.recordAction(provider.name, order, mode, started.action, now, now + checkDelay(0));
+      }
+      return started;
+    }
     return { kind: 'confirmed', outcome: await this.confirm(channel, started.confirmation) };
+  }
+
+  /** The payment that paid an order (its provider, transaction and amount). */
+  acceptedPayment(orderId: string): Promise<PaymentRow | undefined> {
+    return this.d.payments.acceptedOf(this.d.payments.db, orderId);
   }
 
   /** Verifies a provider's confirmation and applies it; safe to call again with the same one. */
@@ -123,7 +148,7 @@ export class PaymentService {
     const r = await payments.transaction(async (trx) => {
       const paid = await payments.findAccepted(trx, providerName, providerTxnId);
       if (!paid) return null;
-      const t = await lifecycle.refund(trx, paid.order_id, now, { actor: `provider:${providerName}`, reason });
+      const t = await lifecycle.refundConfirmed(trx, paid.order_id, now, { actor: `provider:${providerName}`, reason });
       return { order_id: paid.order_id, refunded: t.changed };
     });
     if (r?.refunded) this.d.onRefunded?.(r.order_id);
@@ -197,6 +222,16 @@ export function refusalOf(outcome: PaymentOutcome): Error {
   const reason = outcome.reason ?? 'unknown_order';
   if (reason.startsWith('order_')) return Errors.invalidState(`order ${outcome.order_id} is ${reason.slice(6)} and cannot be paid; the payment is kept for the operator`);
   return Errors.paymentRejected(`payment rejected: ${FLAG_MESSAGES[reason] ?? reason}; the payment is kept for the operator`);
+}
+
+/** The mode asked for, or the channel's default; 400 for a mode the channel does not have. */
+function modeOf(provider: PaymentProvider, mode: string | undefined): string | undefined {
+  const modes = provider.modes ?? [];
+  if (mode === undefined) return modes[0];
+  if (!modes.includes(mode)) {
+    throw Errors.invalidRequest(modes.length ? `mode ${mode} is not one of channel ${provider.name}'s: ${modes.join(', ')}` : `channel ${provider.name} takes no mode`);
+  }
+  return mode;
 }
 
 function toOutcome(p: PaymentRow, replay: boolean): PaymentOutcome {

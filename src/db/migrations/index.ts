@@ -13,6 +13,7 @@ import * as m0009 from './0009_sessions_drop_game_created.js';
 import * as m0010 from './0010_listing_status_statistics.js';
 import * as m0011 from './0011_sessions_player_index_derived.js';
 import * as m0012 from './0012_payment_channels.js';
+import * as m0013 from './0013_provider_payments.js';
 
 /**
  * Versioned migrations, applied in name order, forward only. Add a new file
@@ -33,4 +34,5 @@ export const migrations: Record<string, Migration> = {
   '0010_listing_status_statistics': m0010,
   '0011_sessions_player_index_derived': m0011,
   '0012_payment_channels': m0012,
+  '0013_provider_payments': m0013,
 };

@@ -1,6 +1,7 @@
 import { Errors } from '../../errors.js';
-import type { ChannelSettings, GameChannel, PayableOrder, PaymentMode, PaymentProvider, PaymentStart } from '../provider.js';
+import type { ChannelSettings, GameChannel, PayableOrder, PaymentProvider, PaymentStart, PayOptions } from '../provider.js';
 import { beijingTime, readKeys, yuan, type AlipayClients } from './client.js';
+import { ALIPAY_CURRENCY, AlipayGateway } from './gateway.js';
 import { ALIPAY_SECRET_FIELDS, AlipaySettings } from './settings.js';
 
 export interface AlipayDeps {
@@ -17,14 +18,12 @@ const MODES = {
 } as const;
 type AlipayMode = keyof typeof MODES;
 
-/** Alipay trades are of an order's own amount in CNY. */
-export const ALIPAY_CURRENCY = 'CNY';
-
 /**
  * The `alipay` channel (payments.md 1-5) through Alipay's OpenAPI with `alipay-sdk`: page pay
  * (PC) and WAP pay answer a signed gateway URL to open, App pay the order string the Alipay
  * App SDK pays with. The trade is the order: out_trade_no is the order id, total_amount its
- * amount in yuan, time_expire its expiry. Alipay's async notify confirms it (notify.ts).
+ * amount in yuan, time_expire its expiry. Alipay's async notify confirms it (notify.ts); the
+ * lost-callback job queries and closes it, and operator refunds are requested (gateway.ts).
  */
 export class AlipayProvider implements PaymentProvider {
   readonly name = 'alipay';
@@ -32,15 +31,19 @@ export class AlipayProvider implements PaymentProvider {
   readonly settingsBody = AlipaySettings;
   readonly secretFields = ALIPAY_SECRET_FIELDS;
   readonly hasCallbacks = true;
+  readonly modes = ['page', 'wap', 'app'] as const;
+  readonly gateway: AlipayGateway;
 
-  constructor(private readonly d: AlipayDeps) {}
+  constructor(private readonly d: AlipayDeps) {
+    this.gateway = new AlipayGateway(d.clients);
+  }
 
   checkSettings(settings: ChannelSettings): void {
     readKeys(settings as AlipaySettings);
   }
 
-  async start(order: PayableOrder, channel: GameChannel, mode: PaymentMode = 'page'): Promise<PaymentStart> {
-    if (!Object.hasOwn(MODES, mode)) throw Errors.invalidRequest(`mode ${mode} is not one of alipay's: page (default), wap, app`);
+  /** `mode` is one of `modes` (PaymentService checked it), page when absent. */
+  async start(order: PayableOrder, channel: GameChannel, { mode = 'page' }: PayOptions): Promise<PaymentStart> {
     if (order.currency !== ALIPAY_CURRENCY) throw Errors.channelUnavailable(`alipay takes payments in CNY only; order ${order.order_id} is in ${order.currency}`);
     const { method, product_code } = MODES[mode as AlipayMode];
     const settings = channel.settings as AlipaySettings;

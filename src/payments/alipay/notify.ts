@@ -1,13 +1,14 @@
 import { Errors } from '../../errors.js';
 import type { OrderStore } from '../../orders/store.js';
 import type { ChannelService } from '../channel-service.js';
-import type { PaymentOutcome, PaymentService } from '../service.js';
+import type { ProviderPayments } from '../provider-payments/service.js';
+import type { PaymentOutcome } from '../service.js';
 import { fen, type AlipayClients } from './client.js';
-import { ALIPAY_CURRENCY } from './index.js';
+import { ALIPAY_CURRENCY } from './gateway.js';
 import type { AlipaySettings } from './settings.js';
 
 export interface AlipayNotifyDeps {
-  payments: PaymentService;
+  providerPayments: ProviderPayments;
   channels: ChannelService;
   orders: OrderStore;
   clients: AlipayClients;
@@ -21,8 +22,8 @@ export interface NotifyOutcome {
   trade_no: string;
   /** TRADE_SUCCESS/TRADE_FINISHED: the payment as applied. */
   payment?: Pick<PaymentOutcome, 'payment_id' | 'status' | 'replay' | 'reason'>;
-  /** A full refund: whether it refunded the order (false: refunded already, or no order paid). */
-  refunded?: boolean;
+  /** A refund notify: what it settled (ProviderPayments.reportRefund). */
+  refund?: string;
 }
 
 const PAID = new Set(['TRADE_SUCCESS', 'TRADE_FINISHED']);
@@ -32,9 +33,11 @@ const PAID = new Set(['TRADE_SUCCESS', 'TRADE_FINISHED']);
  * RSA2-signed by Alipay, verified with the game's alipay_public_key, its app_id the game's.
  * TRADE_SUCCESS and TRADE_FINISHED pay the order out_trade_no names, with the amount paid
  * (total_amount in yuan): an amount other than the order's is kept flagged and pays nothing.
- * A refund of the whole trade (TRADE_CLOSED with refund_fee equal to total_amount) refunds
- * the order. WAIT_BUYER_PAY, a TRADE_CLOSED of an unpaid trade and partial refunds change
- * nothing. Alipay sends a notify until it is answered `success`: every step is idempotent.
+ * A notify of a refund (refund_fee, gmt_refund; out_biz_no is the refund's out_request_no)
+ * settles ours (refund_pending -> refunded), or refunds the order when it was made in the
+ * merchant portal and returns the whole trade (TRADE_CLOSED); a partial one changes nothing.
+ * WAIT_BUYER_PAY and a TRADE_CLOSED of an unpaid trade change nothing. Alipay sends a notify
+ * until it is answered `success`: every step is idempotent.
  */
 export class AlipayNotifications {
   constructor(private readonly d: AlipayNotifyDeps) {}
@@ -50,17 +53,25 @@ export class AlipayNotifications {
     if (!orderId || !tradeNo || !status) throw Errors.invalidRequest('the notify lacks out_trade_no, trade_no or trade_status');
     const out: NotifyOutcome = { trade_status: status, out_trade_no: orderId, trade_no: tradeNo, ...(fields.notify_id ? { notify_id: fields.notify_id } : {}) };
     const total = fen(fields.total_amount);
-    if (PAID.has(status)) {
-      await this.checkGame(gameId, orderId);
-      if (total === null) throw Errors.invalidRequest(`the notify's total_amount is not an amount in yuan: ${fields.total_amount ?? '(none)'}`);
-      const p = await this.d.payments.apply('alipay', { provider_txn_id: tradeNo, order_id: orderId, amount: total, currency: ALIPAY_CURRENCY });
-      return { ...out, payment: { payment_id: p.payment_id, status: p.status, replay: p.replay, ...(p.reason ? { reason: p.reason } : {}) } };
+    if (fields.refund_fee !== undefined) {
+      const refunded = fen(fields.refund_fee);
+      if (refunded === null || total === null) throw Errors.invalidRequest(`the notify's refund_fee or total_amount is not an amount in yuan`);
+      const r = await this.d.providerPayments.reportRefund('alipay', {
+        refund_id: fields.out_biz_no || null,
+        provider_refund_id: null,
+        provider_txn_id: tradeNo,
+        order_id: orderId,
+        state: 'succeeded',
+        amount: refunded,
+        total,
+      });
+      return { ...out, refund: r.settled };
     }
-    if (status === 'TRADE_CLOSED' && total !== null && fen(fields.refund_fee) === total) {
-      const r = await this.d.payments.reverse('alipay', tradeNo, `Alipay refund of trade ${tradeNo}${fields.gmt_refund ? ` at ${fields.gmt_refund}` : ''}`);
-      return { ...out, refunded: r?.refunded ?? false };
-    }
-    return out;
+    if (!PAID.has(status)) return out;
+    await this.checkGame(gameId, orderId);
+    if (total === null) throw Errors.invalidRequest(`the notify's total_amount is not an amount in yuan: ${fields.total_amount ?? '(none)'}`);
+    const p = await this.d.providerPayments.applyPaid('alipay', { provider_txn_id: tradeNo, order_id: orderId, amount: total, currency: ALIPAY_CURRENCY });
+    return { ...out, payment: { payment_id: p.payment_id, status: p.status, replay: p.replay, ...(p.reason ? { reason: p.reason } : {}) } };
   }
 
   /** An order of another game is never paid through this game's channel. */
