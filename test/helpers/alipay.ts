@@ -90,19 +90,22 @@ export class AlipayStandIn {
   readonly violations: string[] = [];
   /** The next refunds are refused with these, in order. */
   readonly refuseRefunds: Refusal[] = [];
+  /** The next requests are carried out but never answered (the connection is cut): a lost answer. */
+  unanswered = 0;
   private server: http.Server | null = null;
   private seq = 0;
   url = '';
 
   constructor(private readonly now: () => number = Date.now) {}
 
-  async start(): Promise<this> {
+  /** Listens on `port` (0: any free one; a port given: started again after close). */
+  async start(port = 0): Promise<this> {
     this.server = http.createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => this.answer(req, Buffer.concat(chunks).toString('utf8'), res));
     });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/gateway.do`;
     return this;
   }
@@ -213,6 +216,12 @@ export class AlipayStandIn {
         return this.reply(res, key, { code: '10000', msg: 'Success', trade_no: mine.trade_no, out_trade_no: mine.out_trade_no });
       case 'alipay.trade.refund':
         return this.reply(res, key, this.refund(mine, biz) ?? notExist);
+      case 'alipay.trade.fastpay.refund.query': {
+        if (!mine) return this.reply(res, key, notExist);
+        const known = mine.refunds.includes(biz.out_request_no ?? '');
+        const ids = { trade_no: mine.trade_no, out_trade_no: mine.out_trade_no, out_request_no: biz.out_request_no ?? '' };
+        return this.reply(res, key, known ? { code: '10000', msg: 'Success', ...ids, refund_amount: mine.refund_fee ?? '', total_amount: mine.total_amount, refund_status: 'REFUND_SUCCESS' } : { code: '10000', msg: 'Success', ...ids });
+      }
       default:
         return this.reply(res, key, { code: '40004', msg: 'Business Failed', sub_code: 'ACQ.INVALID_METHOD', sub_msg: `no ${params.method} here` });
     }
@@ -222,17 +231,24 @@ export class AlipayStandIn {
     if (!trade) return null;
     const refused = this.refuseRefunds.shift();
     if (refused) return { code: '40004', msg: 'Business Failed', ...refused };
-    if (!trade.refunds.includes(biz.out_request_no ?? '')) {
+    // A refund asked again under its out_request_no is answered without refunding twice: no money moves this time.
+    const repeated = trade.refunds.includes(biz.out_request_no ?? '');
+    if (!repeated) {
       if (trade.trade_status !== 'TRADE_SUCCESS') return { code: '40004', msg: 'Business Failed', sub_code: 'ACQ.TRADE_STATUS_ERROR', sub_msg: '交易状态不合法' };
       if (biz.refund_amount !== trade.total_amount) return { code: '40004', msg: 'Business Failed', sub_code: 'ACQ.REFUND_AMT_NOT_EQUAL_TOTAL', sub_msg: '退款金额超限' };
       trade.refunds.push(biz.out_request_no ?? '');
       trade.refund_fee = biz.refund_amount;
       trade.trade_status = 'TRADE_CLOSED';
     }
-    return { code: '10000', msg: 'Success', trade_no: trade.trade_no, out_trade_no: trade.out_trade_no, fund_change: 'Y', refund_fee: trade.refund_fee ?? '0.00', buyer_logon_id: 'buy***@example.com' };
+    return { code: '10000', msg: 'Success', trade_no: trade.trade_no, out_trade_no: trade.out_trade_no, fund_change: repeated ? 'N' : 'Y', refund_fee: trade.refund_fee ?? '0.00', buyer_logon_id: 'buy***@example.com' };
   }
 
   private reply(res: http.ServerResponse, key: string, payload: Record<string, string>): void {
+    if (this.unanswered > 0) {
+      this.unanswered--;
+      res.socket?.destroy();
+      return;
+    }
     const inner = JSON.stringify(payload);
     const body = `{"${key}":${inner},"sign":"${rsa2(inner, this.keys.privateKey)}"}`;
     res.writeHead(200, { 'content-type': 'application/json;charset=utf-8' }).end(body);
