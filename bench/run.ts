@@ -18,6 +18,7 @@
  * closed-loop scenarios run, interleaved with the bare route; with more than one, a summary gives
  * each scenario's median ratio to the bare run of the same round). Opt-in scenarios (only by
  * BENCH_ONLY): bare-presigned, least-create-order, least-enter-game, least-query-binding,
+ * alipay-notify (Alipay async notifies, each RSA2-verified: CPU per verified notify),
  * bare-matched (the bare route busy-waiting per request so that it answers as many requests a
  * second as create-order did in the same round: its p99 is what this machine gives a route of
  * create-order's throughput with no signature, database or group commit). BENCH_IDS (`sequential`,
@@ -37,6 +38,7 @@ import { httpPost, openLoop } from './open-loop.js';
 import { ADMIN, adminCall, bindingFixture, cpuMs, systemCpuMs, orderRequestBody, postgresCpuMs, spawnNode, freePort, presigned, ready, requestOptions, requestStream, rssMb, signedGet, type RequestStream } from './lib.js';
 import { authorizationHeader } from '../src/signing/signer.js';
 import { selfSignedCertificate } from '../test/helpers/certificates.js';
+import { alipayNotifyStream } from './alipay-notify.js';
 
 const duration = Number(process.env.BENCH_DURATION ?? 10);
 const warmup = Number(process.env.BENCH_WARMUP ?? 3);
@@ -569,7 +571,14 @@ async function main() {
         return load(BARE_MATCHED, bare.child.pid, url(guess + 1e6 / order.rps - 1e6 / trial.rps), t, undefined, orderBody(0));
       },
     });
-    const optIn = new Set(['bare-presigned', 'least-create-order', 'least-enter-game', 'least-query-binding', 'bare-matched']);
+    // Alipay's async notify (opt-in): a form post whose RSA2 signature is verified with the
+    // game's alipay_public_key; WAIT_BUYER_PAY, so each request is the verification alone.
+    let notifies: Promise<RequestStream> | null = null;
+    scenarios.push({
+      name: 'alipay-notify',
+      go: async (t) => load('alipay-notify (verified, WAIT_BUYER_PAY)', svc.child.pid, svc.address, t, await (notifies ??= alipayNotifyStream(svc.address, game))),
+    });
+    const optIn = new Set(['bare-presigned', 'least-create-order', 'least-enter-game', 'least-query-binding', 'bare-matched', 'alipay-notify']);
 
     const results: Result[] = [];
     const byRound: Result[][] = [];

@@ -185,6 +185,10 @@ describe('POST /v1/callbacks/alipay/:game_id', () => {
     expect(await statusOf(t, a.order.order_id)).toBe('created');
     expect((await notify({ ...a.trade, trade_status: 'TRADE_FINISHED' })).text).toBe('success');
     expect(PAID).toContain(await statusOf(t, a.order.order_id));
+    // A payment notify that says refund_fee 0.00 is a payment, not a refund.
+    const b = await paidTrade();
+    expect((await notify(b.trade, { refund_fee: '0.00' })).text).toBe('success');
+    expect(PAID).toContain(await statusOf(t, b.order.order_id));
   });
 
   it('an amount other than the order\'s is kept flagged, not paid (answered success: handled)', async () => {
@@ -219,6 +223,23 @@ describe('POST /v1/callbacks/alipay/:game_id', () => {
     expect([repeated.status, await repeated.text()]).toEqual([400, 'fail']);
     expect(await paymentsOf(t, order.order_id)).toEqual([]);
     expect(await statusOf(t, order.order_id)).toBe('created');
+  });
+
+  it('400 `fail` for a signed notify without out_trade_no, trade_no or trade_status, or with an amount that is not yuan (6.001, -1, 6., "", 1e3); 0.01 and 999999999999.99 are amounts', async () => {
+    const { order, trade } = await paidTrade();
+    for (const missing of ['out_trade_no', 'trade_no', 'trade_status']) {
+      const fields = alipay.notifyFields(trade);
+      delete fields[missing];
+      const r = await postForm(callbackUrl(game.gameId), alipay.sign(fields));
+      expect([r.status, r.text], missing).toEqual([400, 'fail']);
+    }
+    for (const amount of ['6.001', '-1', '6.', '', '1e3', ' 6.00']) {
+      expect((await notify({ ...trade, total_amount: amount })).status, amount).toBe(400);
+      expect((await notify(trade, { refund_fee: amount })).status, `refund_fee ${amount}`).toBe(400);
+    }
+    expect(await paymentsOf(t, order.order_id)).toEqual([]);
+    for (const amount of ['0.01', '999999999999.99']) expect((await notify({ ...trade, total_amount: amount })).text, amount).toBe('success');
+    expect((await paymentsOf(t, order.order_id)).map((p) => [p.amount, p.status])).toEqual([[1, 'flagged']]);
   });
 
   it('404 `fail` for a game without an alipay channel; a JSON body is refused (`fail`); a body over 64 KiB is 413', async () => {

@@ -53,10 +53,13 @@ export function makeAlipayApp(appId = `2021${randomBytes(6).readUIntBE(0, 6).toS
   return { appId, privateKeyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, publicKey };
 }
 
-/** Alipay's signing content: the fields but `sign` (and `sign_type` for notifies) and empty ones, sorted, k=v joined with &. */
+/**
+ * Alipay's signing content: the fields sorted, k=v joined with &, without `sign`; a request's
+ * without its empty fields, a notify's without `sign_type` (alipay-sdk's checkNotifySign).
+ */
 export function signContent(fields: Record<string, string>, notify = false): string {
   return Object.keys(fields)
-    .filter((k) => k !== 'sign' && !(notify && k === 'sign_type') && fields[k] !== '')
+    .filter((k) => k !== 'sign' && (notify ? k !== 'sign_type' : fields[k] !== ''))
     .sort()
     .map((k) => `${k}=${fields[k]}`)
     .join('&');

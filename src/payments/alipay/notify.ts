@@ -43,19 +43,12 @@ export class AlipayNotifications {
   constructor(private readonly d: AlipayNotifyDeps) {}
 
   async receive(gameId: string, body: string): Promise<NotifyOutcome> {
-    const channel = (await this.d.channels.forGame(gameId)).get('alipay');
-    if (!channel) throw Errors.notFound(`game ${gameId} has no alipay channel`);
-    const settings = channel.settings as AlipaySettings;
-    const fields = parseForm(body);
-    if (!this.d.clients.verifyNotify(settings, fields)) throw Errors.paymentRejected("the notify's signature does not verify with the game's alipay_public_key (RSA2)");
-    if (fields.app_id !== settings.app_id) throw Errors.paymentRejected(`the notify is for app_id ${fields.app_id ?? '(none)'}, not the game's`);
+    const fields = await this.verified(gameId, body);
     const { out_trade_no: orderId, trade_no: tradeNo, trade_status: status } = fields;
     if (!orderId || !tradeNo || !status) throw Errors.invalidRequest('the notify lacks out_trade_no, trade_no or trade_status');
     const out: NotifyOutcome = { trade_status: status, out_trade_no: orderId, trade_no: tradeNo, ...(fields.notify_id ? { notify_id: fields.notify_id } : {}) };
-    const total = fen(fields.total_amount);
-    if (fields.refund_fee !== undefined) {
-      const refunded = fen(fields.refund_fee);
-      if (refunded === null || total === null) throw Errors.invalidRequest(`the notify's refund_fee or total_amount is not an amount in yuan`);
+    const refunded = fields.refund_fee === undefined ? 0 : amountOf(fields, 'refund_fee');
+    if (refunded > 0) {
       const r = await this.d.providerPayments.reportRefund('alipay', {
         refund_id: fields.out_biz_no || null,
         provider_refund_id: null,
@@ -63,15 +56,25 @@ export class AlipayNotifications {
         order_id: orderId,
         state: 'succeeded',
         amount: refunded,
-        total,
+        total: amountOf(fields, 'total_amount'),
       });
       return { ...out, refund: r.settled };
     }
     if (!PAID.has(status)) return out;
     await this.checkGame(gameId, orderId);
-    if (total === null) throw Errors.invalidRequest(`the notify's total_amount is not an amount in yuan: ${fields.total_amount ?? '(none)'}`);
-    const p = await this.d.providerPayments.applyPaid('alipay', { provider_txn_id: tradeNo, order_id: orderId, amount: total, currency: ALIPAY_CURRENCY });
+    const p = await this.d.providerPayments.applyPaid('alipay', { provider_txn_id: tradeNo, order_id: orderId, amount: amountOf(fields, 'total_amount'), currency: ALIPAY_CURRENCY });
     return { ...out, payment: { payment_id: p.payment_id, status: p.status, replay: p.replay, ...(p.reason ? { reason: p.reason } : {}) } };
+  }
+
+  /** The notify's fields once its signature and app_id are the game's channel's. */
+  private async verified(gameId: string, body: string): Promise<Record<string, string>> {
+    const channel = (await this.d.channels.forGame(gameId)).get('alipay');
+    if (!channel) throw Errors.notFound(`game ${gameId} has no alipay channel`);
+    const settings = channel.settings as AlipaySettings;
+    const fields = parseForm(body);
+    if (!this.d.clients.verifyNotify(settings, fields)) throw Errors.paymentRejected("the notify's signature does not verify with the game's alipay_public_key (RSA2)");
+    if (fields.app_id !== settings.app_id) throw Errors.paymentRejected(`the notify is for app_id ${fields.app_id ?? '(none)'}, not the game's`);
+    return fields;
   }
 
   /** An order of another game is never paid through this game's channel. */
@@ -79,6 +82,13 @@ export class AlipayNotifications {
     const order = await this.d.orders.findById(this.d.orders.db, orderId);
     if (order && order.game_id !== gameId) throw Errors.paymentRejected(`order ${orderId} is not of game ${gameId}`);
   }
+}
+
+/** An amount field in yuan, in fen; 400 when it is not one. */
+function amountOf(fields: Record<string, string>, name: 'total_amount' | 'refund_fee'): number {
+  const v = fen(fields[name]);
+  if (v === null) throw Errors.invalidRequest(`the notify's ${name} is not an amount in yuan: ${fields[name] ?? '(none)'}`);
+  return v;
 }
 
 /** The fields of a form post, each once; 400 when it is not one. */
