@@ -194,6 +194,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     publicBaseUrl: config.publicBaseUrl,
     appleRootCerts: config.appleRootCerts,
     alipayGatewayUrl: config.alipayGatewayUrl,
+    wechatpayBaseUrl: config.wechatpayBaseUrl,
   });
   const channels = paymentChannels.channels;
   const games = new GameService({ store: new GameStore(database.db, database.transaction), sandbox: channels, clock, ids, secrets, refuseInternalUrls: blockPrivate });
@@ -384,6 +385,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   registerOrderAdminRoutes(app, orderAdmin);
   registerCheckoutRoutes(app, checkout, limitToken);
   registerPaymentRoutes(app, paymentChannels, {
+    clock,
     payments,
     providerPayments,
     orders: orderStore,

@@ -55,7 +55,7 @@ const SECURITY_BY_AUTH: Record<AuthKind, Array<Record<string, string[]>>> = {
  * reach any caller. Keeps, say, `binding_not_found` off the operator API's 404.
  */
 const AUDIENCE: Record<string, AuthKind[]> = {
-  invalid_signature: ['game', 'partner'],
+  invalid_signature: ['game', 'partner', 'provider'],
   // 'none': routes with a bearer token of their own (/metrics with METRICS_TOKEN).
   unauthorized: ['admin', 'none'],
   invalid_token: ['client'],

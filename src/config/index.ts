@@ -72,6 +72,8 @@ export interface Config {
   roleStaleTtlMs: number;
   gmTimeoutMs: number;
   nppaBaseUrl: string;
+  /** WeChat Pay API v3 (payments.md 2); tests point it at a local stand-in. */
+  wechatpayBaseUrl: string;
   nppa: {
     /** How often the uploader looks for due behaviour events. */
     pollIntervalMs: number;
@@ -274,6 +276,7 @@ export function loadConfig(env: Env = process.env): Config {
     roleStaleTtlMs: int('ROLE_STALE_TTL_SECONDS', 3600, 0, 7 * 86_400) * 1000,
     gmTimeoutMs: int('GM_TIMEOUT_MS', 5000, 100, 60_000),
     nppaBaseUrl: url('NPPA_BASE_URL', 'https://api2.wlc.nppa.gov.cn'),
+    wechatpayBaseUrl: url('WECHATPAY_BASE_URL', 'https://api.mch.weixin.qq.com').replace(/\/+$/, ''),
     nppa: {
       pollIntervalMs: int('NPPA_POLL_INTERVAL_MS', 1000, 10, 60_000),
       retryBaseMs: int('NPPA_RETRY_BASE_MS', 2000, 10, 600_000),

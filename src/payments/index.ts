@@ -23,6 +23,9 @@ import { ChannelStore } from './channel-store.js';
 import { GoogleProvider } from './google/index.js';
 import type { PaymentProvider } from './provider.js';
 import { SandboxProvider } from './sandbox/index.js';
+import { WechatCallbacks } from './wechat/callbacks.js';
+import { WechatProvider } from './wechat/index.js';
+import { registerWechatRoutes } from './wechat/routes.js';
 import type { PaymentService } from './service.js';
 import { PaymentStore } from './store.js';
 import type { ProviderPayments } from './provider-payments/service.js';
@@ -38,6 +41,8 @@ export interface PaymentChannelsDeps {
   appleRootCerts: Buffer[];
   /** ALIPAY_GATEWAY_URL. */
   alipayGatewayUrl: string;
+  /** WECHATPAY_BASE_URL. */
+  wechatpayBaseUrl: string;
 }
 
 /** The payment channels of this service and the store of games' channel settings. */
@@ -62,6 +67,7 @@ export function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
     new AppleProvider({ rootCerts: d.appleRootCerts, tokens, payments: store, clock: d.clock }),
     new GoogleProvider(),
     new AlipayProvider({ clients: alipay, notifyUrl: (gameId) => channels.callbackUrl('alipay', gameId) as string }),
+    new WechatProvider({ baseUrl: d.wechatpayBaseUrl, clock: d.clock, callbackUrl: (gameId) => `${d.publicBaseUrl}/v1/callbacks/wechat/${encodeURIComponent(gameId)}` }),
   ];
   const channels = new ChannelService({
     store: new ChannelStore(d.db, d.transaction),
@@ -75,6 +81,7 @@ export function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
 }
 
 export interface PaymentRouteDeps {
+  clock: Clock;
   payments: PaymentService;
   providerPayments: ProviderPayments;
   orders: OrderStore;
@@ -91,5 +98,7 @@ export function registerPaymentRoutes(app: FastifyInstance, p: PaymentChannels, 
   const notifications = new AppleNotifications({ payments: d.payments, channels: p.channels, transactions });
   registerAppleRoutes(app, { transactions, notifications, limitToken: d.limitToken });
   registerAlipayRoutes(app, { notifications: new AlipayNotifications({ providerPayments: d.providerPayments, channels: p.channels, orders: d.orders, clients: p.alipay }) });
+  const wechat = p.providers.find((x): x is WechatProvider => x instanceof WechatProvider);
+  if (wechat) registerWechatRoutes(app, new WechatCallbacks({ provider: wechat, channels: p.channels, providerPayments: d.providerPayments, clock: d.clock }));
   return transactions;
 }

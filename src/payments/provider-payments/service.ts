@@ -137,7 +137,10 @@ export class ProviderPayments {
     const now = clock.now();
     const changed = await store.transaction(async (trx) => {
       const detail = state.state === 'failed' ? JSON.stringify({ message: state.message }) : null;
-      const won = await store.settleRefund(trx, refund.refund_id, { status: state.state, provider_refund_id: state.provider_refund_id ?? refund.provider_refund_id, detail, updated_at: now, locked_until: 0, locked_by: null });
+      // A refund the provider gave up on may still succeed later (WeChat Pay's ABNORMAL, settled
+      // by the merchant): the money is back, so the order is refunded after all.
+      const from: ProviderRefundRow['status'][] = state.state === 'succeeded' ? ['pending', 'failed'] : ['pending'];
+      const won = await store.settleRefund(trx, refund.refund_id, from, { status: state.state, provider_refund_id: state.provider_refund_id ?? refund.provider_refund_id, detail, updated_at: now, locked_until: 0, locked_by: null });
       if (!won) return false;
       if (state.state === 'succeeded') {
         await lifecycle.refundConfirmed(trx, refund.order_id, now, { actor: refund.actor, reason: refund.reason ?? undefined });

@@ -56,7 +56,7 @@ export class ProviderPaymentStore {
     return this.db.selectFrom('provider_payments').selectAll().where('state', '=', 'open').where('next_check_at', '<=', now).where('locked_until', '<', now).orderBy('next_check_at').limit(limit).execute();
   }
 
-  /** Takes a due payment for `owner` until `until`; false when another instance holds it. */
+  /** Takes a due payment for `owner` until `until`; false when another instance holds it or has just checked it. */
   async leasePayment(row: ProviderPaymentRow, owner: string, now: number, until: number): Promise<boolean> {
     const r = await this.db
       .updateTable('provider_payments')
@@ -64,6 +64,8 @@ export class ProviderPaymentStore {
       .where('provider', '=', row.provider)
       .where('order_id', '=', row.order_id)
       .where('state', '=', 'open')
+      // Still due: another instance that checked it meanwhile has moved next_check_at on.
+      .where('next_check_at', '<=', now)
       .where('locked_until', '<', now)
       .executeTakeFirst();
     return Number(r.numUpdatedRows) === 1;
@@ -77,9 +79,9 @@ export class ProviderPaymentStore {
     await q.insertInto('provider_refunds').values(row).execute();
   }
 
-  /** Settles a pending refund; false when it was settled already (by a callback or a query). */
-  async settleRefund(q: Q, refundId: string, patch: Updateable<ProviderRefundsTable>): Promise<boolean> {
-    const r = await q.updateTable('provider_refunds').set(patch).where('refund_id', '=', refundId).where('status', '=', 'pending').executeTakeFirst();
+  /** Settles a refund in one of `from`; false when it was settled already (by a callback or a query). */
+  async settleRefund(q: Q, refundId: string, from: ProviderRefundRow['status'][], patch: Updateable<ProviderRefundsTable>): Promise<boolean> {
+    const r = await q.updateTable('provider_refunds').set(patch).where('refund_id', '=', refundId).where('status', 'in', from).executeTakeFirst();
     return Number(r.numUpdatedRows) === 1;
   }
 
@@ -97,6 +99,7 @@ export class ProviderPaymentStore {
       .set({ locked_until: until, locked_by: owner })
       .where('refund_id', '=', row.refund_id)
       .where('status', '=', 'pending')
+      .where('next_check_at', '<=', now)
       .where('locked_until', '<', now)
       .executeTakeFirst();
     return Number(r.numUpdatedRows) === 1;
