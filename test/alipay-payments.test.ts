@@ -127,6 +127,15 @@ describe('POST /v1/client/pay {channel: "alipay"}', () => {
     expect(JSON.parse(a.biz_content!)).toMatchObject({ out_trade_no: o.order_id, total_amount: '18.00', product_code: 'QUICK_MSECURITY_PAY' });
   });
 
+  it('asked again while the trade is open: the same action for the same mode (one trade at Alipay), another for another mode', async () => {
+    const o = await createOrder(t, game);
+    const first = await payAlipay(o.order_token);
+    expect((await payAlipay(o.order_token, 'page')).body.action).toEqual(first.body.action);
+    const wap = await payAlipay(o.order_token, 'wap');
+    expect(wap.body.action.url).not.toBe(first.body.action.url);
+    expect((await payAlipay(o.order_token, 'wap')).body.action).toEqual(wap.body.action);
+  });
+
   it('amounts in yuan with two decimals: 1 fen is 0.01, 100000 fen is 1000.00', async () => {
     for (const [price, yuan] of [[1, '0.01'], [10, '0.10'], [100_000, '1000.00']] as const) {
       await admin(t, 'PUT', `/admin/v1/games/${game.gameId}/products/p${price}`, { name: 'x', price, currency: 'CNY' });
