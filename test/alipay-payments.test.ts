@@ -1,9 +1,10 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AlipayStandIn, makeAlipayApp, paramsOf, postForm, signedByApp, type AlipayApp, type Trade } from './helpers/alipay.js';
+import { makeAlipayApp, paramsOf, postForm, signedByApp, type AlipayApp, type Trade } from './helpers/alipay.js';
+import { AlipayFixture } from './helpers/alipay-service.js';
 import { client, createOrder, notificationsOf, orderRow, paymentsOf, statusOf, type CreatedOrder } from './helpers/orders.js';
-import { Receiver, until } from './helpers/receiver.js';
-import { admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
+import { until, type Receiver } from './helpers/receiver.js';
+import { admin, createGame, type TestGame, type TestService } from './helpers/service.js';
 
 /**
  * The alipay channel (payments.md 1-5) against an Alipay stand-in (test/helpers/alipay.ts): a
@@ -11,37 +12,21 @@ import { admin, createGame, startService, type TestGame, type TestService } from
  * signatures and signs its answers and notifies. The game is a real receiver of the service's
  * signed notifications.
  */
-const alipay = new AlipayStandIn();
-const app = makeAlipayApp();
-const keys = new Map<string, string[]>();
+const f = new AlipayFixture();
+const { alipay, app } = f;
 let receiver: Receiver;
 let t: TestService;
 let game: TestGame;
 
 beforeAll(async () => {
-  await alipay.start();
-  alipay.addApp(app);
-  receiver = await new Receiver({ keys, now: () => Date.now() }).start();
-  t = await startService({ env: { ALIPAY_GATEWAY_URL: alipay.url, PUBLIC_BASE_URL: 'http://127.0.0.1:1', NOTIFY_POLL_INTERVAL_MS: '50' } });
-  game = await alipayGame();
+  await f.start({ PUBLIC_BASE_URL: 'http://127.0.0.1:1' });
+  ({ t, receiver } = f);
+  game = await f.game();
 });
-afterAll(async () => {
-  await t?.stop();
-  await receiver?.close();
-  await alipay.close();
-});
+afterAll(() => f.stop());
 
-function settingsOf(a: AlipayApp, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { enabled: true, app_id: a.appId, app_private_key: a.privateKeyPem, alipay_public_key: alipay.publicKeyPem, ...extra };
-}
-
-async function alipayGame(a: AlipayApp = app): Promise<TestGame> {
-  const g = await createGame(t);
-  keys.set(g.gameId, [g.secret]);
-  const r = await admin(t, 'PUT', `/admin/v1/games/${g.gameId}/channels/alipay`, settingsOf(a));
-  expect(r.status, r.text).toBe(200);
-  return g;
-}
+const settingsOf = (a: AlipayApp, extra: Record<string, unknown> = {}) => f.settings(a, extra);
+const alipayGame = (a?: AlipayApp) => f.game(a);
 
 /** An order paid: delivered too once the game has acknowledged its ship_order. */
 const PAID = ['paid', 'delivered'];

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/lib/clock.js';
-import { AlipayStandIn, makeAlipayApp, type Trade } from './helpers/alipay.js';
+import type { Trade } from './helpers/alipay.js';
+import { AlipayFixture } from './helpers/alipay-service.js';
 import { client, createOrder, notificationsOf, paymentsOf, statusOf, type CreatedOrder } from './helpers/orders.js';
-import { Receiver, until } from './helpers/receiver.js';
-import { admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
+import { until, type Receiver } from './helpers/receiver.js';
+import { admin, type TestGame, type TestService } from './helpers/service.js';
 
 /**
  * The alipay channel with the shared pieces of payments held open at a provider (payments.md
@@ -12,29 +13,19 @@ import { admin, createGame, startService, type TestGame, type TestService } from
  * refund query or its notify. Alipay is the stand-in of test/helpers/alipay.ts.
  */
 const clock = new ManualClock(Date.UTC(2026, 10, 29, 2, 0, 0));
-const alipay = new AlipayStandIn(() => clock.now());
-const app = makeAlipayApp();
-const keys = new Map<string, string[]>();
+const f = new AlipayFixture(clock);
+const { alipay } = f;
 let receiver: Receiver;
 let t: TestService;
 let game: TestGame;
 
 beforeAll(async () => {
-  await alipay.start();
-  alipay.addApp(app);
-  receiver = await new Receiver({ keys, now: () => clock.now() }).start();
   // The job and the sweeper run when the test says (runOnce), not on their own timer.
-  t = await startService({ clock, env: { ALIPAY_GATEWAY_URL: alipay.url, SWEEP_INTERVAL_MS: '600000', NOTIFY_POLL_INTERVAL_MS: '50' } });
-  game = await createGame(t);
-  keys.set(game.gameId, [game.secret]);
-  const r = await admin(t, 'PUT', `/admin/v1/games/${game.gameId}/channels/alipay`, { enabled: true, app_id: app.appId, app_private_key: app.privateKeyPem, alipay_public_key: alipay.publicKeyPem });
-  expect(r.status, r.text).toBe(200);
+  await f.start({ SWEEP_INTERVAL_MS: '600000' });
+  ({ t, receiver } = f);
+  game = await f.game();
 });
-afterAll(async () => {
-  await t?.stop();
-  await receiver?.close();
-  await alipay.close();
-});
+afterAll(() => f.stop());
 
 const runJob = () => t.service.providerPaymentJob.runOnce();
 const callsOf = (method: string, orderId: string) => alipay.calls.filter((c) => c.method === method && c.biz.out_trade_no === orderId);
