@@ -98,6 +98,19 @@ export async function adminCall(base: string, method: string, p: string, body?: 
   return r.json();
 }
 
+/**
+ * The wechat-callback scenario's order: the game's wechat channel set to `wx`'s merchant (no
+ * WeChat Pay server is needed: a callback is checked with keys alone), and one order to pay.
+ */
+export async function wechatPaidOrderSetup(address: string, game: string, secret: string, wx: { settings(): Record<string, unknown> }): Promise<string> {
+  await adminCall(address, 'PUT', `/admin/v1/games/${game}/channels/wechat`, wx.settings());
+  const p = '/v1/server/create-order';
+  const body = orderRequestBody(`bench-wechat-${randomBytes(6).toString('hex')}`, 0);
+  const r = await fetch(address + p, { method: 'POST', headers: { 'content-type': 'application/json', authorization: authorizationHeader({ kind: 'game', id: game }, secret, 'POST', p, body) }, body });
+  if (r.status !== 200) throw new Error(`create-order: ${r.status} ${await r.text()}`);
+  return ((await r.json()) as { order_id: string }).order_id;
+}
+
 export interface BindingFixture {
   /** The local GM server (close it when done). */
   gm: http.Server;

@@ -19,6 +19,7 @@
  * each scenario's median ratio to the bare run of the same round). Opt-in scenarios (only by
  * BENCH_ONLY): bare-presigned, least-create-order, least-enter-game, least-query-binding,
  * alipay-notify (Alipay async notifies, each RSA2-verified: CPU per verified notify),
+ * wechat-callback (WeChat Pay's signed, encrypted payment callback of one order, replayed),
  * bare-matched (the bare route busy-waiting per request so that it answers as many requests a
  * second as create-order did in the same round: its p99 is what this machine gives a route of
  * create-order's throughput with no signature, database or group commit). BENCH_IDS (`sequential`,
@@ -35,10 +36,11 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import { httpPost, openLoop } from './open-loop.js';
-import { ADMIN, adminCall, bindingFixture, cpuMs, systemCpuMs, orderRequestBody, postgresCpuMs, spawnNode, freePort, presigned, ready, requestOptions, requestStream, rssMb, signedGet, type RequestStream } from './lib.js';
+import { ADMIN, adminCall, bindingFixture, cpuMs, systemCpuMs, orderRequestBody, postgresCpuMs, spawnNode, freePort, presigned, ready, requestOptions, requestStream, rssMb, signedGet, wechatPaidOrderSetup, type RequestStream } from './lib.js';
 import { authorizationHeader } from '../src/signing/signer.js';
 import { selfSignedCertificate } from '../test/helpers/certificates.js';
 import { alipayNotifyStream } from './alipay-notify.js';
+import { WechatPayStandIn } from '../test/helpers/wechatpay.js';
 
 const duration = Number(process.env.BENCH_DURATION ?? 10);
 const warmup = Number(process.env.BENCH_WARMUP ?? 3);
@@ -578,7 +580,23 @@ async function main() {
       name: 'alipay-notify',
       go: async (t) => load('alipay-notify (verified, WAIT_BUYER_PAY)', svc.child.pid, svc.address, t, await (notifies ??= alipayNotifyStream(svc.address, game))),
     });
-    const optIn = new Set(['bare-presigned', 'least-create-order', 'least-enter-game', 'least-query-binding', 'bare-matched', 'alipay-notify']);
+    // WeChat Pay's payment callback of one paid order, sent again and again: the CPU of a
+    // verified (RSA-SHA256) and decrypted (AES-256-GCM) callback and its idempotent replay.
+    let wechatOrder: Promise<string> | null = null;
+    const wx = new WechatPayStandIn();
+    scenarios.push({
+      name: 'wechat-callback',
+      go: async (t) => {
+        wechatOrder ??= wechatPaidOrderSetup(svc.address, game, secret, wx);
+        const orderId = await wechatOrder;
+        const { body, headers } = wx.callbackRequest('TRANSACTION.SUCCESS', {
+          appid: wx.appid, mchid: wx.mchid, out_trade_no: orderId, transaction_id: `4200${orderId}`, trade_type: 'NATIVE', trade_state: 'SUCCESS', amount: { total: 600, currency: 'CNY', payer_total: 600, payer_currency: 'CNY' },
+        });
+        const request = httpPost(`/v1/callbacks/wechat/${game}`, body, { connection: 'keep-alive', ...headers });
+        return load('wechat-callback (verify, decrypt, replay)', svc.child.pid, svc.address, t, requestStream(() => request));
+      },
+    });
+    const optIn = new Set(['bare-presigned', 'least-create-order', 'least-enter-game', 'least-query-binding', 'bare-matched', 'wechat-callback', 'alipay-notify']);
 
     const results: Result[] = [];
     const byRound: Result[][] = [];

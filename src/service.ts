@@ -49,6 +49,8 @@ import type { ChannelService } from './payments/channel-service.js';
 import { createPaymentChannels, registerPaymentRoutes } from './payments/index.js';
 import { ProviderPaymentJob } from './payments/provider-payments/job.js';
 import { ProviderPayments } from './payments/provider-payments/service.js';
+import { registerReconciliationRoutes } from './payments/reconciliation/routes.js';
+import { ReconciliationService } from './payments/reconciliation/service.js';
 import { CheckoutService } from './checkout/service.js';
 import { registerCheckoutRoutes, type TokenLimit } from './checkout/routes.js';
 import { SessionService } from './sessions/service.js';
@@ -383,6 +385,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   registerOrderRoutes(app, orders);
   registerUnsupportedSdkRoutes(app);
   registerOrderAdminRoutes(app, orderAdmin);
+  registerReconciliationRoutes(app, new ReconciliationService({ db: database.db, payments, providerPayments, channels, clock, ids }));
   registerCheckoutRoutes(app, checkout, limitToken);
   registerPaymentRoutes(app, paymentChannels, {
     clock,

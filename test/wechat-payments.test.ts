@@ -1,9 +1,11 @@
 import { createVerify, generateKeyPairSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beijingDate, beijingDayStart } from '../src/lib/beijing-time.js';
 import { ManualClock } from '../src/lib/clock.js';
 import { client, notificationsOf, orderRow, paymentsOf, statusOf } from './helpers/orders.js';
 import { Receiver, until } from './helpers/receiver.js';
-import { admin, createGame, orderBody, signed, startService, type TestGame, type TestService } from './helpers/service.js';
+import { runCli } from './helpers/cli.js';
+import { admin, ADMIN_TOKEN, createGame, orderBody, signed, startService, type TestGame, type TestService } from './helpers/service.js';
 import { WechatPayStandIn, type Transaction } from './helpers/wechatpay.js';
 
 /**
@@ -365,5 +367,65 @@ describe('expiry', () => {
     clock.advance(3_600_000);
     await t.service.providerPaymentJob.runOnce();
     expect(wx.requests.slice(calls).some((x) => x.url.includes(o.order_id))).toBe(false);
+  });
+});
+
+describe('reconciliation (POST/GET /admin/v1/reconciliations)', () => {
+  const DAY = 86_400_000;
+  const reconcile = (body: Record<string, unknown>) => admin(t, 'POST', '/admin/v1/reconciliations', body);
+
+  it("compares WeChat Pay's trade bill of a day with the payments: missing ones applied, others listed, amounts that differ", async () => {
+    // Noon of a Beijing day, then the next day's morning to reconcile it.
+    clock.set(beijingDayStart(clock.now()) + DAY + 12 * 3_600_000);
+    const date = beijingDate(clock.now());
+    const g = await wechatGame();
+    const paidBy = async () => {
+      const o = await openOrder(g);
+      expect((await wx.paymentCallback(wx.pay(o.order_id))).status).toBe(204);
+      return o;
+    };
+    const [matched, differs, unlisted] = [await paidBy(), await paidBy(), await paidBy()];
+    const lost = await openOrder(g);
+    wx.pay(lost.order_id);
+    const row = (o: { txn: Transaction }, total = 600) => ({ transaction_id: o.txn.transaction_id, out_trade_no: o.txn.out_trade_no, total });
+    wx.bills.set(date, [row(matched), row(differs, 500), row(lost)]);
+    clock.set(beijingDayStart(clock.now()) + DAY + 3_600_000);
+
+    const r = await reconcile({ channel: 'wechat', game_id: g.gameId, date });
+    expect(r.status, r.text).toBe(200);
+    expect(r.body).toMatchObject({ channel: 'wechat', game_id: g.gameId, date, status: 'differences', counts: { statement: 3, recorded: 3, differences: 3 }, error: null });
+    const byKind = Object.fromEntries(r.body.differences.map((d: any) => [d.kind, d]));
+    expect(byKind.missing_payment).toMatchObject({ order_id: lost.order_id, statement_amount: 600, applied: 'accepted' });
+    expect(byKind.amount_differs).toMatchObject({ order_id: differs.order_id, statement_amount: 500, recorded_amount: 600 });
+    expect(byKind.not_in_statement).toMatchObject({ order_id: unlisted.order_id, recorded_amount: 600 });
+    expect(await orderRow(t, lost.order_id)).toMatchObject({ status: expect.stringMatching(/^(paid|delivered)$/), late_payment: 1 });
+    expect(wx.requests.filter((x) => x.url.startsWith('/v3/bill')).every((x) => x.signed)).toBe(true);
+
+    // Again: the missing payment is recorded now.
+    const again = await reconcile({ channel: 'wechat', game_id: g.gameId, date });
+    expect(again.body.differences.map((d: any) => d.kind).sort()).toEqual(['amount_differs', 'not_in_statement']);
+    expect((await paymentsOf(t, lost.order_id)).length).toBe(1);
+    const list = await admin(t, 'GET', `/admin/v1/reconciliations?game_id=${g.gameId}`);
+    expect(list.body.data.map((x: any) => x.reconciliation_id)).toEqual([again.body.reconciliation_id, r.body.reconciliation_id]);
+
+    // The CLI's reconcile is the same call.
+    const cli = await runCli(['reconcile', '--channel', 'wechat', '--game', g.gameId, '--date', date], { COMBO_URL: t.url, ADMIN_TOKEN });
+    expect(cli.code, cli.stderr).toBe(0);
+    expect(cli.stdout).toContain(`wechat ${g.gameId} ${date}: differences`);
+    expect(cli.stdout).toContain('amount_differs');
+    expect((await runCli(['reconcile', '--channel', 'wechat', '--game', g.gameId, '--date', '28-11-2026'], { COMBO_URL: t.url, ADMIN_TOKEN })).code).not.toBe(0);
+
+    // A day without a bill and without payments matches.
+    const empty = await reconcile({ channel: 'wechat', game_id: g.gameId, date: beijingDate(clock.now() - 3 * DAY) });
+    expect(empty.body).toMatchObject({ status: 'matched', counts: { statement: 0, recorded: 0, differences: 0 } });
+  });
+
+  it('refuses today, malformed dates, a channel without statements, a game without the channel', async () => {
+    expect((await reconcile({ channel: 'wechat', game_id: game.gameId, date: beijingDate(clock.now()) })).status).toBe(400);
+    for (const date of ['2026-1-01', '20260101', '2026-01-01T00', '']) expect((await reconcile({ channel: 'wechat', game_id: game.gameId, date })).status, date).toBe(400);
+    expect((await reconcile({ channel: 'sandbox', game_id: game.gameId, date: '2026-01-01' })).status).toBe(400);
+    const other = await createGame(t);
+    expect((await reconcile({ channel: 'wechat', game_id: other.gameId, date: '2026-01-01' })).status).toBe(404);
+    expect((await reconcile({ channel: 'wechat', game_id: game.gameId, date: '2026-01-01', extra: 1 })).status).toBe(400);
   });
 });

@@ -167,6 +167,23 @@ export interface ProviderRefundsTable {
   updated_at: number;
 }
 
+/** A reconciliation run (payments.md 6): migration 0014. */
+export interface ReconciliationsTable {
+  reconciliation_id: string;
+  channel: string;
+  game_id: string;
+  /** YYYY-MM-DD, the provider's day (Beijing time). */
+  date: string;
+  status: 'matched' | 'differences' | 'failed';
+  /** JSON: statement entries, stored payments of the day, differences. */
+  counts: string | null;
+  /** JSON: the list of differences. */
+  differences: string | null;
+  error: string | null;
+  actor: string;
+  created_at: number;
+}
+
 export type NotificationStatus = 'pending' | 'succeeded' | 'failed' | 'gone';
 
 export interface NotificationsTable {
@@ -321,6 +338,7 @@ export interface DB {
   order_account_tokens: OrderAccountTokensTable;
   provider_payments: ProviderPaymentsTable;
   provider_refunds: ProviderRefundsTable;
+  reconciliations: ReconciliationsTable;
   notifications: NotificationsTable;
   notification_attempts: NotificationAttemptsTable;
   sessions: SessionsTable;

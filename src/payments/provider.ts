@@ -73,6 +73,20 @@ export interface ProviderGateway {
   requestRefund(channel: GameChannel, refund: RefundRequest): Promise<RefundState>;
   /** The refund as the provider has it. */
   queryRefund(channel: GameChannel, refund: RefundRequest): Promise<RefundState>;
+  /**
+   * The provider's statement of the payments it received on `date` (YYYY-MM-DD, the provider's
+   * day: Beijing time), for reconciliation (payments.md 6).
+   */
+  statement?(channel: GameChannel, date: string): Promise<StatementEntry[]>;
+}
+
+/** A payment the provider's statement lists. */
+export interface StatementEntry {
+  provider_txn_id: string;
+  order_id: string;
+  /** Minor units. */
+  amount: number;
+  currency: string;
 }
 
 export type ProviderPaymentState =

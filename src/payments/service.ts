@@ -106,6 +106,24 @@ export class PaymentService {
     return { kind: 'confirmed', outcome: await this.confirm(channel, started.confirmation) };
   }
 
+  /** The accepted payment of a provider transaction. */
+  findAcceptedTxn(providerName: string, txnId: string): Promise<PaymentRow | undefined> {
+    return this.d.payments.findAccepted(this.d.payments.db, providerName, txnId);
+  }
+
+  /** Accepted payments of a channel and game recorded in [from, to) (Unix ms). */
+  acceptedBetween(providerName: string, gameId: string, from: number, to: number): Promise<PaymentRow[]> {
+    return this.d.payments.db
+      .selectFrom('payments')
+      .selectAll()
+      .where('provider', '=', providerName)
+      .where('game_id', '=', gameId)
+      .where('status', '=', 'accepted')
+      .where('created_at', '>=', from)
+      .where('created_at', '<', to)
+      .execute();
+  }
+
   /** The payment that paid an order (its provider, transaction and amount). */
   acceptedPayment(orderId: string): Promise<PaymentRow | undefined> {
     return this.d.payments.acceptedOf(this.d.payments.db, orderId);

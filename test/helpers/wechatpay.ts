@@ -1,4 +1,4 @@
-import { createCipheriv, createSign, createVerify, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
+import { createCipheriv, createHash, createSign, createVerify, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -64,6 +64,8 @@ export class WechatPayStandIn {
   /** Every request: method, path, body, whether its signature verified. */
   readonly requests: { method: string; url: string; body: any; signed: boolean }[] = [];
   refundBehaviour: RefundBehaviour = { kind: 'processing' };
+  /** Trade bills by day (YYYY-MM-DD): the successful payments WeChat Pay lists. */
+  readonly bills = new Map<string, { transaction_id: string; out_trade_no: string; total: number }[]>();
   /** Where a notify_url's callbacks are delivered (the test maps its public address to the service). */
   deliverTo: (notifyUrl: string) => string = (u) => u;
   private server: http.Server | null = null;
@@ -164,6 +166,14 @@ export class WechatPayStandIn {
 
   /** Sends a callback of `eventType` with `resource` (encrypted) to `url`; the service's answer. */
   async callback(url: string, eventType: string, resource: Record<string, unknown>, o: CallbackOptions = {}): Promise<{ status: number; body: any; text: string }> {
+    const { body, headers } = this.callbackRequest(eventType, resource, o);
+    const res = await fetch(this.deliverTo(url), { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+    const text = await res.text();
+    return { status: res.status, text, body: text ? JSON.parse(text) : undefined };
+  }
+
+  /** The body and Wechatpay-* headers of a callback of `eventType` with `resource` (encrypted). */
+  callbackRequest(eventType: string, resource: Record<string, unknown>, o: CallbackOptions = {}): { body: string; headers: Record<string, string> } {
     const nonce = randomBytes(6).toString('hex');
     const associated = eventType.startsWith('REFUND') ? 'refund' : 'transaction';
     const cipher = createCipheriv('aes-256-gcm', Buffer.from(o.apiV3Key ?? this.apiV3Key, 'utf8'), Buffer.from(nonce, 'utf8'));
@@ -179,9 +189,7 @@ export class WechatPayStandIn {
     });
     const headers = this.signedHeaders(body, o);
     if (o.tamper) body = o.tamper(body);
-    const res = await fetch(this.deliverTo(url), { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
-    const text = await res.text();
-    return { status: res.status, text, body: text ? JSON.parse(text) : undefined };
+    return { body, headers };
   }
 
   /** Sends the payment callback of a transaction to the notify_url it was created with. */
@@ -240,6 +248,18 @@ export class WechatPayStandIn {
       return this.answer(res, 204);
     }
     if (method === 'POST' && path === '/v3/refund/domestic/refunds') return this.refund(res, body);
+    if (method === 'GET' && path === '/v3/bill/tradebill') {
+      const q = new URL(url, 'http://x').searchParams;
+      const bill = this.bills.get(q.get('bill_date') ?? '');
+      if (!bill || q.get('bill_type') !== 'SUCCESS') return this.answer(res, 400, { code: 'NO_STATEMENT_EXIST', message: '账单文件不存在' });
+      const file = this.billFile(bill);
+      return this.answer(res, 200, { hash_type: 'SHA1', hash_value: createHash('sha1').update(file).digest('hex'), download_url: `${this.url}/v3/billdownload/file?token=${q.get('bill_date')}` });
+    }
+    if (method === 'GET' && path === '/v3/billdownload/file') {
+      // The file itself is not signed (its SHA1 was, in the answer that named it).
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      return void res.end(this.billFile(this.bills.get(new URL(url, 'http://x').searchParams.get('token') ?? '') ?? []));
+    }
     if (method === 'GET' && (m = /^\/v3\/refund\/domestic\/refunds\/([^/]+)$/.exec(path))) {
       const r = this.refunds.get(decodeURIComponent(m[1]!));
       return r ? this.answer(res, 200, this.refundAnswer(r)) : this.answer(res, 404, { code: 'RESOURCE_NOT_EXISTS', message: '退款单不存在' });
@@ -288,6 +308,20 @@ export class WechatPayStandIn {
     };
     this.refunds.set(r.out_refund_no, r);
     this.answer(res, 200, this.refundAnswer(r));
+  }
+
+  /** A trade bill as WeChat Pay writes it: CSV, every field prefixed with a backtick, a summary at the end. */
+  billFile(rows: { transaction_id: string; out_trade_no: string; total: number }[]): Buffer {
+    const yuan = (fen: number) => `${Math.floor(fen / 100)}.${String(fen % 100).padStart(2, '0')}`;
+    const lines = ['交易时间,公众账号ID,商户号,特约商户号,设备号,微信订单号,商户订单号,用户标识,交易类型,交易状态,付款银行,货币种类,应结订单金额,代金券金额,微信退款单号,商户退款单号,退款金额,充值券退款金额,退款类型,退款状态,商品名称,商户数据包,手续费,费率,订单金额,申请退款金额,费率备注'];
+    for (const r of rows) {
+      const f = ['2026-01-01 10:00:00', this.appid, this.mchid, '0', '', r.transaction_id, r.out_trade_no, 'oUpF8uMuAJO_M2pxb1Q9zNjWeS6o', 'NATIVE', 'SUCCESS', 'OTHERS', 'CNY', yuan(r.total), '0.00', '0', '0', '0.00', '0.00', '', '', 'gem_60 x1', '', '0.04000', '0.60%', yuan(r.total), '0.00', ''];
+      lines.push(f.map((v) => `\`${v}`).join(','));
+    }
+    lines.push('总交易单数,应结订单总金额,退款总金额,充值券退款总金额,手续费总金额,订单总金额,申请退款总金额');
+    const sum = rows.reduce((n, r) => n + r.total, 0);
+    lines.push([rows.length, yuan(sum), '0.00', '0.00', '0.00000', yuan(sum), '0.00'].map((v) => `\`${v}`).join(','));
+    return Buffer.from(`${lines.join('\r\n')}\r\n`, 'utf8');
   }
 
   private refundAnswer(r: Refund): Record<string, unknown> {

@@ -1,8 +1,10 @@
 import { createVerify, generateKeyPairSync } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { fen, parseTradeBill } from '../../src/payments/wechat/bill.js';
 import { answerMessage, appSignMessage, authorization, decryptResource, requestMessage, rsaSign, verificationFailure } from '../../src/payments/wechat/crypto.js';
 
-/** WeChat Pay API v3 cryptography (src/payments/wechat/crypto.ts) against its documentation's examples. */
+/** WeChat Pay API v3 cryptography (src/payments/wechat/crypto.ts) against its documentation's examples, and its trade bill. */
 const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
 
 describe('the request signature (WECHATPAY2-SHA256-RSA2048)', () => {
@@ -80,5 +82,28 @@ describe('AEAD_AES_256_GCM callback resources', () => {
     expect(() => decryptResource({ ...vector, ciphertext: Buffer.alloc(15).toString('base64') }, key)).toThrow(/shorter/);
     expect(() => decryptResource({ ...vector, algorithm: 'AES_256_CBC' }, key)).toThrow(/AEAD_AES_256_GCM/);
     expect(() => decryptResource(vector, key.slice(1))).toThrow(/32 bytes/);
+  });
+});
+
+describe('the trade bill (CSV)', () => {
+  const header = '交易时间,公众账号ID,商户号,特约商户号,设备号,微信订单号,商户订单号,用户标识,交易类型,交易状态,付款银行,货币种类,应结订单金额,代金券金额,微信退款单号,商户退款单号,退款金额,充值券退款金额,退款类型,退款状态,商品名称,商户数据包,手续费,费率,订单金额,申请退款金额,费率备注';
+  const line = (txn: string, order: string, state: string, amount: string) =>
+    ['2026-01-01 10:00:00', 'wx8888888888888888', '1900009191', '0', '', txn, order, 'oUpF8u', 'NATIVE', state, 'OTHERS', 'CNY', amount, '0.00', '0', '0', '0.00', '0.00', '', '', 'gems', '', '0.00000', '0.60%', amount, '0.00', ''].map((v) => `\`${v}`).join(',');
+
+  it('reads the successful payments (fen from yuan text), stops at the summary; gzip too', () => {
+    const text = [header, line('4200001', '1001', 'SUCCESS', '6.00'), line('4200002', '1002', 'SUCCESS', '0.5'), line('4200003', '1003', 'REFUND', '1.00'), '总交易单数,应结订单总金额', '`3,`7.50'].join('\r\n');
+    const want = [
+      { provider_txn_id: '4200001', order_id: '1001', amount: 600, currency: 'CNY' },
+      { provider_txn_id: '4200002', order_id: '1002', amount: 50, currency: 'CNY' },
+    ];
+    expect(parseTradeBill(Buffer.from(text))).toEqual(want);
+    expect(parseTradeBill(gzipSync(Buffer.from(`\uFEFF${text}`)))).toEqual(want);
+  });
+
+  it('refuses amounts that are not yuan with at most two decimals, and a bill without its columns', () => {
+    expect(fen('0.01')).toBe(1);
+    expect(fen('9999999999999.99')).toBe(999_999_999_999_999);
+    for (const bad of ['6.001', '-1.00', '1e3', '', '6.', '.5']) expect(() => fen(bad), bad).toThrow();
+    expect(() => parseTradeBill(Buffer.from('a,b,c\r\n`1,`2,`3'))).toThrow(/column/);
   });
 });

@@ -14,6 +14,7 @@ import * as m0010 from './0010_listing_status_statistics.js';
 import * as m0011 from './0011_sessions_player_index_derived.js';
 import * as m0012 from './0012_payment_channels.js';
 import * as m0013 from './0013_provider_payments.js';
+import * as m0014 from './0014_reconciliations.js';
 
 /**
  * Versioned migrations, applied in name order, forward only. Add a new file
@@ -35,4 +36,5 @@ export const migrations: Record<string, Migration> = {
   '0011_sessions_player_index_derived': m0011,
   '0012_payment_channels': m0012,
   '0013_provider_payments': m0013,
+  '0014_reconciliations': m0014,
 };

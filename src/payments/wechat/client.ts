@@ -1,4 +1,4 @@
-import type { KeyObject } from 'node:crypto';
+import { createHash, type KeyObject } from 'node:crypto';
 import { request } from 'undici';
 import type { Clock } from '../../lib/clock.js';
 import { authorization, privateKey, publicKey, signedHeaders, verificationFailure, type MerchantKey } from './crypto.js';
@@ -65,6 +65,28 @@ export class WechatPayClient {
     }
     if (res.statusCode >= 400) throw new WechatPayRefusal(res.statusCode, String(data.code ?? 'UNKNOWN'), String(data.message ?? `WeChat Pay answered ${res.statusCode}`));
     return { status: res.statusCode, data };
+  }
+
+  /**
+   * Downloads a bill file WeChat Pay named in a verified answer (`download_url`): a signed GET,
+   * on WECHATPAY_BASE_URL's origin only; its content is checked against the SHA1 the answer gave
+   * (the file itself carries no signature).
+   */
+  async download(s: WechatSettings, downloadUrl: string, sha1: string): Promise<Buffer> {
+    const u = new URL(downloadUrl);
+    if (u.origin !== new URL(this.baseUrl).origin) throw new Error(`WeChat Pay's download_url is not on ${new URL(this.baseUrl).origin}`);
+    const path = u.pathname + u.search;
+    const merchant: MerchantKey = { mchid: s.mchid, serialNo: s.merchant_serial_no, key: this.key(s.merchant_private_key, privateKey) };
+    const res = await request(`${u.origin}${path}`, {
+      method: 'GET',
+      headers: { authorization: authorization(merchant, 'GET', path, '', String(Math.floor(this.clock.now() / 1000))), 'user-agent': 'combo-game-platform' },
+      headersTimeout: TIMEOUT_MS,
+      bodyTimeout: TIMEOUT_MS,
+    });
+    const file = Buffer.from(await res.body.arrayBuffer());
+    if (res.statusCode !== 200) throw new Error(`WeChat Pay answered ${res.statusCode} to the bill download`);
+    if (createHash('sha1').update(file).digest('hex').toLowerCase() !== sha1.toLowerCase()) throw new Error("the bill file's SHA1 is not the one WeChat Pay gave");
+    return file;
   }
 
   /** The merchant key and WeChat Pay's key of a game's settings, parsed once. */

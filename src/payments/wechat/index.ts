@@ -1,8 +1,9 @@
 import { Errors } from '../../errors.js';
 import { BEIJING_OFFSET_MS } from '../../lib/beijing-time.js';
 import type { Clock } from '../../lib/clock.js';
-import type { ChannelSettings, GameChannel, PayableOrder, PaymentProvider, PaymentStart, PayOptions, ProviderGateway, ProviderPaymentState, RefundRequest, RefundState, VerifiedPayment } from '../provider.js';
+import type { ChannelSettings, GameChannel, PayableOrder, PaymentProvider, PaymentStart, PayOptions, ProviderGateway, ProviderPaymentState, RefundRequest, RefundState, StatementEntry, VerifiedPayment } from '../provider.js';
 import { WechatPayClient, WechatPayRefusal, type WechatAnswer } from './client.js';
+import { parseTradeBill } from './bill.js';
 import { appSignMessage, nonce, privateKey, publicKey, rsaSign } from './crypto.js';
 import { WECHAT_SECRET_FIELDS, WechatSettings } from './settings.js';
 
@@ -51,6 +52,7 @@ export class WechatProvider implements PaymentProvider {
       closePayment: (channel, order) => this.closePayment(channel, order),
       requestRefund: (channel, refund) => this.requestRefund(channel, refund),
       queryRefund: (channel, refund) => this.queryRefund(channel, refund),
+      statement: (channel, date) => this.statement(channel, date),
     };
   }
 
@@ -151,6 +153,21 @@ export class WechatProvider implements PaymentProvider {
       if (e instanceof WechatPayRefusal && e.code === 'RESOURCE_NOT_EXISTS') return { state: 'failed', message: 'WeChat Pay has no such refund' };
       throw e;
     }
+  }
+
+  /** The day's successful payments: the trade bill (bill_type SUCCESS), downloaded and checked. */
+  private async statement(channel: GameChannel, date: string): Promise<StatementEntry[]> {
+    const s = channel.settings as WechatSettings;
+    let d: Record<string, unknown>;
+    try {
+      d = (await this.client.call(s, 'GET', `/v3/bill/tradebill?bill_date=${encodeURIComponent(date)}&bill_type=SUCCESS`)).data;
+    } catch (e) {
+      // No bill for a day without payments.
+      if (e instanceof WechatPayRefusal && e.code === 'NO_STATEMENT_EXIST') return [];
+      throw e;
+    }
+    if (typeof d.download_url !== 'string' || typeof d.hash_value !== 'string' || d.hash_type !== 'SHA1') throw new Error("WeChat Pay's bill answer has no download_url or SHA1 hash_value");
+    return parseTradeBill(await this.client.download(s, d.download_url, d.hash_value));
   }
 
   private async refusalsAs503(fn: () => Promise<WechatAnswer>): Promise<Record<string, unknown>> {
