@@ -21,6 +21,7 @@
  * transaction and transactions/s. `google-purchase`: Play Billing purchases submitted and asked of
  * a local Google (bench/google.ts): CPU per submission and submissions/s. Opt-in scenarios (only by
  * BENCH_ONLY): bare-presigned, least-create-order, least-enter-game, least-query-binding,
+ * alipay-notify (Alipay async notifies, each RSA2-verified: CPU per verified notify),
  * wechat-callback (WeChat Pay's signed, encrypted payment callback of one order, replayed),
  * bare-matched (the bare route busy-waiting per request so that it answers as many requests a
  * second as create-order did in the same round: its p99 is what this machine gives a route of
@@ -46,6 +47,7 @@ import { ADMIN, adminCall, bindingFixture, cpuMs, systemCpuMs, orderRequestBody,
 import { authorizationHeader } from '../src/signing/signer.js';
 import { selfSignedCertificate } from '../test/helpers/certificates.js';
 import { notificationScenario, printNotificationFigures, type NotificationFigures } from './notifications.js';
+import { alipayNotifyStream } from './alipay-notify.js';
 import { WechatPayStandIn } from '../test/helpers/wechatpay.js';
 import { appleTransactions, benchAppleChain } from './apple.js';
 import { benchGooglePlay, googlePurchases } from './google.js';
@@ -520,6 +522,13 @@ async function main() {
         return load(BARE_MATCHED, bare.child.pid, url(guess + 1e6 / order.rps - 1e6 / trial.rps), t, undefined, orderBody(0));
       },
     });
+    // Alipay's async notify (opt-in): a form post whose RSA2 signature is verified with the
+    // game's alipay_public_key; WAIT_BUYER_PAY, so each request is the verification alone.
+    let notifies: Promise<RequestStream> | null = null;
+    scenarios.push({
+      name: 'alipay-notify',
+      go: async (t) => load('alipay-notify (verified, WAIT_BUYER_PAY)', svc.child.pid, svc.address, t, await (notifies ??= alipayNotifyStream(svc.address, game))),
+    });
     // WeChat Pay's payment callback of one paid order, sent again and again: the CPU of a
     // verified (RSA-SHA256) and decrypted (AES-256-GCM) callback and its idempotent replay.
     let wechatOrder: Promise<string> | null = null;
@@ -536,7 +545,7 @@ async function main() {
         return load('wechat-callback (verify, decrypt, replay)', svc.child.pid, svc.address, t, requestStream(() => request));
       },
     });
-    const optIn = new Set(['bare-presigned', 'least-create-order', 'least-enter-game', 'least-query-binding', 'bare-matched', 'wechat-callback']);
+    const optIn = new Set(['bare-presigned', 'least-create-order', 'least-enter-game', 'least-query-binding', 'bare-matched', 'wechat-callback', 'alipay-notify']);
 
     const results: Result[] = [];
     const byRound: Result[][] = [];

@@ -200,6 +200,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     appleRootCerts: config.appleRootCerts,
     google: config.google,
     log: logger,
+    alipayGatewayUrl: config.alipayGatewayUrl,
     wechatpayBaseUrl: config.wechatpayBaseUrl,
   });
   const channels = paymentChannels.channels;

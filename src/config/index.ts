@@ -57,6 +57,8 @@ export interface Config {
   nodeId: number | null;
   /** APPLE_ROOT_CERTS: Apple's root certificates (DER), the anchors of App Store signatures; empty: no `apple` channel. */
   appleRootCerts: Buffer[];
+  /** ALIPAY_GATEWAY_URL: Alipay's OpenAPI gateway (payments.md 2); tests point it at a stand-in. */
+  alipayGatewayUrl: string;
   notify: {
     timeoutMs: number;
     maxAgeMs: number;
@@ -274,6 +276,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxEventLoopDelayMs: int('MAX_EVENT_LOOP_DELAY_MS', 500, 0, 60_000),
     nodeId,
     appleRootCerts: readCertificates('APPLE_ROOT_CERTS', env.APPLE_ROOT_CERTS ?? '', problems),
+    alipayGatewayUrl: url('ALIPAY_GATEWAY_URL', 'https://openapi.alipay.com/gateway.do'),
     notify: {
       timeoutMs: int('NOTIFY_TIMEOUT_MS', 10_000, 100, 60_000),
       maxAgeMs: int('NOTIFY_MAX_AGE_SECONDS', 7 * 86_400, 1, 365 * 86_400) * 1000,

@@ -7,6 +7,10 @@ import type { Clock } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
 import type { SecretBox } from '../lib/secret-box.js';
 import type { OrderRow, OrderStore } from '../orders/store.js';
+import { AlipayClients } from './alipay/client.js';
+import { AlipayProvider } from './alipay/index.js';
+import { AlipayNotifications } from './alipay/notify.js';
+import { registerAlipayRoutes } from './alipay/routes.js';
 import { AppleProvider } from './apple/index.js';
 import { AppleNotifications } from './apple/notifications.js';
 import type { TokenLimit } from '../checkout/routes.js';
@@ -42,6 +46,8 @@ export interface PaymentChannelsDeps {
   /** GOOGLE_API_BASE_URL and GOOGLE_API_TIMEOUT_MS. */
   google: { apiBaseUrl: string; timeoutMs: number };
   log: Logger;
+  /** ALIPAY_GATEWAY_URL. */
+  alipayGatewayUrl: string;
   /** WECHATPAY_BASE_URL. */
   wechatpayBaseUrl: string;
 }
@@ -56,6 +62,7 @@ export interface PaymentChannels {
   verifiers: AppleVerifiers;
   /** Payments held open at providers and refunds requested from them. */
   open: ProviderPaymentStore;
+  alipay: AlipayClients;
 }
 
 /** Every channel this service offers, one folder each (payments.md 1). */
@@ -63,10 +70,12 @@ export function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
   const store = new PaymentStore(d.db, d.transaction);
   const tokens = new AppAccountTokens(d.db);
   const google = { api: new PlayApi({ baseUrl: d.google.apiBaseUrl, timeoutMs: d.google.timeoutMs, log: d.log }), purchases: new GooglePurchaseStore(d.db) };
+  const alipay = new AlipayClients(d.alipayGatewayUrl, () => d.clock.now());
   const providers: PaymentProvider[] = [
     new SandboxProvider(),
     new AppleProvider({ rootCerts: d.appleRootCerts, tokens, payments: store, clock: d.clock }),
     new GoogleProvider({ payments: store, purchases: google.purchases, api: google.api }),
+    new AlipayProvider({ clients: alipay, notifyUrl: (gameId) => channels.callbackUrl('alipay', gameId) as string }),
     new WechatProvider({ baseUrl: d.wechatpayBaseUrl, clock: d.clock, callbackUrl: (gameId) => `${d.publicBaseUrl}/v1/callbacks/wechat/${encodeURIComponent(gameId)}` }),
   ];
   const channels = new ChannelService({
@@ -77,7 +86,7 @@ export function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
     ids: d.ids,
     publicBaseUrl: d.publicBaseUrl,
   });
-  return { providers, channels, store, tokens, verifiers: new AppleVerifiers(d.appleRootCerts), google, open: new ProviderPaymentStore(d.db, d.transaction) };
+  return { providers, channels, store, tokens, verifiers: new AppleVerifiers(d.appleRootCerts), google, open: new ProviderPaymentStore(d.db, d.transaction), alipay };
 }
 
 export interface PaymentRouteDeps {
@@ -98,6 +107,7 @@ export function registerPaymentRoutes(app: FastifyInstance, p: PaymentChannels, 
   const transactions = new AppleTransactions({ payments: d.payments, channels: p.channels, tokens: p.tokens, orders: d.orders, verifiers: p.verifiers, authorize: d.authorize, clientStatus: d.clientStatus });
   const notifications = new AppleNotifications({ payments: d.payments, channels: p.channels, transactions });
   registerAppleRoutes(app, { transactions, notifications, limitToken: d.limitToken });
+  registerAlipayRoutes(app, { notifications: new AlipayNotifications({ providerPayments: d.providerPayments, channels: p.channels, orders: d.orders, clients: p.alipay }) });
   const wechat = p.providers.find((x): x is WechatProvider => x instanceof WechatProvider);
   if (wechat) registerWechatRoutes(app, new WechatCallbacks({ provider: wechat, channels: p.channels, providerPayments: d.providerPayments, clock: d.clock }));
   return transactions;

@@ -138,6 +138,8 @@ export interface PayableOrder {
   currency: string;
   product_id: string;
   quantity: number;
+  /** Unix ms; a provider's payment is set to end then (alipay time_expire). */
+  expires_at?: number;
 }
 
 /** What a client does next to pay (payments.md 3, the `action` of /v1/client/pay). */

@@ -146,6 +146,7 @@ export const GUIDES: Record<string, { shBlocks: number; test: string }> = {
   'docs/guides/partners.md': { shBlocks: 8, test: 'test/docs-partners.test.ts' },
   'docs/guides/operators.md': { shBlocks: 14, test: 'test/docs-operators.test.ts' },
   'docs/guides/payments.md': { shBlocks: 8, test: 'test/docs-payments.test.ts' },
+  'docs/guides/payments-alipay.md': { shBlocks: 2, test: 'test/docs-payments-alipay.test.ts' },
 };
 
 /** Escapes a `# => ` line into a regular expression: `...` matches any text, the rest literally. */
