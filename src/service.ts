@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config/index.js';
 import { DatabaseUnusableError, isStorageUnavailable, migrateToLatest, migrationsApplied, openDatabase, type Database } from './db/index.js';
 import { Errors, isApiError } from './errors.js';
-import { GameService } from './games/service.js';
+import { GameService, type GameSnapshot } from './games/service.js';
 import { GameStore } from './games/store.js';
 import { registerGameRoutes } from './games/routes.js';
 import { registerOpenApi } from './apidocs/openapi.js';
@@ -180,7 +180,14 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   };
   // ---- end production ----
 
-  const games = new GameService({ store: new GameStore(database.db, database.transaction), clock, ids, secrets, refuseInternalUrls: blockPrivate });
+  const games = new GameService({
+    store: new GameStore(database.db, database.transaction),
+    clock,
+    ids,
+    secrets,
+    refuseInternalUrls: blockPrivate,
+    onKeyUseError: (err, gameId) => logger.warn({ err, game_id: gameId }, 'storing the key a game signed with failed'),
+  });
   const snapshot = (gameId: string) => games.snapshot(gameId);
   const compliance = new ComplianceStore(database.db, database.dialect, database.transaction);
   const orderStore = new OrderStore(database.db, database.transaction, database.dialect);
@@ -267,8 +274,13 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const signedCaller = <S extends { secrets: string[] }>(snap: MaybePromise<S | null>) =>
     isPromise(snap) ? snap.then(asCaller) : asCaller(snap);
   const asCaller = <S extends { secrets: string[] }>(snap: S | null) => (snap ? { record: snap, secrets: snap.secrets } : null);
-  const directory: CallerDirectory<unknown, unknown> = {
-    game: (id) => signedCaller(games.lookup(id)),
+  // A game's verified request tells which key it signs with (operators.md 2).
+  const gameCaller = (snap: GameSnapshot | null) => (snap ? { record: snap, secrets: snap.secrets, keyUsed: games.keyUsed } : null);
+  const directory: CallerDirectory<GameSnapshot, unknown> = {
+    game: (id) => {
+      const snap = games.lookup(id);
+      return isPromise(snap) ? snap.then(gameCaller) : gameCaller(snap);
+    },
     partner: (id) => signedCaller(partners.lookup(id)),
   };
 

@@ -181,15 +181,29 @@ export function signatureMatches(
   timestamp: string,
   bodySha256: string,
 ): boolean {
+  return matchingKey(secrets, signatureHex, method, uri, timestamp, bodySha256) >= 0;
+}
+
+/**
+ * Which of the candidate keys made the signature (its index), or -1. Every key is evaluated, so
+ * timing reveals neither whether nor which one matched.
+ */
+export function matchingKey(
+  secrets: readonly string[],
+  signatureHex: string,
+  method: string,
+  uri: string,
+  timestamp: string,
+  bodySha256: string,
+): number {
   const given = Buffer.from(signatureHex, 'hex');
   const sts = stringToSign(method, uri, timestamp, bodySha256);
-  let ok = false;
-  for (const secret of secrets) {
-    const expected = createHmac('sha256', secret).update(sts).digest();
-    // Evaluate every key so timing does not reveal which one matched.
-    if (expected.length === given.length && timingSafeEqual(expected, given)) ok = true;
+  let matched = -1;
+  for (let i = 0; i < secrets.length; i++) {
+    const expected = createHmac('sha256', secrets[i] as string).update(sts).digest();
+    if (expected.length === given.length && timingSafeEqual(expected, given)) matched = i;
   }
-  return ok;
+  return matched;
 }
 
 /** Checks the timestamp window; returns a reason or null. */

@@ -12,6 +12,7 @@ import * as m0008 from './0008_nppa_leases_shift_at.js';
 import * as m0009 from './0009_sessions_drop_game_created.js';
 import * as m0010 from './0010_listing_status_statistics.js';
 import * as m0011 from './0011_sessions_player_index_derived.js';
+import * as m0012 from './0012_games_last_used_key.js';
 
 /**
  * Versioned migrations, applied in name order, forward only. Add a new file
@@ -31,4 +32,5 @@ export const migrations: Record<string, Migration> = {
   '0009_sessions_drop_game_created': m0009,
   '0010_listing_status_statistics': m0010,
   '0011_sessions_player_index_derived': m0011,
+  '0012_games_last_used_key': m0012,
 };
