@@ -198,6 +198,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     guard: new ComplianceGuard(compliance),
     refuseInternalUrls: blockPrivate,
     onIdCollision: (orderId) => logger.warn({ order_id: orderId, node_id: config.nodeId }, 'a new order id was taken already and was replaced: give every instance its own NODE_ID'),
+    metrics,
   });
   const sessions = new SessionService({
     store: new SessionStore(database.db, database.transaction, database.oneStatement),
@@ -205,6 +206,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     ids,
     games: snapshot,
     timeoutMs: config.sessionTimeoutMs,
+    metrics,
   });
   const players = new PlayerService({
     store: compliance,
@@ -251,6 +253,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     clock,
     ids,
     onPaid: kickNotifier,
+    metrics,
   });
   const checkout = new CheckoutService({ orders: orderStore, games: (id) => games.snapshot(id), payments, clock });
   const orderAdmin = new OrderAdminService({

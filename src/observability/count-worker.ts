@@ -6,6 +6,10 @@ export interface StatusCount {
   n: number;
 }
 
+export interface GameStatusCount extends StatusCount {
+  game_id: string;
+}
+
 // Plain CommonJS so it runs the same from the sources (tests) and from the build: the driver's
 // absolute path comes in workerData, so the worker does not depend on the working directory.
 const SOURCE = `
@@ -13,10 +17,13 @@ const { parentPort, workerData } = require('node:worker_threads');
 const SQLite = require(workerData.driver);
 const db = new SQLite(workerData.file, { readonly: true });
 db.pragma('busy_timeout = 5000');
-const byStatus = db.prepare('select status, count(*) as n from orders group by status');
-parentPort.on('message', (id) => {
+const queries = {
+  orders: db.prepare('select status, count(*) as n from orders group by status'),
+  undelivered: db.prepare("select game_id, status, count(*) as n from notifications where status in ('pending', 'failed') group by game_id, status"),
+};
+parentPort.on('message', ({ id, query }) => {
   try {
-    parentPort.postMessage({ id, rows: byStatus.all() });
+    parentPort.postMessage({ id, rows: queries[query].all() });
   } catch (e) {
     parentPort.postMessage({ id, error: String((e && e.message) || e) });
   }
@@ -28,7 +35,7 @@ parentPort.on('message', (id) => {
  * SQLite file. better-sqlite3 is synchronous: on the main thread this count, ~1-2 s at 10
  * million orders, stopped every request for as long on each /metrics scrape.
  */
-type Waiting = Map<number, { resolve: (rows: StatusCount[]) => void; reject: (e: Error) => void }>;
+type Waiting = Map<number, { resolve: (rows: never[]) => void; reject: (e: Error) => void }>;
 
 /** A running worker and the counts sent to it that it has not answered yet. */
 interface CountThread {
@@ -42,12 +49,22 @@ export class SqliteStatusCounter {
 
   constructor(private readonly file: string) {}
 
+  /** Orders per status. */
   count(): Promise<StatusCount[]> {
+    return this.ask('orders');
+  }
+
+  /** Undelivered notifications (pending, failed) per game and status, over notifications_due. */
+  undelivered(): Promise<GameStatusCount[]> {
+    return this.ask('undelivered');
+  }
+
+  private ask<R>(query: 'orders' | 'undelivered'): Promise<R[]> {
     const thread = this.thread ?? this.start();
     const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      thread.waiting.set(id, { resolve, reject });
-      thread.worker.postMessage(id);
+    return new Promise<R[]>((resolve, reject) => {
+      thread.waiting.set(id, { resolve: resolve as (rows: never[]) => void, reject });
+      thread.worker.postMessage({ id, query });
     });
   }
 
@@ -62,7 +79,7 @@ export class SqliteStatusCounter {
     const worker = new Worker(SOURCE, { eval: true, workerData: { file: this.file, driver } });
     const thread: CountThread = { worker, waiting: new Map() };
     worker.unref();
-    worker.on('message', (m: { id: number; rows?: StatusCount[]; error?: string }) => {
+    worker.on('message', (m: { id: number; rows?: never[]; error?: string }) => {
       const w = thread.waiting.get(m.id);
       thread.waiting.delete(m.id);
       if (m.error !== undefined) w?.reject(new Error(m.error));

@@ -1,3 +1,4 @@
+import type { DomainMetrics } from '../observability/metrics.js';
 import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { Errors } from '../errors.js';
@@ -18,6 +19,8 @@ export interface PaymentServiceDeps {
   ids: IdGenerator;
   /** Called after a payment that made an order `paid` has committed (e.g. wake the notifier). */
   onPaid?: (orderId: string) => void;
+  /** Counts applied payments per game for /metrics (src/observability). */
+  metrics?: Pick<DomainMetrics, 'payment'>;
 }
 
 /** Why a payment was flagged instead of accepted; the operator settles it (usually a refund). */
@@ -63,8 +66,10 @@ export class PaymentService {
     if (!provider) throw Errors.invalidRequest(`unknown payment provider ${providerName}`);
     const paid = await provider.verify(confirmation);
     let outcome: PaymentOutcome;
+    // The game of the order paid for, once apply has found it (for the per-game payment count).
+    let gameId: string | undefined;
     try {
-      outcome = await this.d.payments.transaction((trx) => this.apply(trx, provider, paid));
+      outcome = await this.d.payments.transaction((trx) => this.apply(trx, provider, paid, (g) => (gameId = g)));
     } catch (e) {
       // A concurrent confirmation of the same provider transaction committed first.
       if (!isUniqueViolation(e)) throw e;
@@ -72,11 +77,12 @@ export class PaymentService {
       if (!winner) throw e;
       return toOutcome(winner, true);
     }
+    if (!outcome.replay && gameId !== undefined) this.d.metrics?.payment(gameId, outcome.status);
     if (outcome.status === 'accepted' && !outcome.replay) this.d.onPaid?.(outcome.order_id);
     return outcome;
   }
 
-  private async apply(trx: Transaction<DB>, provider: PaymentProvider, paid: VerifiedPayment): Promise<PaymentOutcome> {
+  private async apply(trx: Transaction<DB>, provider: PaymentProvider, paid: VerifiedPayment, gameOf: (gameId: string) => void): Promise<PaymentOutcome> {
     const { payments, orders, lifecycle, clock, ids } = this.d;
     const before = await payments.findByTxn(trx, provider.name, paid.provider_txn_id);
     if (before) return toOutcome(before, true);
@@ -95,6 +101,7 @@ export class PaymentService {
       created_at: now,
     };
     const order = await orders.findById(trx, paid.order_id);
+    if (order) gameOf(order.game_id);
     const mismatch = order ? mismatchReason(order, paid) : 'unknown_order';
     if (mismatch) return this.flag(trx, row, mismatch, order);
 
