@@ -350,7 +350,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       migratedAt = Date.now();
     }
   };
-  registerHealthRoutes(app, {
+  const readiness = {
     check: async () => {
       // A database that takes connections but never answers must not hang the check (a
       // balancer's check would time out instead of seeing 503).
@@ -367,7 +367,9 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       if (!migrated) throw Errors.serviceUnavailable('database migrations are pending');
       if (leaving) throw Errors.serviceUnavailable('the service is shutting down');
     },
-  });
+  };
+  registerHealthRoutes(app, readiness);
+  metrics.watchReadiness(readiness);
   registerGameRoutes(app, games);
   registerOrderRoutes(app, orders);
   registerUnsupportedSdkRoutes(app);

@@ -13,11 +13,11 @@ export type SessionReport = 'enter' | 'leave';
 
 /**
  * What other domains report to /metrics. Call sites stay one line and know nothing of
- * Prometheus: `metrics.notificationAttempt('success', latencyMs)`.
+ * Prometheus: `metrics.notificationAttempt(gameId, 'success', latencyMs)`.
  */
 export interface DomainMetrics {
   /** One delivery attempt of a notification: 2xx answer = success, anything else = failure. */
-  notificationAttempt(result: AttemptResult, latencyMs?: number, gameId?: string): void;
+  notificationAttempt(gameId: string, result: AttemptResult, latencyMs?: number): void;
   /** A new order of the game (not a replay of a stored one). */
   orderCreated(gameId: string): void;
   /** A payment applied to an order of the game: `accepted` (the order became paid) or `flagged`. */
@@ -122,6 +122,12 @@ export class ServiceMetrics implements DomainMetrics {
     help: 'Session events waiting for upload to the national system (read from the database on scrape)',
     registers: [this.registry],
   });
+  private readiness: { check(): Promise<void> } | null = null;
+  private readonly ready = new Gauge({
+    name: 'combo_ready',
+    help: '1 when /readyz answers 200 (database reachable and migrated, not shutting down), else 0; checked on scrape',
+    registers: [this.registry],
+  });
   private readonly databaseUp = new Gauge({
     name: 'combo_database_up',
     help: '1 when the last scrape could read the database, else 0',
@@ -212,11 +218,16 @@ export class ServiceMetrics implements DomainMetrics {
     this.admission = source;
   }
 
+  /** What combo_ready reads on each scrape (the /readyz check). */
+  watchReadiness(readiness: { check(): Promise<void> }): void {
+    this.readiness = readiness;
+  }
+
   rateLimited(kind: string): void {
     this.rateLimitedTotal.inc({ kind });
   }
 
-  notificationAttempt(result: AttemptResult, latencyMs?: number, gameId = ''): void {
+  notificationAttempt(gameId: string, result: AttemptResult, latencyMs?: number): void {
     this.notificationAttempts.inc({ game_id: gameId, result });
     if (latencyMs !== undefined) this.notificationLatency.observe(latencyMs / 1000);
   }
@@ -262,6 +273,14 @@ export class ServiceMetrics implements DomainMetrics {
       this.pool.set({ state: 'total' }, stats.total);
       this.pool.set({ state: 'idle' }, stats.idle);
       this.pool.set({ state: 'waiting' }, stats.waiting);
+    }
+    if (this.readiness) {
+      this.ready.set(
+        await this.readiness.check().then(
+          () => 1,
+          () => 0,
+        ),
+      );
     }
     try {
       const b = await this.store.backlog();

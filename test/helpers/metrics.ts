@@ -11,3 +11,15 @@ export function sample(text: string, name: string, labels: Record<string, string
   }
   return undefined;
 }
+
+/** The sum of the samples of `name` whose labels include `labels` (e.g. over every game_id). */
+export function total(text: string, name: string, labels: Record<string, string> = {}): number {
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const got = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1], x[2]]));
+    if (Object.entries(labels).every(([k, v]) => got[k] === v)) sum += Number(m[3]);
+  }
+  return sum;
+}
