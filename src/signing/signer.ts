@@ -173,15 +173,8 @@ function isLowerHex64(s: string): boolean {
 }
 
 /** Constant-time check of a signature against each candidate key (two during rotation). */
-export function signatureMatches(
-  secrets: readonly string[],
-  signatureHex: string,
-  method: string,
-  uri: string,
-  timestamp: string,
-  bodySha256: string,
-): boolean {
-  return matchingKey(secrets, signatureHex, method, uri, timestamp, bodySha256) >= 0;
+export function signatureMatches(...args: Parameters<typeof matchingKey>): boolean {
+  return matchingKey(...args) >= 0;
 }
 
 /**
