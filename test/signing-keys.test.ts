@@ -143,4 +143,29 @@ describe('the key that signs outgoing requests', () => {
       expect(await deliver(a)).toBeNull();
     }
   });
+
+  it('another instance on the same database signs with the new key from its next snapshot load', async () => {
+    const b = await startService({ db: t.db, env: { NOTIFY_POLL_INTERVAL_MS: '50', NOTIFY_RETRY_BASE_MS: '40' } });
+    try {
+      const old = await createGame(t);
+      const created = await admin(t, 'POST', `/admin/v1/games/${old.gameId}/keys`);
+      const fresh: TestGame = { gameId: old.gameId, secret: created.body.secret_key, keyId: created.body.key_id };
+      // B has the game's snapshot in memory, from a request signed with the old key.
+      expect((await signed(b, old, 'POST', CREATE, orderBody())).status).toBe(200);
+      // The game switches to the new key on A: stored once, for B to read.
+      expect((await signed(t, fresh, 'POST', CREATE, orderBody())).status).toBe(200);
+      expect((await admin(b, 'GET', `/admin/v1/games/${old.gameId}`)).body.signing_key_id).toBe(fresh.keyId);
+      // A delivery by either instance ends signed with the new key (B's once its snapshot is
+      // loaded again, within the snapshot cache's 5 s; refused attempts before are retried).
+      receiverKeys.set(old.gameId, [fresh.secret]);
+      const path = `/notify/keys-${++paths}`;
+      const { notificationId } = await paidOrder(b, old, `${receiver.url}${path}`);
+      await until(`notification ${notificationId} delivered`, async () => (await notificationRow(b, notificationId)).status === 'succeeded' || null, 20_000);
+      expect(receiver.on(path).at(-1)!.signatureProblem).toBeNull();
+      // B's own snapshot, loaded again, puts the new key first.
+      expect((await b.service.games.stored(old.gameId))?.keyIds[0]).toBe(fresh.keyId);
+    } finally {
+      await b.stop();
+    }
+  });
 });
