@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config/index.js';
 import { DatabaseUnusableError, isStorageUnavailable, migrateToLatest, migrationsApplied, openDatabase, type Database } from './db/index.js';
 import { Errors, isApiError } from './errors.js';
-import { GameService } from './games/service.js';
+import { GameService, type GameSnapshot } from './games/service.js';
 import { GameStore } from './games/store.js';
 import { registerGameRoutes } from './games/routes.js';
 import { registerOpenApi } from './apidocs/openapi.js';
@@ -204,7 +204,10 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     wechatpayBaseUrl: config.wechatpayBaseUrl,
   });
   const channels = paymentChannels.channels;
-  const games = new GameService({ store: new GameStore(database.db, database.transaction), sandbox: channels, clock, ids, secrets, refuseInternalUrls: blockPrivate });
+  const games = new GameService({
+    store: new GameStore(database.db, database.transaction), sandbox: channels, clock, ids, secrets, refuseInternalUrls: blockPrivate,
+    onKeyUseError: (err, gameId) => logger.warn({ err, game_id: gameId }, 'storing the key a game signed with failed'),
+  });
   const snapshot = (gameId: string) => games.snapshot(gameId);
   const compliance = new ComplianceStore(database.db, database.dialect, database.transaction);
   const orderStore = new OrderStore(database.db, database.transaction, database.dialect);
@@ -215,6 +218,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     guard: new ComplianceGuard(compliance),
     refuseInternalUrls: blockPrivate,
     onIdCollision: (orderId) => logger.warn({ order_id: orderId, node_id: config.nodeId }, 'a new order id was taken already and was replaced: give every instance its own NODE_ID'),
+    metrics,
   });
   const sessions = new SessionService({
     store: new SessionStore(database.db, database.transaction, database.oneStatement),
@@ -222,6 +226,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     ids,
     games: snapshot,
     timeoutMs: config.sessionTimeoutMs,
+    metrics,
   });
   const players = new PlayerService({
     store: compliance,
@@ -272,6 +277,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     ids,
     onPaid: kickNotifier,
     onRefunded: kickNotifier,
+    metrics,
   });
   const checkout = new CheckoutService({ orders: orderStore, games: (id) => games.snapshot(id), payments, channels: (id) => channels.forGame(id), clock });
   const providerPayments = new ProviderPayments({ store: paymentChannels.open, payments, channels, orders: orderStore, lifecycle, clock, ids, onRefunded: kickNotifier });
@@ -329,8 +335,13 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const signedCaller = <S extends { secrets: string[] }>(snap: MaybePromise<S | null>) =>
     isPromise(snap) ? snap.then(asCaller) : asCaller(snap);
   const asCaller = <S extends { secrets: string[] }>(snap: S | null) => (snap ? { record: snap, secrets: snap.secrets } : null);
-  const directory: CallerDirectory<unknown, unknown> = {
-    game: (id) => signedCaller(games.lookup(id)),
+  // A game's verified request tells which key it signs with (operators.md 2).
+  const gameCaller = (snap: GameSnapshot | null) => (snap ? { record: snap, secrets: snap.secrets, keyUsed: games.keyUsed } : null);
+  const directory: CallerDirectory<GameSnapshot, unknown> = {
+    game: (id) => {
+      const snap = games.lookup(id);
+      return isPromise(snap) ? snap.then(gameCaller) : gameCaller(snap);
+    },
     partner: (id) => signedCaller(partners.lookup(id)),
   };
 
@@ -397,7 +408,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       migratedAt = Date.now();
     }
   };
-  registerHealthRoutes(app, {
+  const readiness = {
     check: async () => {
       // A database that takes connections but never answers must not hang the check (a
       // balancer's check would time out instead of seeing 503).
@@ -414,7 +425,9 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       if (!migrated) throw Errors.serviceUnavailable('database migrations are pending');
       if (leaving) throw Errors.serviceUnavailable('the service is shutting down');
     },
-  });
+  };
+  registerHealthRoutes(app, readiness);
+  metrics.watchReadiness(readiness);
   registerGameRoutes(app, games);
   registerOrderRoutes(app, orders);
   registerUnsupportedSdkRoutes(app);

@@ -164,13 +164,16 @@ describe('GET /v1/query-binding', () => {
     }
   });
 
-  it('signs the GM request with the game\'s newest key after a rotation', async () => {
+  it('signs the GM request with the key the game last signed with: the old one after a rotation until the game uses the new one', async () => {
     const { game, partner, uri } = await bound();
     const k = await admin(t, 'POST', `/admin/v1/games/${game.gameId}/keys`, {});
     expect(k.status).toBe(201);
-    gmKeys.set(game.gameId, [k.body.secret_key]); // the GM only knows the new key
-    const q = await partnerGet(t, partner, uri);
-    expect(q.status).toBe(200);
+    // The GM holds only the old key: still valid.
+    expect((await partnerGet(t, partner, uri)).status).toBe(200);
+    const fresh: TestGame = { gameId: game.gameId, secret: k.body.secret_key, keyId: k.body.key_id };
+    expect((await bind(fresh, { partner_id: partner.partnerId, partner_user_id: 'pu-other', combo_id: 'c-other', role_id: 'r1' })).status).toBe(200);
+    gmKeys.set(game.gameId, [fresh.secret]); // the GM now holds only the new key
+    expect((await partnerGet(t, partner, uri)).status).toBe(200);
   });
 
   it('404 role_not_found when the game lists other roles or none', async () => {

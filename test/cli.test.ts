@@ -113,6 +113,12 @@ describe('keys', () => {
     const key = JSON.parse(c.stdout);
     expect(key.secret_key).toMatch(/^sk_/);
     expect((await admin(t, 'GET', `/admin/v1/games/${g.gameId}`)).body.key_ids).toHaveLength(2);
+    // The old key signs outgoing requests until the game signs one with the new key.
+    const l = await runCli(['keys', 'list', g.gameId], env);
+    expect(l.code, l.stderr).toBe(0);
+    expect(l.stdout.split('\n').map((line) => line.split(/\s+/).join(' '))).toEqual(['KEY_ID SIGNS_OUTGOING', `${key.key_id} no`, `${g.keyId} yes`, '']);
+    const lj = JSON.parse((await runCli(['keys', 'list', g.gameId, '--json'], env)).stdout);
+    expect(lj.signing_key_id).toBe(g.keyId);
     const d = await runCli(['keys', 'delete', g.gameId, key.key_id], env);
     expect(d.code, d.stderr).toBe(0);
     expect(d.stdout).toBe(`deleted key ${key.key_id} of game ${g.gameId}\n`);

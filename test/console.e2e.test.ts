@@ -215,6 +215,10 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
     const g = (await admin(t, 'GET', `/admin/v1/games/${game.gameId}`)).body;
     expect(g.key_ids).toHaveLength(2);
     await page.getByRole('cell', { name: g.key_ids[0] }).waitFor();
+    // The old key signs outgoing requests until the game signs one with the new key.
+    expect(g.signing_key_id).toBe(game.keyId);
+    await page.getByRole('row', { name: new RegExp(`${game.keyId}.*signs notifications and GM calls`) }).waitFor();
+    expect(await page.getByRole('row', { name: new RegExp(g.key_ids[0]) }).textContent()).not.toContain('signs notifications');
     await shot('key');
     await page.getByRole('button', { name: 'I have stored it' }).click();
     await secret.waitFor({ state: 'detached' });

@@ -101,8 +101,9 @@ describe('/metrics series as documented', () => {
     expect(paid.status).toBe(200);
     const text = await until('the delivery is counted', async () => {
       const s = await scrape(t);
-      return (sample(s, 'combo_notification_attempts_total', { result: 'success' }) ?? 0) >= 1 ? s : null;
+      return (sample(s, 'combo_notification_attempts_total', { game_id: game.gameId, result: 'success' }) ?? 0) >= 1 ? s : null;
     });
+    expect(sample(text, 'combo_payments_total', { game_id: game.gameId, status: 'accepted' })).toBe(1);
     const n = sample(text, 'combo_notification_attempt_duration_seconds_count')!;
     expect(n).toBeGreaterThanOrEqual(1);
     expect(sample(text, 'combo_notification_attempt_duration_seconds_bucket', { le: '0.1' })).toBe(0);

@@ -7,7 +7,7 @@ import { IdGenerator } from '../src/lib/ids.js';
 import { TEST_DB } from './helpers/db.js';
 import { createPartner, partnerGet, queryUri } from './helpers/partners.js';
 import { ADMIN_TOKEN, admin, createGame, orderBody, signed, startService, type TestService } from './helpers/service.js';
-import { METRICS_TOKEN, sample } from './helpers/metrics.js';
+import { METRICS_TOKEN, sample, total } from './helpers/metrics.js';
 
 const scrape = async (t: TestService, token = METRICS_TOKEN) => {
   const r = await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${token}` } });
@@ -71,7 +71,8 @@ describe('GET /metrics', () => {
     expect(sample(text, 'combo_http_request_duration_seconds_bucket', { method: 'POST', route, status: '200', le: '+Inf' })).toBe(3);
     expect(sample(text, 'combo_http_requests_total', { method: 'GET', route: '/admin/v1/games/:game_id', status: '200' })).toBe(1);
     expect(sample(text, 'combo_http_requests_total', { method: 'GET', route: '(unmatched)', status: '404' })).toBe(1);
-    expect(text).not.toContain(game.gameId);
+    // Route patterns only: the game id is in the per-game counters, never in a route label.
+    expect(text).not.toContain(`/admin/v1/games/${game.gameId}`);
     expect(text).not.toContain('secret-path-abc');
   });
 
@@ -98,6 +99,11 @@ describe('GET /metrics', () => {
     expect(sample(text, 'combo_orders', { status: 'created' })).toBe(created0 + 1);
     expect(sample(text, 'combo_orders', { status: 'refunded' })).toBe(0);
     expect(sample(text, 'combo_notifications_pending')).toBe(1);
+    // Per game: the order and the session counted under its game_id, the undelivered notification too.
+    expect(sample(text, 'combo_orders_created_total', { game_id: game.gameId })).toBe(1);
+    expect(sample(text, 'combo_session_reports_total', { game_id: game.gameId, report: 'enter' })).toBe(1);
+    expect(sample(text, 'combo_notifications_undelivered', { game_id: game.gameId, status: 'pending' })).toBe(1);
+    expect(total(text, 'combo_notifications_undelivered', { status: 'pending' })).toBe(1);
     expect(sample(text, 'combo_nppa_events_pending')).toBe(pendingNppa);
     expect(sample(text, 'combo_database_up')).toBe(1);
     if (TEST_DB === 'postgres') {
@@ -109,13 +115,13 @@ describe('GET /metrics', () => {
   });
 
   it('exposes the counters other domains report through service.metrics', async () => {
-    t.service.metrics.notificationAttempt('success', 12);
-    t.service.metrics.notificationAttempt('failure', 5000);
-    t.service.metrics.notificationAttempt('failure');
+    t.service.metrics.notificationAttempt('g_counted', 'success', 12);
+    t.service.metrics.notificationAttempt('g_counted', 'failure', 5000);
+    t.service.metrics.notificationAttempt('g_counted', 'failure');
     t.service.metrics.nppaUpload('success', 7);
     const { text } = await scrape(t);
-    expect(sample(text, 'combo_notification_attempts_total', { result: 'success' })).toBe(1);
-    expect(sample(text, 'combo_notification_attempts_total', { result: 'failure' })).toBe(2);
+    expect(sample(text, 'combo_notification_attempts_total', { game_id: 'g_counted', result: 'success' })).toBe(1);
+    expect(sample(text, 'combo_notification_attempts_total', { game_id: 'g_counted', result: 'failure' })).toBe(2);
     expect(sample(text, 'combo_notification_attempt_duration_seconds_count')).toBe(2);
     expect(sample(text, 'combo_nppa_uploads_total', { result: 'success' })).toBe(1);
     expect(sample(text, 'combo_nppa_uploaded_events_total', { result: 'success' })).toBe(7);
@@ -137,10 +143,9 @@ describe('GET /metrics', () => {
       await until('the notification is delivered twice (500, then 200)', () => (receiver.on('/m').length === 2 ? true : null), 30_000);
       await until('the success is counted', async () => {
         const text = (await scrape(t)).text;
-        const ok = (sample(text, 'combo_notification_attempts_total', { result: 'success' }) ?? 0) - (sample(before, 'combo_notification_attempts_total', { result: 'success' }) ?? 0);
-        const failed = (sample(text, 'combo_notification_attempts_total', { result: 'failure' }) ?? 0) - (sample(before, 'combo_notification_attempts_total', { result: 'failure' }) ?? 0);
-        // Other tests of this file leave failing notifications behind: failures only grow.
-        return ok === 1 && failed >= 1 ? true : null;
+        const mine = (result: string) => sample(text, 'combo_notification_attempts_total', { game_id: game.gameId, result }) ?? 0;
+        // Counted under the game's own label, apart from other tests' games.
+        return mine('success') === 1 && mine('failure') === 1 ? true : null;
       });
     } finally {
       await receiver.close();

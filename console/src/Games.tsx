@@ -219,11 +219,16 @@ function Keys({ game, onChanged }: { game: Game; onChanged: () => void }) {
   return (
     <Card title="Signing keys" actions={<button onClick={create} disabled={action.busy}>Create key</button>} id="keys">
       {fresh && <SecretOnce secret={fresh} onDone={() => setFresh(undefined)} />}
+      <p className="muted">
+        Notifications and GM calls are signed with the key the game last signed a request with (its oldest key until it has used
+        another). A new key takes over once the game uses it; delete the old one after that.
+      </p>
       <ErrorBox error={action.error} />
       <table>
         <thead>
           <tr>
             <th>Key id (newest first)</th>
+            <th>Outgoing requests</th>
             <th />
           </tr>
         </thead>
@@ -231,6 +236,7 @@ function Keys({ game, onChanged }: { game: Game; onChanged: () => void }) {
           {game.key_ids.map((k) => (
             <tr key={k}>
               <td className="mono">{k}</td>
+              <td>{k === game.signing_key_id ? <span className="badge badge-paid">signs notifications and GM calls</span> : ''}</td>
               <td className="right">
                 <ConfirmButton label="Delete" danger question={`Delete key ${k}? Requests signed with it will fail.`} onConfirm={() => remove(k)} />
               </td>

@@ -115,6 +115,8 @@ export interface Game {
   rate_limit_per_second: number;
   nppa?: { app_id: string; biz_id: string } | null;
   key_ids: string[];
+  /** The key that signs notifications and GM requests (the one the game last signed with, else its oldest). */
+  signing_key_id: string | null;
   created_at: number;
   updated_at: number;
   /** The game's last failed GM request and when (Unix ms); null when none failed. */

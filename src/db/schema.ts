@@ -15,6 +15,8 @@ export interface GamesTable {
   nppa_app_id: string | null;
   nppa_biz_id: string | null;
   nppa_secret_enc: string | null;
+  /** The key the game last signed a server API request with (operators.md 2); null: never called. */
+  last_used_key_id: string | null;
   created_at: number;
   updated_at: number;
   /** The last failed GM request (bindings/gm.ts), for the operator; null when none failed. */

@@ -45,7 +45,10 @@ export const Game = Type.Object({
   gm_url: Type.Union([Type.String(), Type.Null()]),
   rate_limit_per_second: Type.Integer(),
   nppa: Type.Union([Type.Object({ app_id: Type.String(), biz_id: Type.String() }), Type.Null()]),
-  key_ids: Type.Array(Type.String()),
+  key_ids: Type.Array(Type.String(), { description: 'Active signing keys, newest first' }),
+  signing_key_id: Type.Union([Type.String(), Type.Null()], {
+    description: 'The key that signs notifications and GM requests: the one the game last signed a request with, else its oldest active key',
+  }),
   created_at: Type.Integer({ description: 'Unix ms' }),
   updated_at: Type.Integer({ description: 'Unix ms' }),
   gm_last_error: Type.Union([Type.String(), Type.Null()], {

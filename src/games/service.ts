@@ -24,8 +24,13 @@ export function generateSecretKey(): string {
 /** A game as the hot paths need it: settings, decrypted keys, products. Cached. */
 export interface GameSnapshot extends RateLimitedCaller {
   game: GameRow;
-  /** Newest first: [0] signs outgoing notifications and GM requests. */
+  /**
+   * The active keys, [0] the one that signs outgoing notifications and GM requests (operators.md
+   * 2: the key the game last signed a request with, else its oldest), then the others newest first.
+   */
   secrets: string[];
+  /** The key ids of `secrets`, in the same order. */
+  keyIds: string[];
   products: Map<string, ProductRow>;
   nppaSecret: string | null;
 }
@@ -50,6 +55,8 @@ export interface GameServiceDeps {
   cacheTtlMs?: number;
   /** Refuse a gm_url on a literal internal address (production without ALLOW_PRIVATE_NOTIFY_URLS). */
   refuseInternalUrls?: boolean;
+  /** Storing the key a game switched to failed (the next request with it tries again). */
+  onKeyUseError?: (err: unknown, gameId: string) => void;
 }
 
 /** A GM error is recorded again, unchanged, at most this often per game and instance. */
@@ -87,14 +94,38 @@ export class GameService {
     this.cache.invalidate(gameId);
   }
 
+  /**
+   * A verified request of the game was signed with `snap.secrets[index]`. Index 0 is the key
+   * that already signs outgoing requests: nothing to do, the case of nearly every request. Any
+   * other key becomes the signing key here at once, and is stored (one write per change, not per
+   * request) so that other instances sign with it from their next snapshot load.
+   */
+  keyUsed = (snap: GameSnapshot, index: number): Promise<void> | undefined => {
+    if (index === 0) return undefined;
+    const keyId = snap.keyIds[index];
+    if (keyId === undefined) return undefined;
+    moveToFront(snap.secrets, index);
+    moveToFront(snap.keyIds, index);
+    snap.game.last_used_key_id = keyId;
+    const { store } = this.d;
+    const gameId = snap.game.game_id;
+    return store.transaction((trx) => store.setLastUsedKey(trx, gameId, keyId)).catch((err: unknown) => {
+      // Loaded again from the database on the next request, which stores its key again.
+      this.invalidate(gameId);
+      this.d.onKeyUseError?.(err, gameId);
+    });
+  };
+
   private async loadSnapshot(gameId: string): Promise<GameSnapshot | null> {
     const { store, secrets } = this.d;
     const game = await store.findGame(store.db, gameId);
     if (!game) return null;
-    const [keys, products] = await Promise.all([store.listKeys(store.db, gameId), store.listProducts(store.db, gameId)]);
+    const [stored, products] = await Promise.all([store.listKeys(store.db, gameId), store.listProducts(store.db, gameId)]);
+    const keys = signingFirst(stored, game.last_used_key_id);
     return {
       game,
       secrets: keys.map((k) => secrets.open(k.secret_enc)),
+      keyIds: keys.map((k) => k.key_id),
       products: new Map(products.map((p) => [p.product_id, p])),
       nppaSecret: game.nppa_secret_enc ? secrets.open(game.nppa_secret_enc) : null,
       rateLimit: { key: `game:${gameId}`, perSecond: game.rate_limit_per_second },
@@ -143,6 +174,7 @@ export class GameService {
       nppa_app_id: null,
       nppa_biz_id: null,
       nppa_secret_enc: null,
+      last_used_key_id: null,
       created_at: now,
       updated_at: now,
       gm_last_error: null,
@@ -285,6 +317,28 @@ export class GameService {
   }
 }
 
+/**
+ * The key that signs what the service sends the game (operators.md 2): the one it last signed a
+ * request with while that key is active, else its oldest. `keyIds` is newest first.
+ */
+export function signingKeyId(keyIds: readonly string[], lastUsed: string | null): string | null {
+  if (lastUsed !== null && keyIds.includes(lastUsed)) return lastUsed;
+  return keyIds[keyIds.length - 1] ?? null;
+}
+
+/** The keys (newest first) with the signing key moved to the front. */
+function signingFirst<K extends { key_id: string }>(keys: K[], lastUsed: string | null): K[] {
+  const id = signingKeyId(keys.map((k) => k.key_id), lastUsed);
+  const at = keys.findIndex((k) => k.key_id === id);
+  if (at > 0) moveToFront(keys, at);
+  return keys;
+}
+
+function moveToFront<T>(items: T[], index: number): void {
+  const [item] = items.splice(index, 1);
+  items.unshift(item as T);
+}
+
 export function toGame(row: GameRow, keyIds: string[], sandbox: boolean): Game {
   return {
     game_id: row.game_id,
@@ -297,6 +351,7 @@ export function toGame(row: GameRow, keyIds: string[], sandbox: boolean): Game {
     rate_limit_per_second: row.rate_limit_per_second,
     nppa: row.nppa_app_id && row.nppa_biz_id ? { app_id: row.nppa_app_id, biz_id: row.nppa_biz_id } : null,
     key_ids: keyIds,
+    signing_key_id: signingKeyId(keyIds, row.last_used_key_id),
     created_at: row.created_at,
     updated_at: row.updated_at,
     gm_last_error: row.gm_last_error,

@@ -39,6 +39,11 @@ export class GameStore {
     await q.updateTable('games').set(patch).where('game_id', '=', gameId).execute();
   }
 
+  /** The key the game last signed a request with (no updated_at: not an operator's change). */
+  async setLastUsedKey(q: Q, gameId: string, keyId: string): Promise<void> {
+    await q.updateTable('games').set({ last_used_key_id: keyId }).where('game_id', '=', gameId).execute();
+  }
+
   /** Games in id order, after `afterId` (keyset paging). */
   listGames(q: Q, afterId: string | null, limit: number): Promise<GameRow[]> {
     let query = q.selectFrom('games').selectAll().orderBy('game_id').limit(limit);

@@ -1,7 +1,7 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { Errors, type ApiError } from '../errors.js';
-import { checkTimestamp, parseAuthorization, sha256Hex, signatureMatches, EMPTY_BODY_SHA256, type ParsedAuthorization } from '../signing/signer.js';
+import { checkTimestamp, parseAuthorization, sha256Hex, matchingKey, EMPTY_BODY_SHA256, type ParsedAuthorization } from '../signing/signer.js';
 import { isPromise, type MaybePromise } from '../lib/maybe-promise.js';
 import { GameId } from '../games/schemas.js';
 import { PartnerId } from '../partners/schemas.js';
@@ -11,6 +11,11 @@ import { originForm } from './request-target.js';
 export interface SignedCaller<T> {
   record: T;
   secrets: string[];
+  /**
+   * Told which of `secrets` signed a verified request (its index); a promise when it has
+   * something to store first (the request waits for it).
+   */
+  keyUsed?(record: T, index: number): MaybePromise<void>;
 }
 
 export interface CallerDirectory<G, P> {
@@ -102,13 +107,14 @@ function lookUp<G, P>(directory: CallerDirectory<G, P>, expected: 'game' | 'part
   return expected === 'game' ? directory.game(parsed.principal.id) : directory.partner(parsed.principal.id);
 }
 
-function checkSignature<C extends SignedCaller<unknown>>(req: FastifyRequest, parsed: ParsedAuthorization, caller: C | null): C {
+function checkSignature<C extends SignedCaller<unknown>>(req: FastifyRequest, parsed: ParsedAuthorization, caller: C | null): MaybePromise<C> {
   const bodyHash = req.rawBody && req.rawBody.length > 0 ? sha256Hex(req.rawBody) : EMPTY_BODY_SHA256;
   // An unknown caller is checked against a dummy key, so both failures take the same time.
   const secrets = caller?.secrets.length ? caller.secrets : ['sk_unknown_caller'];
-  const ok = signatureMatches(secrets, parsed.signature, req.method, originForm(req.url), parsed.timestamp, bodyHash);
-  if (!caller || !ok) throw Errors.invalidSignature('signature does not match');
-  return caller;
+  const index = matchingKey(secrets, parsed.signature, req.method, originForm(req.url), parsed.timestamp, bodyHash);
+  if (!caller || index < 0) throw Errors.invalidSignature('signature does not match');
+  const noted = caller.keyUsed?.(caller.record, index);
+  return isPromise(noted) ? noted.then(() => caller) : caller;
 }
 
 /** A bearer token check (ADMIN_TOKEN, METRICS_TOKEN), in constant time. */

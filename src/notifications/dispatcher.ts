@@ -310,7 +310,7 @@ export class NotificationDispatcher {
     answered();
     const now = clock.now();
     const outcome = this.outcomeOf(n, result, now);
-    this.d.metrics?.notificationAttempt(outcome.status === 'succeeded' ? 'success' : 'failure', result.latencyMs);
+    this.d.metrics?.notificationAttempt(n.game_id, outcome.status === 'succeeded' ? 'success' : 'failure', result.latencyMs);
     const applied = await this.record(
       // A ship_order that settles lets its order's refund go: that one's retry window opens then.
       { notificationId: n.notification_id, token, now, shipOrderOf: n.type === 'ship_order' ? n.order_id : undefined },

@@ -1,15 +1,16 @@
 import type { Worker } from 'node:worker_threads';
 import { startWorker } from '../lib/worker.js';
-import type { StatusCount, StatusCounterMessage, StatusCounterWorkerData } from './status-counter-worker.js';
+import type { GameStatusCount, StatusCount, StatusCounterMessage, StatusCounterQuery, StatusCounterRequest, StatusCounterWorkerData } from './status-counter-worker.js';
 
-export type { StatusCount };
+export type { GameStatusCount, StatusCount };
 
 /**
- * Counts orders per status on a thread of its own (status-counter-worker.ts), over its own
- * read-only connection to the SQLite file. better-sqlite3 is synchronous: on the main thread this count, ~1-2 s at 10
- * million orders, stopped every request for as long on each /metrics scrape.
+ * Counts orders per status and undelivered notifications per game on a thread of its own
+ * (status-counter-worker.ts), over its own read-only connection to the SQLite file.
+ * better-sqlite3 is synchronous: on the main thread the orders' count, ~1-2 s at 10 million
+ * orders, stopped every request for as long on each /metrics scrape.
  */
-type Waiting = Map<number, { resolve: (rows: StatusCount[]) => void; reject: (e: Error) => void }>;
+type Waiting = Map<number, { resolve: (rows: never[]) => void; reject: (e: Error) => void }>;
 
 /** A running worker and the counts sent to it that it has not answered yet. */
 interface CountThread {
@@ -23,12 +24,24 @@ export class SqliteStatusCounter {
 
   constructor(private readonly file: string) {}
 
+  /** Orders per status. */
+  /** Orders per status. */
   count(): Promise<StatusCount[]> {
+    return this.ask('orders');
+  }
+
+  /** Undelivered notifications (pending, failed) per game and status, over notifications_due. */
+  undelivered(): Promise<GameStatusCount[]> {
+    return this.ask('undelivered');
+  }
+
+  private ask<R>(query: StatusCounterQuery): Promise<R[]> {
     const thread = this.thread ?? this.start();
     const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      thread.waiting.set(id, { resolve, reject });
-      thread.worker.postMessage(id);
+    return new Promise<R[]>((resolve, reject) => {
+      thread.waiting.set(id, { resolve: resolve as (rows: never[]) => void, reject });
+      const request: StatusCounterRequest = { id, query };
+      thread.worker.postMessage(request);
     });
   }
 
@@ -47,7 +60,7 @@ export class SqliteStatusCounter {
       const w = thread.waiting.get(m.id);
       thread.waiting.delete(m.id);
       if ('error' in m) w?.reject(new Error(m.error));
-      else w?.resolve(m.rows);
+      else w?.resolve(m.rows as never[]);
     });
     // A worker that dies fails what it was asked; the next count starts a new one. Its 'exit'
     // comes a turn after its 'error', when a count may already have gone to the new worker:

@@ -9,14 +9,21 @@ const ORDER_STATUSES: OrderStatus[] = ['created', 'paid', 'delivered', 'expired'
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 export type AttemptResult = 'success' | 'failure';
+export type SessionReport = 'enter' | 'leave';
 
 /**
  * What other domains report to /metrics. Call sites stay one line and know nothing of
- * Prometheus: `metrics.notificationAttempt('success', latencyMs)`.
+ * Prometheus: `metrics.notificationAttempt(gameId, 'success', latencyMs)`.
  */
 export interface DomainMetrics {
   /** One delivery attempt of a notification: 2xx answer = success, anything else = failure. */
-  notificationAttempt(result: AttemptResult, latencyMs?: number): void;
+  notificationAttempt(gameId: string, result: AttemptResult, latencyMs?: number): void;
+  /** A new order of the game (not a replay of a stored one). */
+  orderCreated(gameId: string): void;
+  /** A payment applied to an order of the game: `accepted` (the order became paid) or `flagged`. */
+  payment(gameId: string, status: 'accepted' | 'flagged'): void;
+  /** An enter-game or leave-game report of the game, counted as it is handled. */
+  sessionReport(gameId: string, report: SessionReport): void;
   /** One upload batch to the national anti-addiction system. */
   nppaUpload(result: AttemptResult, events?: number): void;
 }
@@ -50,10 +57,35 @@ export class ServiceMetrics implements DomainMetrics {
     registers: [this.registry],
   });
   private admission: { limit(): number; inProgress(): number } | null = null;
+  // game_id labels: game ids are made by operators (POST /admin/v1/games), a bounded set, so
+  // each of these has at most (games x results) series (docs/operations.md, Metrics).
   private readonly notificationAttempts = new Counter({
     name: 'combo_notification_attempts_total',
-    help: 'Notification delivery attempts, by result',
-    labelNames: ['result'] as const,
+    help: 'Notification delivery attempts, by game and result',
+    labelNames: ['game_id', 'result'] as const,
+    registers: [this.registry],
+  });
+  private readonly ordersCreated = new PerGame(
+    new Counter({ name: 'combo_orders_created_total', help: 'Orders created (create-order replays not counted), by game', labelNames: ['game_id'] as const, registers: [this.registry] }),
+  );
+  private readonly payments = new Counter({
+    name: 'combo_payments_total',
+    help: 'Payments applied to orders, by game and status (accepted: the order became paid; flagged: kept for the operator)',
+    labelNames: ['game_id', 'status'] as const,
+    registers: [this.registry],
+  });
+  private readonly sessionReports = new Counter({
+    name: 'combo_session_reports_total',
+    help: 'enter-game and leave-game reports handled, by game and report',
+    labelNames: ['game_id', 'report'] as const,
+    registers: [this.registry],
+  });
+  private readonly enterReports = new PerGame(this.sessionReports, { report: 'enter' });
+  private readonly leaveReports = new PerGame(this.sessionReports, { report: 'leave' });
+  private readonly notificationsUndelivered = new Gauge({
+    name: 'combo_notifications_undelivered',
+    help: 'Notifications not delivered, by game and status (pending: to be retried; failed: given up), read from the database on scrape',
+    labelNames: ['game_id', 'status'] as const,
     registers: [this.registry],
   });
   private readonly notificationLatency = new Histogram({
@@ -88,6 +120,12 @@ export class ServiceMetrics implements DomainMetrics {
   private readonly nppaPending = new Gauge({
     name: 'combo_nppa_events_pending',
     help: 'Session events waiting for upload to the national system (read from the database on scrape)',
+    registers: [this.registry],
+  });
+  private readiness: { check(): Promise<void> } | null = null;
+  private readonly ready = new Gauge({
+    name: 'combo_ready',
+    help: '1 when /readyz answers 200 (database reachable and migrated, not shutting down), else 0; checked on scrape',
     registers: [this.registry],
   });
   private readonly databaseUp = new Gauge({
@@ -180,13 +218,30 @@ export class ServiceMetrics implements DomainMetrics {
     this.admission = source;
   }
 
+  /** What combo_ready reads on each scrape (the /readyz check). */
+  watchReadiness(readiness: { check(): Promise<void> }): void {
+    this.readiness = readiness;
+  }
+
   rateLimited(kind: string): void {
     this.rateLimitedTotal.inc({ kind });
   }
 
-  notificationAttempt(result: AttemptResult, latencyMs?: number): void {
-    this.notificationAttempts.inc({ result });
+  notificationAttempt(gameId: string, result: AttemptResult, latencyMs?: number): void {
+    this.notificationAttempts.inc({ game_id: gameId, result });
     if (latencyMs !== undefined) this.notificationLatency.observe(latencyMs / 1000);
+  }
+
+  orderCreated(gameId: string): void {
+    this.ordersCreated.inc(gameId);
+  }
+
+  payment(gameId: string, status: 'accepted' | 'flagged'): void {
+    this.payments.inc({ game_id: gameId, status });
+  }
+
+  sessionReport(gameId: string, report: SessionReport): void {
+    (report === 'enter' ? this.enterReports : this.leaveReports).inc(gameId);
   }
 
   nppaUpload(result: AttemptResult, events = 0): void {
@@ -219,17 +274,49 @@ export class ServiceMetrics implements DomainMetrics {
       this.pool.set({ state: 'idle' }, stats.idle);
       this.pool.set({ state: 'waiting' }, stats.waiting);
     }
+    if (this.readiness) {
+      this.ready.set(
+        await this.readiness.check().then(
+          () => 1,
+          () => 0,
+        ),
+      );
+    }
     try {
       const b = await this.store.backlog();
       this.orders.reset();
       for (const s of ORDER_STATUSES) this.orders.set({ status: s }, 0);
       for (const r of b.ordersByStatus) this.orders.set({ status: r.status }, r.n);
       this.notificationsPending.set(b.notificationsPending);
+      this.notificationsUndelivered.reset();
+      for (const r of b.undeliveredByGame) this.notificationsUndelivered.set({ game_id: r.game_id, status: r.status }, r.n);
       this.nppaPending.set(b.nppaEventsPending);
       this.databaseUp.set(1);
     } catch {
       // The scrape still answers (process metrics stay useful); the gauges keep their last value.
       this.databaseUp.set(0);
     }
+  }
+}
+
+/**
+ * A counter's series per game, its labelled child kept once made: create-order and enter-game
+ * count on every request, and finding the series from a label object hashes the labels each time.
+ */
+class PerGame {
+  private readonly children = new Map<string, Counter.Internal>();
+
+  constructor(
+    private readonly counter: Counter<string>,
+    private readonly labels: Record<string, string> = {},
+  ) {}
+
+  inc(gameId: string): void {
+    let child = this.children.get(gameId);
+    if (!child) {
+      child = this.counter.labels({ ...this.labels, game_id: gameId });
+      this.children.set(gameId, child);
+    }
+    child.inc();
   }
 }

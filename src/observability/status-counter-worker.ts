@@ -12,18 +12,35 @@ export interface StatusCount {
   n: number;
 }
 
+/** One count per game and status. */
+export interface GameStatusCount extends StatusCount {
+  game_id: string;
+}
+
+/** The counts the worker makes: orders per status, undelivered notifications per game and status. */
+export type StatusCounterQuery = 'orders' | 'undelivered';
+
+/** Count request `id` of one query. */
+export interface StatusCounterRequest {
+  id: number;
+  query: StatusCounterQuery;
+}
+
 /** The answer to count request `id`: the counts, or why they could not be made. */
-export type StatusCounterMessage = { id: number; rows: StatusCount[] } | { id: number; error: string };
+export type StatusCounterMessage = { id: number; rows: StatusCount[] | GameStatusCount[] } | { id: number; error: string };
 
 const data = workerData as StatusCounterWorkerData;
 const port = parentPort as NonNullable<typeof parentPort>;
 const db = new SQLite(data.file, { readonly: true });
 db.pragma('busy_timeout = 5000');
-const byStatus = db.prepare('select status, count(*) as n from orders group by status');
-port.on('message', (id: number) => {
+const queries: Record<StatusCounterQuery, SQLite.Statement> = {
+  orders: db.prepare('select status, count(*) as n from orders group by status'),
+  undelivered: db.prepare("select game_id, status, count(*) as n from notifications where status in ('pending', 'failed') group by game_id, status"),
+};
+port.on('message', ({ id, query }: StatusCounterRequest) => {
   let answer: StatusCounterMessage;
   try {
-    answer = { id, rows: byStatus.all() as StatusCount[] };
+    answer = { id, rows: queries[query].all() as StatusCount[] };
   } catch (e) {
     answer = { id, error: String((e as Error | undefined)?.message ?? e) };
   }

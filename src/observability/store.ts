@@ -1,10 +1,15 @@
 import type { Kysely } from 'kysely';
-import type { DB } from '../db/schema.js';
-import { SqliteStatusCounter, type StatusCount } from './count-worker.js';
+import type { DB, NotificationStatus } from '../db/schema.js';
+import { SqliteStatusCounter, type GameStatusCount, type StatusCount } from './count-worker.js';
+
+/** The notification statuses of one not delivered. */
+export const UNDELIVERED: readonly NotificationStatus[] = ['pending', 'failed'];
 
 export interface BacklogCounts {
   ordersByStatus: { status: string; n: number }[];
   notificationsPending: number;
+  /** Notifications not delivered (pending or failed), per game and status. */
+  undeliveredByGame: GameStatusCount[];
   nppaEventsPending: number;
 }
 
@@ -39,9 +44,22 @@ export class ObservabilityStore {
       .then((rows) => rows.map((r) => ({ status: r.status, n: Number(r.n) })));
   }
 
+  /** Over notifications_due (status first): reads the undelivered rows only. */
+  private undeliveredByGame(): Promise<GameStatusCount[]> {
+    if (this.counter) return this.counter.undelivered();
+    return this.db
+      .selectFrom('notifications')
+      .select((eb) => ['game_id', 'status', eb.fn.countAll<number | string>().as('n')])
+      .where('status', 'in', UNDELIVERED)
+      .groupBy(['game_id', 'status'])
+      .execute()
+      .then((rows) => rows.map((r) => ({ game_id: r.game_id, status: r.status, n: Number(r.n) })));
+  }
+
   async backlog(): Promise<BacklogCounts> {
-    const [orders, notifications, nppa] = await Promise.all([
+    const [orders, undelivered, notifications, nppa] = await Promise.all([
       this.ordersByStatus(),
+      this.undeliveredByGame(),
       this.db
         .selectFrom('notifications')
         .select((eb) => eb.fn.countAll<number | string>().as('n'))
@@ -56,6 +74,7 @@ export class ObservabilityStore {
     return {
       ordersByStatus: orders,
       notificationsPending: Number(notifications.n),
+      undeliveredByGame: undelivered,
       nppaEventsPending: Number(nppa.n),
     };
   }

@@ -1,3 +1,4 @@
+import type { DomainMetrics } from '../observability/metrics.js';
 import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { Errors } from '../errors.js';
@@ -48,6 +49,8 @@ export interface OrderServiceDeps {
   refuseInternalUrls?: boolean;
   /** Told when a new order's id was taken already (see create): a NODE_ID shared by instances. */
   onIdCollision?: (orderId: string) => void;
+  /** Counts new orders per game for /metrics (src/observability). */
+  metrics?: Pick<DomainMetrics, 'orderCreated'>;
 }
 
 /** A taken order id is replaced this many times at most (each time by the next id). */
@@ -170,7 +173,10 @@ export class OrderService {
     const { store, guard } = this.d;
     // The common case on PostgreSQL, a new order of an unguarded player, is one statement; a
     // replay or a guarded player falls through to the transaction.
-    if (store.createsAtOnce && (await store.createAtOnce(row))) return toResponse(row);
+    if (store.createsAtOnce && (await store.createAtOnce(row))) {
+      this.d.metrics?.orderCreated(row.game_id);
+      return toResponse(row);
+    }
     // Reads first, then the one write: the job leaves nothing behind when it throws, so it
     // needs no savepoint (TransactionOptions.noSavepoint). The order's timeline starts with
     // its creation, which the row itself records (created_at): no event row is written for
@@ -190,6 +196,7 @@ export class OrderService {
       await store.insert(trx, row);
       return row;
     }, { noSavepoint: true });
+    if (stored === row) this.d.metrics?.orderCreated(row.game_id);
     return replay(stored, row);
   }
 

@@ -1,5 +1,6 @@
 import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema.js';
+import type { DomainMetrics } from '../observability/metrics.js';
 import { Errors } from '../errors.js';
 import type { Clock } from '../lib/clock.js';
 import { prefixedId, type IdGenerator } from '../lib/ids.js';
@@ -23,6 +24,8 @@ export interface PaymentServiceDeps {
   onPaid?: (orderId: string) => void;
   /** Called after a provider's reversal refunded an order (e.g. wake the notifier). */
   onRefunded?: (orderId: string) => void;
+  /** Counts applied payments per game for /metrics (src/observability). */
+  metrics?: Pick<DomainMetrics, 'payment'>;
 }
 
 /** Why a payment was flagged instead of accepted; the operator settles it (usually a refund). */
@@ -49,6 +52,8 @@ export interface PaymentOutcome {
   /** True when this provider transaction had been processed before (idempotent replay). */
   replay: boolean;
   reason?: FlagReason;
+  /** The game of the order paid for, when the payment names a known order. */
+  game_id?: string;
 }
 
 export type PayResult = { kind: 'confirmed'; outcome: PaymentOutcome } | { kind: 'pending'; action: PaymentAction };
@@ -154,6 +159,7 @@ export class PaymentService {
       if (!isUniqueViolation(e)) throw e;
       outcome = await this.d.payments.transaction((trx) => this.applyIn(trx, provider, paid));
     }
+    if (!outcome.replay && outcome.game_id) this.d.metrics?.payment(outcome.game_id, outcome.status);
     if (outcome.status === 'accepted' && !outcome.replay) this.d.onPaid?.(outcome.order_id);
     return outcome;
   }
@@ -274,5 +280,5 @@ function modeOf(provider: PaymentProvider, mode: string | undefined): string | u
 
 function toOutcome(p: PaymentRow, replay: boolean): PaymentOutcome {
   const reason = p.status === 'flagged' ? ((p.reason ?? (p.detail ? (JSON.parse(p.detail) as { reason?: string }).reason : undefined)) as FlagReason | undefined) : undefined;
-  return { payment_id: p.payment_id, order_id: p.order_id, status: p.status, replay, ...(reason ? { reason } : {}) };
+  return { payment_id: p.payment_id, order_id: p.order_id, status: p.status, replay, ...(reason ? { reason } : {}), ...(p.game_id ? { game_id: p.game_id } : {}) };
 }

@@ -1,3 +1,4 @@
+import type { DomainMetrics } from '../observability/metrics.js';
 import type { Kysely, Transaction } from 'kysely';
 import { MAX_SESSION_TIMEOUT_SECONDS } from '../config/index.js';
 import type { DB } from '../db/schema.js';
@@ -19,6 +20,8 @@ export interface SessionServiceDeps {
   games?: (gameId: string) => Promise<GameSnapshot | null>;
   /** An open session with no leave for this long is closed with reason `timeout`. */
   timeoutMs?: number;
+  /** Counts reports per game for /metrics (src/observability). */
+  metrics?: Pick<DomainMetrics, 'sessionReport'>;
 }
 
 const DEFAULT_TIMEOUT_MS = 86_400_000;
@@ -36,6 +39,7 @@ export class SessionService {
   async enter(snap: GameSnapshot, body: SessionReportBody): Promise<void> {
     const { store, clock } = this.d;
     const gameId = snap.game.game_id;
+    this.d.metrics?.sessionReport(gameId, 'enter');
     const now = clock.now();
     const row: SessionRow = {
       game_id: gameId,
@@ -68,6 +72,7 @@ export class SessionService {
   }
 
   async leave(snap: GameSnapshot, body: SessionReportBody): Promise<void> {
+    this.d.metrics?.sessionReport(snap.game.game_id, 'leave');
     if (snap.game.nppa_app_id) return this.leaveReported(snap, body);
     // Nothing else to write: each step is one statement, a transaction of its own (on
     // PostgreSQL the common case, closing an open session, is one round trip instead of four).

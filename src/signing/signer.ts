@@ -173,23 +173,30 @@ function isLowerHex64(s: string): boolean {
 }
 
 /** Constant-time check of a signature against each candidate key (two during rotation). */
-export function signatureMatches(
+export function signatureMatches(...args: Parameters<typeof matchingKey>): boolean {
+  return matchingKey(...args) >= 0;
+}
+
+/**
+ * Which of the candidate keys made the signature (its index), or -1. Every key is evaluated, so
+ * timing reveals neither whether nor which one matched.
+ */
+export function matchingKey(
   secrets: readonly string[],
   signatureHex: string,
   method: string,
   uri: string,
   timestamp: string,
   bodySha256: string,
-): boolean {
+): number {
   const given = Buffer.from(signatureHex, 'hex');
   const sts = stringToSign(method, uri, timestamp, bodySha256);
-  let ok = false;
-  for (const secret of secrets) {
-    const expected = createHmac('sha256', secret).update(sts).digest();
-    // Evaluate every key so timing does not reveal which one matched.
-    if (expected.length === given.length && timingSafeEqual(expected, given)) ok = true;
+  let matched = -1;
+  for (let i = 0; i < secrets.length; i++) {
+    const expected = createHmac('sha256', secrets[i] as string).update(sts).digest();
+    if (expected.length === given.length && timingSafeEqual(expected, given)) matched = i;
   }
-  return ok;
+  return matched;
 }
 
 /** Checks the timestamp window; returns a reason or null. */

@@ -19,6 +19,7 @@ import * as m0015 from './0015_reconciliations.js';
 import * as m0016 from './0016_games_gm_last_error.js';
 import * as m0017 from './0017_sealing_keys.js';
 import * as m0018 from './0018_orders_drop_request_hash.js';
+import * as m0019 from './0019_games_last_used_key.js';
 
 /**
  * Versioned migrations, applied in name order, forward only. Add a new file
@@ -45,4 +46,5 @@ export const migrations: Record<string, Migration> = {
   '0016_games_gm_last_error': m0016,
   '0017_sealing_keys': m0017,
   '0018_orders_drop_request_hash': m0018,
+  '0019_games_last_used_key': m0019,
 };
