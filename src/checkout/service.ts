@@ -56,7 +56,8 @@ export class CheckoutService {
     const snap = await this.d.games(order.game_id);
     if (!snap) throw Errors.invalidToken('order_token is not valid');
     const result = await this.d.payments.pay(order, await this.d.channels(order.game_id), channel, opts);
-    const after = (await this.d.orders.findById(this.d.orders.db, order.order_id)) as OrderRow;
+    // The order as the payment left it; read again only when this payment did not change it.
+    const after = (result.kind === 'confirmed' && result.order) || ((await this.d.orders.findById(this.d.orders.db, order.order_id)) as OrderRow);
     const view = await this.toClient(after, snap);
     if (result.kind === 'pending') return { ...view, action: result.action };
     // The order changed under the payment (canceled, or expired and then handled elsewhere).

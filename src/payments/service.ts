@@ -56,7 +56,13 @@ export interface PaymentOutcome {
   game_id?: string;
 }
 
-export type PayResult = { kind: 'confirmed'; outcome: PaymentOutcome } | { kind: 'pending'; action: PaymentAction };
+/** `order`: the order as this payment left it, when the payment made it paid (not read again). */
+export type PayResult = { kind: 'confirmed'; outcome: PaymentOutcome; order?: OrderRow } | { kind: 'pending'; action: PaymentAction };
+
+interface Applied {
+  outcome: PaymentOutcome;
+  order?: OrderRow;
+}
 
 /**
  * Payments (PROTOCOL 6, 10; payments.md 1): starts payments through a channel's provider and
@@ -108,7 +114,11 @@ export class PaymentService {
       }
       return started;
     }
-    return { kind: 'confirmed', outcome: await this.confirm(channel, started.confirmation) };
+    // A payment started here is new to this call: no replay read before its transaction (the
+    // transaction itself still answers a replay from the stored row).
+    if (!provider.verify) throw Errors.invalidRequest(`unknown payment provider ${channel}`);
+    const applied = await this.applyVerified(provider, await provider.verify(started.confirmation));
+    return { kind: 'confirmed', outcome: applied.outcome, ...(applied.order ? { order: applied.order } : {}) };
   }
 
   /** The accepted payment of a provider transaction. */
@@ -150,18 +160,23 @@ export class PaymentService {
     const { payments } = this.d;
     const stored = (await payments.findByTxn(payments.db, provider.name, paid.provider_txn_id)).find((p) => p.order_id === paid.order_id);
     if (stored) return toOutcome(stored, true);
-    let outcome: PaymentOutcome;
+    return (await this.applyVerified(provider, paid)).outcome;
+  }
+
+  private async applyVerified(provider: PaymentProvider, paid: VerifiedPayment): Promise<Applied> {
+    let applied: Applied;
     try {
-      outcome = await this.d.payments.transaction((trx) => this.applyIn(trx, provider, paid));
+      applied = await this.d.payments.transaction((trx) => this.applyIn(trx, provider, paid));
     } catch (e) {
       // A concurrent payment of the same provider transaction committed first: read again, it
       // is now a replay (same order) or a transaction already used (another order).
       if (!isUniqueViolation(e)) throw e;
-      outcome = await this.d.payments.transaction((trx) => this.applyIn(trx, provider, paid));
+      applied = await this.d.payments.transaction((trx) => this.applyIn(trx, provider, paid));
     }
+    const { outcome } = applied;
     if (!outcome.replay && outcome.game_id) this.d.metrics?.payment(outcome.game_id, outcome.status);
     if (outcome.status === 'accepted' && !outcome.replay) this.d.onPaid?.(outcome.order_id);
-    return outcome;
+    return applied;
   }
 
   /**
@@ -207,11 +222,11 @@ export class PaymentService {
     await provider.refund(paid, channel);
   }
 
-  private async applyIn(trx: Transaction<DB>, provider: PaymentProvider, paid: VerifiedPayment): Promise<PaymentOutcome> {
+  private async applyIn(trx: Transaction<DB>, provider: PaymentProvider, paid: VerifiedPayment): Promise<Applied> {
     const { payments, orders, lifecycle, clock, ids } = this.d;
     const before = await payments.findByTxn(trx, provider.name, paid.provider_txn_id);
     const mine = before.find((p) => p.order_id === paid.order_id);
-    if (mine) return toOutcome(mine, true);
+    if (mine) return { outcome: toOutcome(mine, true) };
 
     const order = await orders.findById(trx, paid.order_id);
     const now = clock.now();
@@ -232,18 +247,18 @@ export class PaymentService {
       store_currency: paid.store?.price?.currency ?? null,
       reason: null,
     };
-    if (before.length > 0) return this.flag(trx, row, 'transaction_used', order, { paid_order_id: before[0]!.order_id });
-    if (!order) return this.flag(trx, row, 'unknown_order', order);
+    if (before.length > 0) return { outcome: await this.flag(trx, row, 'transaction_used', order, { paid_order_id: before[0]!.order_id }) };
+    if (!order) return { outcome: await this.flag(trx, row, 'unknown_order', order) };
     const mismatch = await this.mismatchReason(trx, provider, order, paid);
-    if (mismatch) return this.flag(trx, row, mismatch, order);
+    if (mismatch) return { outcome: await this.flag(trx, row, mismatch, order) };
 
     const sandbox = paid.sandbox ?? provider.sandbox;
-    const r = await lifecycle.markPaid(trx, paid.order_id, now, { paymentId: row.payment_id, provider: provider.name, sandbox });
+    const r = await lifecycle.markPaid(trx, paid.order_id, now, { paymentId: row.payment_id, provider: provider.name, sandbox }, order);
     // Not payable (already paid through another transaction, or canceled): money moved that
     // the order does not need; keep it for the operator to refund.
-    if (!r.changed) return this.flag(trx, row, `order_${r.order?.status ?? 'missing'}`, r.order);
+    if (!r.changed) return { outcome: await this.flag(trx, row, `order_${r.order?.status ?? 'missing'}`, r.order) };
     await payments.insert(trx, { ...row, status: 'accepted', late: r.order.late_payment });
-    return toOutcome({ ...row, status: 'accepted' }, false);
+    return { outcome: toOutcome({ ...row, status: 'accepted' }, false), order: r.order };
   }
 
   private async mismatchReason(trx: Transaction<DB>, provider: PaymentProvider, order: OrderRow, paid: VerifiedPayment): Promise<FlagReason | null> {

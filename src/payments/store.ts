@@ -1,19 +1,34 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { TransactionRunner } from '../db/group-commit.js';
 import type { DB, PaymentsTable } from '../db/schema.js';
+import { prepareNamed } from '../db/prepared.js';
 
 export type PaymentRow = Selectable<PaymentsTable>;
 type Q = Kysely<DB> | Transaction<DB>;
+
+const COLUMNS = [
+  'payment_id', 'order_id', 'game_id', 'provider', 'provider_txn_id', 'amount', 'currency', 'status', 'late', 'detail', 'created_at',
+  'environment', 'store_amount', 'store_currency', 'reason',
+] as const satisfies readonly (keyof PaymentRow)[];
 
 /**
  * Queries for payments: one row per provider transaction and order, unique (provider,
  * provider_txn_id, order_id); at most one accepted row per (provider, provider_txn_id).
  */
 export class PaymentStore {
+  // Every payment runs both (see db/prepared.ts).
+  private readonly byTxn;
+  private readonly insertRow;
+
   constructor(
     readonly db: Kysely<DB>,
     private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
-  ) {}
+  ) {
+    this.byTxn = prepareNamed(db, ['provider', 'txnId'], (d, p) =>
+      d.selectFrom('payments').selectAll().where('provider', '=', p.provider).where('provider_txn_id', '=', p.txnId).orderBy('created_at').orderBy('payment_id'),
+    );
+    this.insertRow = prepareNamed(db, COLUMNS, (d, p) => d.insertInto('payments').values(p));
+  }
 
   /** A transaction that has committed when the promise settles (group commit on SQLite). */
   transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
@@ -21,8 +36,8 @@ export class PaymentStore {
   }
 
   /** Every payment recorded for a provider transaction, oldest first. */
-  findByTxn(q: Q, provider: string, txnId: string): Promise<PaymentRow[]> {
-    return q.selectFrom('payments').selectAll().where('provider', '=', provider).where('provider_txn_id', '=', txnId).orderBy('created_at').orderBy('payment_id').execute();
+  async findByTxn(q: Q, provider: string, txnId: string): Promise<PaymentRow[]> {
+    return (await this.byTxn(q, { provider, txnId })).rows as PaymentRow[];
   }
 
   findAccepted(q: Q, provider: string, txnId: string): Promise<PaymentRow | undefined> {
@@ -41,7 +56,7 @@ export class PaymentStore {
   }
 
   async insert(q: Q, row: PaymentRow): Promise<void> {
-    await q.insertInto('payments').values(row).execute();
+    await this.insertRow(q, row);
   }
 
   /** Payments newest first, after the keyset `after` (operator listing). */
