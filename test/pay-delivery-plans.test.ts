@@ -2,7 +2,7 @@ import SQLite from 'better-sqlite3';
 import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrateToLatest, openDatabase } from '../src/db/index.js';
+import { SERVICE_TYPES, migrateToLatest, openDatabase } from '../src/db/index.js';
 import type { DB } from '../src/db/schema.js';
 import { IdGenerator } from '../src/lib/ids.js';
 import { NotificationStore } from '../src/notifications/store.js';
@@ -45,7 +45,7 @@ describe(`pay and delivery statements use an index (${TEST_DB})`, () => {
           .all(...(q.parameters as unknown[]))
           .map((r) => (r as { detail: string }).detail);
     } else {
-      kysely = new Kysely<DB>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: tdb.url, max: 2 }) }), log });
+      kysely = new Kysely<DB>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: tdb.url, max: 2, types: SERVICE_TYPES }) }), log });
       // Sequential scans priced out: what is left of one is a read no index can serve.
       explain = (q) =>
         kysely.transaction().execute(async (trx: Transaction<DB>) => {

@@ -76,7 +76,7 @@ export interface DatabaseOptions {
  * exact range, and are read as numbers.
  */
 const INT8 = 20;
-const SERVICE_TYPES: pg.CustomTypesConfig = {
+export const SERVICE_TYPES: pg.CustomTypesConfig = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
     oid === INT8 && format !== 'binary' ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
 };

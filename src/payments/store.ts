@@ -25,7 +25,7 @@ export class PaymentStore {
     private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
   ) {
     this.byTxn = prepareNamed(db, ['provider', 'txnId'], (d, p) =>
-      d.selectFrom('payments').selectAll().where('provider', '=', p.provider).where('provider_txn_id', '=', p.txnId).orderBy('created_at').orderBy('payment_id'),
+      d.selectFrom('payments').selectAll().where('provider', '=', p.provider).where('provider_txn_id', '=', p.txnId),
     );
     this.insertRow = prepareNamed(db, COLUMNS, (d, p) => d.insertInto('payments').values(p));
   }
@@ -37,7 +37,10 @@ export class PaymentStore {
 
   /** Every payment recorded for a provider transaction, oldest first. */
   async findByTxn(q: Q, provider: string, txnId: string): Promise<PaymentRow[]> {
-    return (await this.byTxn(q, { provider, txnId })).rows as PaymentRow[];
+    // A handful of rows at most (one per order the transaction claimed): sorted here, so the
+    // read is the unique index's range alone.
+    const rows = (await this.byTxn(q, { provider, txnId })).rows as PaymentRow[];
+    return rows.length < 2 ? rows : rows.sort((a, b) => a.created_at - b.created_at || (a.payment_id < b.payment_id ? -1 : a.payment_id > b.payment_id ? 1 : 0));
   }
 
   findAccepted(q: Q, provider: string, txnId: string): Promise<PaymentRow | undefined> {
