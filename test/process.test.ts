@@ -203,7 +203,9 @@ describe('graceful shutdown', () => {
     const s = await start({ SHUTDOWN_TIMEOUT_MS: '300' });
     const { hostname, port } = new URL(s.url);
     const cut = new Promise<string>((resolve) => {
-      const req = http.request({ host: hostname, port: Number(port), method: 'POST', path: '/v1/server/create-order', agent: false, headers: { 'content-type': 'application/json', 'content-length': 100, expect: '100-continue' } });
+      // An operator route: its bearer token is checked, and then its body waited for (a signed
+      // route without a valid-looking Authorization is answered before its body).
+      const req = http.request({ host: hostname, port: Number(port), method: 'POST', path: '/admin/v1/games', agent: false, headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json', 'content-length': 100, expect: '100-continue' } });
       req.on('continue', () => s.child.kill('SIGINT')); // SIGINT drains like SIGTERM
       req.on('response', (res) => resolve(`answered ${res.statusCode}`));
       req.on('error', (e) => resolve((e as NodeJS.ErrnoException).code ?? 'error'));
