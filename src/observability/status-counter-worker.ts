@@ -33,14 +33,21 @@ const data = workerData as StatusCounterWorkerData;
 const port = parentPort as NonNullable<typeof parentPort>;
 const db = new SQLite(data.file, { readonly: true });
 db.pragma('busy_timeout = 5000');
-const queries: Record<StatusCounterQuery, SQLite.Statement> = {
-  orders: db.prepare('select status, count(*) as n from orders group by status'),
-  undelivered: db.prepare("select game_id, status, count(*) as n from notifications where status in ('pending', 'failed') group by game_id, status"),
+const SQL: Record<StatusCounterQuery, string> = {
+  orders: 'select status, count(*) as n from orders group by status',
+  undelivered: "select game_id, status, count(*) as n from notifications where status in ('pending', 'failed') group by game_id, status",
+};
+/** Each query prepared at its first count (a count of one table does not need the other). */
+const prepared = new Map<StatusCounterQuery, SQLite.Statement>();
+const statement = (query: StatusCounterQuery): SQLite.Statement => {
+  let st = prepared.get(query);
+  if (!st) prepared.set(query, (st = db.prepare(SQL[query])));
+  return st;
 };
 port.on('message', ({ id, query }: StatusCounterRequest) => {
   let answer: StatusCounterMessage;
   try {
-    answer = { id, rows: queries[query].all() as StatusCount[] };
+    answer = { id, rows: statement(query).all() as StatusCount[] };
   } catch (e) {
     answer = { id, error: String((e as Error | undefined)?.message ?? e) };
   }
