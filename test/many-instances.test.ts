@@ -30,6 +30,8 @@ beforeAll(async () => {
     ADMIN_TOKEN: ADMIN,
     SECRETS_KEY: randomBytes(32).toString('base64'),
     CLIENT_RATE_LIMIT_PER_SECOND: '1000000',
+    // Every client here is 127.0.0.1: no per-client share of the in-flight places.
+    MAX_INFLIGHT_PER_CLIENT_PERCENT: '100',
     NOTIFY_POLL_INTERVAL_MS: '50',
     LOG_LEVEL: 'info',
   };

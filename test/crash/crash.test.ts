@@ -47,6 +47,8 @@ beforeAll(async () => {
     NOTIFY_POLL_INTERVAL_MS: '50',
     NOTIFY_TIMEOUT_MS: '2000',
     CLIENT_RATE_LIMIT_PER_SECOND: '1000000',
+    // Every client here is 127.0.0.1: no per-client share of the in-flight places.
+    MAX_INFLIGHT_PER_CLIENT_PERCENT: '100',
   });
 });
 afterAll(async () => {

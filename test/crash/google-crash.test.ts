@@ -36,6 +36,8 @@ beforeAll(async () => {
     DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'combo-google-crash-')),
     SECRETS_KEY: randomBytes(32).toString('base64'),
     CLIENT_RATE_LIMIT_PER_SECOND: '1000000',
+    // Every client here is 127.0.0.1: no per-client share of the in-flight places.
+    MAX_INFLIGHT_PER_CLIENT_PERCENT: '100',
     // A process just started (compiling as it goes) on a busy machine is not overloaded.
     MAX_EVENT_LOOP_DELAY_MS: '0',
     GOOGLE_API_BASE_URL: g.url,
