@@ -797,11 +797,11 @@ async function notificationsOn(postgresUrl: string | null, tempDirs: string[]): 
   const port = await freePort();
   const svc = await startChild(['dist/src/main.js'], {
     PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dir, ADMIN_TOKEN: ADMIN, LOG_LEVEL: 'warn', NODE_ENV: 'development',
-    CLIENT_RATE_LIMIT_PER_SECOND: '1000000', ...(url ? { DATABASE_URL: url } : {}),
+    CLIENT_RATE_LIMIT_PER_SECOND: '1000000', MAX_INFLIGHT_PER_CLIENT_PERCENT: '100', ...(url ? { DATABASE_URL: url } : {}),
   }, false, `http://127.0.0.1:${port}`);
   try {
     const game = `bench_ntf_${randomBytes(3).toString('hex')}`;
-    const created = (await adminCall(svc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Bench', rate_limit_per_second: 1_000_000 })) as { secret_key: string };
+    const created = (await adminCall(svc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Bench', rate_limit_per_second: 1_000_000, sandbox_payments: true })) as { secret_key: string };
     await adminCall(svc.address, 'PUT', `/admin/v1/games/${game}/products/gem_60`, { name: '60 gems', price: 600, currency: 'CNY' });
     return await notificationScenario({
       base: svc.address, game, secret: created.secret_key,
