@@ -129,7 +129,7 @@ export function createFastify(opts: AppOptions): FastifyInstance {
     opts.tls
       ? // Fastify ends idle HTTP/2 sessions itself (http2SessionTimeout, 72 s); the stream cap is ours.
         // requireHostHeader off for the HTTP/1.1 fallback too (Node 22+ passes it through): the handler answers a missing Host as an ErrorResponse.
-        Fastify({ ...common, http2: true, https: { allowHTTP1: true, cert: opts.tls.cert, key: opts.tls.key, handshakeTimeout: 20_000, requireHostHeader: false, settings: { maxConcurrentStreams: HTTP2_MAX_STREAMS } } })
+        Fastify({ ...common, http2: true, https: { allowHTTP1: true, cert: opts.tls.cert, key: opts.tls.key, handshakeTimeout: 20_000, ...({ requireHostHeader: false } as object), settings: { maxConcurrentStreams: HTTP2_MAX_STREAMS } } })
       : Fastify({ ...common, serverFactory: ((handler: Handler) => new DualProtocolServer(refuseUnknownMethods(opts.shedder ? opts.shedder.wrap(handler) : handler, refused))) as unknown as FastifyServerFactory })
   ) as unknown as FastifyInstance;
   // The servers that parse requests: the TLS one serves both protocols itself.
