@@ -225,12 +225,15 @@ export class NotificationDispatcher {
     if (this.slowHosts.size > 10_000) this.slowHosts.delete(this.slowHosts.values().next().value as string);
   }
 
-  /** The host's answer (or none) feeds its slowness and its adaptive limit. */
+  /**
+   * The host's answer (or none) feeds its slowness (by the whole time: a host that hangs) and
+   * its adaptive limit (by the host's share of it, without our own event loop's delays).
+   */
   private noteAnswer(host: string, r: SendResult): void {
     this.noteSpeed(host, r.latencyMs);
     const code = r.complete ? r.statusCode : null;
     const ok = code !== null && code < 500 && code !== 429;
-    this.limitOf(host).record({ ok, latencyMs: r.latencyMs, inflight: this.perHost.get(host) ?? 1 });
+    this.limitOf(host).record({ ok, latencyMs: r.hostMs, inflight: this.perHost.get(host) ?? 1 });
   }
 
   private send(c: Claimed, host: string): void {
@@ -267,16 +270,21 @@ export class NotificationDispatcher {
     this.inflight.add(p);
   }
 
-  /** A slot of `host` freed up: send its next queued notification while its lease still holds. */
+  /**
+   * A slot of `host` freed up: send its queued notifications while it has room (its limit may
+   * have grown with the answer that freed the slot) and their leases still hold.
+   */
   private next(host: string): void {
     const queue = this.waiting.get(host);
     if (!queue?.length || !this.mayStart(host)) return this.drainSlowQueues();
-    const c = queue.shift() as Claimed;
-    this.queued--;
+    while (queue.length && this.mayStart(host)) {
+      const c = queue.shift() as Claimed;
+      this.queued--;
+      const now = this.d.clock.now();
+      if (!this.running || c.leaseUntil - now <= this.d.settings.timeoutMs) void this.giveBack(c, now);
+      else this.send(c, host);
+    }
     if (!queue.length) this.waiting.delete(host);
-    const now = this.d.clock.now();
-    if (!this.running || c.leaseUntil - now <= this.d.settings.timeoutMs) void this.giveBack(c, now);
-    else this.send(c, host);
   }
 
   /** A slow host's slot freed up, or the slow hosts' budget did: another slow host's queue may go. */
@@ -305,7 +313,7 @@ export class NotificationDispatcher {
     }
     const result: SendResult = secret
       ? await sendNotification(outbound, { gameId: n.game_id, notifyUrl: n.notify_url, body: n.body }, secret, clock.now(), settings.timeoutMs)
-      : { statusCode: null, complete: false, error: keyProblem, snippet: null, latencyMs: 0 };
+      : { statusCode: null, complete: false, error: keyProblem, snippet: null, latencyMs: 0, hostMs: 0 };
     if (secret) this.noteAnswer(hostOf(n.notify_url), result);
     answered();
     const now = clock.now();

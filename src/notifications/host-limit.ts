@@ -9,6 +9,11 @@ export interface HostLimitOptions {
 export interface HostAnswer {
   /** The host answered in time with a status that is not a server error or 429. */
   ok: boolean;
+  /**
+   * The host's share of the attempt's time (SendResult.hostMs): without the time the service's
+   * own event loop was busy while the answer waited to be read, so that the service's own load
+   * does not read as the host slowing down and shrink its limit.
+   */
   latencyMs: number;
   /** Attempts in flight to the host when this one ended (itself included). */
   inflight: number;

@@ -19,6 +19,13 @@ export interface SendResult {
   error: string | null;
   snippet: string | null;
   latencyMs: number;
+  /**
+   * Of latencyMs, the time this thread's event loop sat idle, waiting for I/O: the most the
+   * host can have taken. The rest the loop was running our own work (other answers, a batch
+   * of records being committed), and an answer that had come meanwhile waited for it: that
+   * wait says nothing about the host.
+   */
+  hostMs: number;
 }
 
 export interface Delivery {
@@ -41,7 +48,9 @@ export async function sendNotification(
   timeoutMs: number,
 ): Promise<SendResult> {
   const t0 = performance.now();
+  const idle0 = performance.eventLoopUtilization().idle;
   const latency = () => Math.round(performance.now() - t0);
+  const hostMs = (ms: number) => Math.min(ms, Math.max(0, Math.round(performance.eventLoopUtilization().idle - idle0)));
   let statusCode: number | null = null;
   try {
     const u = wireUrl(d.notifyUrl);
@@ -52,12 +61,14 @@ export async function sendNotification(
     statusCode = res.statusCode;
     const { body, truncated } = await readUpTo(res.body, SNIPPET_BYTES);
     const ok = statusCode >= 200 && statusCode < 300;
-    return { statusCode, complete: true, error: ok ? null : `HTTP ${statusCode}`, snippet: snippetOf(body, truncated), latencyMs: latency() };
+    const latencyMs = latency();
+    return { statusCode, complete: true, error: ok ? null : `HTTP ${statusCode}`, snippet: snippetOf(body, truncated), latencyMs, hostMs: hostMs(latencyMs) };
   } catch (e) {
     const why = describeError(e, timeoutMs);
     // The status came but not the body: the record keeps what the game did answer.
     const error = statusCode === null ? why : storableText(`HTTP ${statusCode}, then reading the answer body: ${why}`);
-    return { statusCode, complete: false, error, snippet: null, latencyMs: latency() };
+    const latencyMs = latency();
+    return { statusCode, complete: false, error, snippet: null, latencyMs, hostMs: hostMs(latencyMs) };
   }
 }
 
