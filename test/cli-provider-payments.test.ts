@@ -69,7 +69,7 @@ describe('channels set wechat / alipay', () => {
     expect(a.code, a.stderr).toBe(0);
     expect(JSON.parse(a.stdout)).toMatchObject({ channel: 'alipay', enabled: false, app_id: app.appId, app_private_key: '***', callback_url: expect.stringContaining(`/v1/callbacks/alipay/${g.gameId}`) });
     expect(a.stdout).not.toContain(app.privateKeyPem.split('\n')[1]!);
-  }, 120_000);
+  }, 240_000);
 
   it('refuses two keys from stdin, and a key file it cannot read (usage errors, nothing sent)', async () => {
     const g = await createGame(t, { sandbox_payments: false });
@@ -78,7 +78,7 @@ describe('channels set wechat / alipay', () => {
     const missing = await runCli(['channels', 'set', g.gameId, 'alipay', '--enabled', 'true', '--app-private-key-file', path.join(dir, 'nope.pem')], env);
     expect([missing.code, missing.stderr]).toEqual([2, expect.stringContaining('--app-private-key-file: cannot read')]);
     expect((await admin(t, 'GET', `/admin/v1/games/${g.gameId}/channels`)).body.data).toEqual([]);
-  }, 120_000);
+  }, 240_000);
 });
 
 describe('orders refund', () => {
@@ -94,7 +94,7 @@ describe('orders refund', () => {
     expect((await wx.refundCallback(refund)).status).toBe(204);
     const r = await cli.exited;
     expect([r.code, r.stdout], r.stderr).toEqual([0, `${o.order_id} refunded\n`]);
-  }, 120_000);
+  }, 240_000);
 
   it("a refused refund exits 1 with WeChat Pay's reason; requested again, it is refunded", async () => {
     const g = await wechatGame();
@@ -109,7 +109,7 @@ describe('orders refund', () => {
     expect(JSON.parse(again.stdout).status).toBe('refunded');
     const usage = await runCli(['orders', 'refund', o.order_id, '--wait', '-1'], env);
     expect(usage.code).toBe(2);
-  }, 120_000);
+  }, 240_000);
 });
 
 describe('reconcile list', () => {
@@ -128,5 +128,5 @@ describe('reconcile list', () => {
     const json = await runCli(['reconcile', 'list', '--game', g.gameId, '--channel', 'wechat', '--limit', '5', '--json'], env);
     expect(JSON.parse(json.stdout).data[0].differences).toEqual([{ kind: 'amount_differs', provider_txn_id: o.transaction_id, order_id: o.order_id, statement_amount: 599, recorded_amount: 600 }]);
     expect((await runCli(['reconcile', 'list', '--limit', '0'], env)).code).toBe(2);
-  }, 120_000);
+  }, 240_000);
 });
