@@ -432,7 +432,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   registerOrderRoutes(app, orders);
   registerUnsupportedSdkRoutes(app);
   registerOrderAdminRoutes(app, orderAdmin);
-  registerReconciliationRoutes(app, new ReconciliationService({ db: database.db, payments, providerPayments, channels, clock, ids }));
+  registerReconciliationRoutes(app, new ReconciliationService({ db: database.db, payments, providerPayments, channels, orders: orderStore, clock, ids }));
   registerCheckoutRoutes(app, checkout, limitToken);
   registerPaymentRoutes(app, paymentChannels, {
     clock,

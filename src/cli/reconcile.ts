@@ -25,12 +25,12 @@ export const reconcileCommand: Command = {
   name: 'reconcile',
   summary: "compare a channel's statement of a day with the stored payments (payments.md 6)",
   help: `usage:
-  combo-platform reconcile --channel wechat --game G --date YYYY-MM-DD [--json]
+  combo-platform reconcile --channel wechat|alipay --game G --date YYYY-MM-DD [--json]
 
-  Downloads the provider's statement of that day (Beijing time; WeChat Pay's trade bill) and
-  compares it with the game's payments: money received with no payment recorded (applied now,
-  as a late callback), payments the provider does not list, amounts that differ. The result is
-  stored (GET /admin/v1/reconciliations). Exit status 1 when the statement could not be had.
+  Downloads the provider's statement of that day (Beijing time; WeChat Pay's trade bill,
+  Alipay's trade bill) and compares it with the game's payments: money received with no
+  payment recorded (applied now, as a late callback), payments the provider does not list,
+  amounts that differ. The result is stored (GET /admin/v1/reconciliations). Exit status 1 when the statement could not be had.
 
 ${ADMIN_OPTIONS_HELP}`,
   run: (args, io) => run(args, io),
