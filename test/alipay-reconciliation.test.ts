@@ -84,7 +84,8 @@ describe('the Alipay trade bill of a day against the payments', () => {
     expect(cli.code, cli.stderr).toBe(0);
     expect(cli.stdout).toContain(`alipay ${g.gameId} ${date}: differences`);
     expect(cli.stdout).toContain('not_in_statement');
-  });
+    // Eleven orders, a CLI process: slow on a loaded machine.
+  }, 120_000);
 
   it('a day without a bill (isp.bill_not_exist) and without payments matches', async () => {
     const date = beijingDate(clock.now() - 5 * DAY);

@@ -54,9 +54,9 @@ function detailLines(lines: string[], headerAt: number): StatementEntry[] {
     if (line.trim() === '') continue;
     const f = csvFields(line);
     if (f[kind] !== '交易') continue;
-    const fen_ = fen(f[amount]);
-    if (fen_ === null) throw new Error(`Alipay's bill has an amount that is not yuan: ${(f[amount] ?? '').slice(0, 32)}`);
-    out.push({ provider_txn_id: f[txn] ?? '', order_id: f[order] ?? '', amount: fen_, currency: CURRENCY });
+    const paid = fen(f[amount]);
+    if (paid === null) throw new Error(`Alipay's bill has an amount that is not yuan: ${(f[amount] ?? '').slice(0, 32)}`);
+    out.push({ provider_txn_id: f[txn] ?? '', order_id: f[order] ?? '', amount: paid, currency: CURRENCY });
   }
   return out;
 }

@@ -97,12 +97,8 @@ export class ReconciliationService {
    */
   private async ofGame(gameId: string, statement: StatementEntry[]): Promise<StatementEntry[]> {
     const { orders } = this.d;
-    const out: StatementEntry[] = [];
-    for (const e of statement) {
-      const order = await orders.findById(orders.db, e.order_id);
-      if (!order || order.game_id === gameId) out.push(e);
-    }
-    return out;
+    const games = await orders.gamesOf(orders.db, [...new Set(statement.map((e) => e.order_id))]);
+    return statement.filter((e) => (games.get(e.order_id) ?? gameId) === gameId);
   }
 
   /** Newest first. */
