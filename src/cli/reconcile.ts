@@ -58,12 +58,12 @@ export const reconcileCommand: Command = {
   combo-platform reconcile --channel wechat|alipay --game G --date YYYY-MM-DD [--json]
   combo-platform reconcile list [--game G] [--channel C] [--limit N] [--json]
 
-  Downloads the provider's statement of that day (Beijing time; WeChat Pay's trade bill) and
-  compares it with the game's payments: money received with no payment recorded (applied now,
-  as a late callback), payments the provider does not list, amounts that differ. The result is
-  stored (GET /admin/v1/reconciliations). Exit status 1 when the statement could not be had.
-  list shows the stored runs (these, and the scheduled ones), newest first; --json with
-  every run's differences.
+  Downloads the provider's statement of that day (Beijing time; WeChat Pay's trade bill,
+  Alipay's trade bill) and compares it with the game's payments: money received with no
+  payment recorded (applied now, as a late callback), payments the provider does not list,
+  amounts that differ. The result is stored (GET /admin/v1/reconciliations). Exit status 1
+  when the statement could not be had. list shows the stored runs (these, and the scheduled
+  ones), newest first; --json with every run's differences.
 
 ${ADMIN_OPTIONS_HELP}`,
   run: (args, io) => (args[0] === 'list' ? list(args.slice(1), io) : run(args, io)),
