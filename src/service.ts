@@ -56,6 +56,7 @@ import { registerReconciliationRoutes } from './payments/reconciliation/routes.j
 import { ReconciliationService } from './payments/reconciliation/service.js';
 import { CheckoutService } from './checkout/service.js';
 import { registerCheckoutRoutes, type TokenLimit } from './checkout/routes.js';
+import { registerSdkRoutes } from './checkout/sdk-routes.js';
 import { SessionService } from './sessions/service.js';
 // production: rate limits, metrics, request logs
 import { limit, rateLimitHook, requestPolicy, tokenPolicy } from './http/rate-limit.js';
@@ -434,6 +435,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   registerOrderAdminRoutes(app, orderAdmin);
   registerReconciliationRoutes(app, new ReconciliationService({ db: database.db, payments, providerPayments, channels, clock, ids }));
   registerCheckoutRoutes(app, checkout, limitToken);
+  registerSdkRoutes(app);
   registerPaymentRoutes(app, paymentChannels, {
     clock,
     payments,

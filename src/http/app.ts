@@ -37,6 +37,11 @@ declare module 'fastify' {
     auth?: AuthKind;
     /** Caller-state checks (403) that PROTOCOL 2 runs after the signature, before parameters. */
     precheck?: (req: FastifyRequest) => void | Promise<void>;
+    /**
+     * Answers web pages of any origin (`Access-Control-Allow-Origin: *`), refusals included:
+     * the client API, called by games' web pages, whose credential is in the body (no cookies).
+     */
+    cors?: boolean;
   }
   interface FastifyRequest {
     rawBody?: Buffer;
@@ -177,6 +182,7 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks, clock: Clock): A
   });
   const screenRequest = (req: FastifyRequest, reply: FastifyReply): void => {
     reply.header('x-trace-id', req.id);
+    if (routeOf(req).config.cors) reply.header('access-control-allow-origin', '*');
     if (hooks.isDraining()) throw Errors.serviceUnavailable('the service is shutting down; retry on another instance');
     // PROTOCOL 2 order: method (405, by routing) -> media type (415) -> size (413) -> ...
     // An unmatched request is answered here, before its body is read or parsed, so 404/405
