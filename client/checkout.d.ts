@@ -72,7 +72,10 @@ export interface CheckoutClient {
   readonly baseUrl: string;
   /** The hosted checkout page of the order. */
   checkoutUrl(orderToken: string): string;
-  /** An SVG QR code of the order's WeChat Pay Native payment (started when none is open). */
+  /**
+   * An SVG QR code of the order's WeChat Pay Native payment (started when none is open), for an
+   * <img src>; the service does not answer it to scripts of other origins.
+   */
   qrCodeUrl(orderToken: string): string;
   /** Opens the hosted checkout page; the window opened (null for `_self` or a blocked popup). */
   openCheckout(orderToken: string, options?: OpenCheckoutOptions): Window | null;
@@ -96,5 +99,7 @@ export declare function createCheckoutClient(options?: CheckoutClientOptions): C
 /** The functions of the client of the service this module was loaded from (/sdk/v1/checkout.js). */
 export declare function openCheckout(orderToken: string, options?: OpenCheckoutOptions): Window | null;
 export declare function pay(orderToken: string, channel: Channel | (string & {}), options?: PayOptions): Promise<PayResult>;
+export declare function checkoutUrl(orderToken: string): string;
+export declare function qrCodeUrl(orderToken: string): string;
 export declare function getOrder(orderToken: string): Promise<ClientOrder>;
 export declare function waitForPayment(orderToken: string, options?: WaitOptions): Promise<ClientOrder>;

@@ -36,6 +36,7 @@ const OPEN_STATUSES = new Set(['created']);
 /** @param {number} ms @param {AbortSignal | undefined} signal */
 function sleep(ms, signal) {
   return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
     const abort = () => {
       clearTimeout(timer);
       reject(signal?.reason);
@@ -114,6 +115,10 @@ function defaultClient() {
 export const openCheckout = (orderToken, options) => defaultClient().openCheckout(orderToken, options);
 /** @type {import('./checkout.js').pay} */
 export const pay = (orderToken, channel, options) => defaultClient().pay(orderToken, channel, options);
+/** @type {import('./checkout.js').checkoutUrl} */
+export const checkoutUrl = (orderToken) => defaultClient().checkoutUrl(orderToken);
+/** @type {import('./checkout.js').qrCodeUrl} */
+export const qrCodeUrl = (orderToken) => defaultClient().qrCodeUrl(orderToken);
 /** @type {import('./checkout.js').getOrder} */
 export const getOrder = (orderToken) => defaultClient().getOrder(orderToken);
 /** @type {import('./checkout.js').waitForPayment} */
