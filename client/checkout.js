@@ -3,7 +3,8 @@
  * Checkout client for web and H5 games (payments.md 3): pays an order with its order_token
  * through the service's client API, opens the hosted checkout page, follows the order until it
  * is settled. An ES module with no imports: served by the service at /sdk/v1/checkout.js and
- * exported by the package as `combo-game-platform/checkout-client`. Types: checkout.d.ts.
+ * exported by the package as `combo-game-platform/checkout-client`. Types: checkout.d.ts (this
+ * file is checked against them: client/tsconfig.json, part of `npm run typecheck`).
  */
 
 const SERVED_PATH = '/sdk/v1/checkout.js';

@@ -9,7 +9,7 @@ export const CHECKOUT_SCRIPT = `
 (function(){
   var root=document.getElementById('checkout'); if(!root) return;
   var token=root.getAttribute('data-token'), out=document.getElementById('status');
-  var pollMs=Number(root.getAttribute('data-poll-ms'))||2000, polling=false;
+  var pollMs=2000, polling=false;
   var labels={paid:'Paid',delivered:'Paid',refund_pending:'Refund pending',refund_failed:'Paid',refunded:'Refunded',expired:'Expired',canceled:'Canceled',created:'Awaiting payment'};
   function buttons(){ return Array.prototype.slice.call(document.querySelectorAll('button.pay')); }
   function drop(id){ var n=document.getElementById(id); if(n) n.remove(); }
