@@ -190,7 +190,7 @@ describe('GET /checkout/:order_token/wechat-qr.svg', () => {
     expect([r409.status, (await r409.json()).error]).toEqual([409, 'invalid_state']);
   });
 
-  it('409 for a paid order (nothing to scan) and for an expired one', async () => {
+  it('409 for a paid order (nothing to scan) and for an expired one, whose page offers no channel', async () => {
     const paid = await f.order();
     expect((await fetch(`${f.t.url}/v1/client/pay`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ order_token: paid.order_token, channel: 'sandbox' }) })).status).toBe(200);
     const r = await qr(paid.order_token);
@@ -200,6 +200,10 @@ describe('GET /checkout/:order_token/wechat-qr.svg', () => {
     f.clock.advance(31 * 60_000);
     const expired = await qr(old.order_token);
     expect([expired.status, (await expired.json()).error]).toEqual([409, 'invalid_state']);
+    // Its page offers no channel any more.
+    const html = await (await fetch(`${f.t.url}/checkout/${old.order_token}`)).text();
+    expect(html).toContain('data-status="expired"');
+    expect(html).not.toMatch(/<button|id="qr-box"/);
     expect(await statusOf(f.t, old.order_id)).not.toBe('paid');
   });
 });
