@@ -87,6 +87,7 @@ describe('GET /sdk/v1/checkout.js and checkout.d.ts', () => {
     const refused = await fetch(`${f.t.url}/v1/client/order`, { method: 'POST', headers: { origin: gameOrigin, 'content-type': 'application/json' }, body: '{"order_token":"nope"}' });
     expect(refused.status).toBe(401);
     expect(refused.headers.get('access-control-allow-origin')).toBe('*');
+    expect(refused.headers.get('access-control-expose-headers')).toBe('retry-after, x-trace-id');
     // The operator API is not for web pages of other origins.
     expect((await admin(f.t, 'GET', '/admin/v1/games')).headers.get('access-control-allow-origin')).toBeNull();
   });

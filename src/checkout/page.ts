@@ -5,8 +5,9 @@ import type { CheckoutView, WebChannel } from './service.js';
 /**
  * The hosted checkout page (PROTOCOL 10, payments.md 3): one self-contained HTML document
  * (inline CSS and script; WeChat Pay's QR code drawn by this service and fetched from it) that
- * shows the order and pays it through /v1/client/pay with the web channels the game enabled. Everything interpolated is HTML-escaped; the script reads its inputs from
- * data attributes, never from interpolated JavaScript.
+ * shows the order and pays it through /v1/client/pay with the web channels the game enabled.
+ * Everything interpolated is HTML-escaped; the script reads its inputs from data attributes,
+ * never from interpolated JavaScript.
  */
 
 const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
@@ -45,7 +46,7 @@ export function pageHeaders(nonce: string): Record<string, string> {
   };
 }
 
-/** Headers of the QR code image: an SVG that may run and load nothing. */
+/** Headers of the QR code image: an SVG that may neither run scripts nor load anything. */
 export const QR_HEADERS: Record<string, string> = { 'content-type': 'image/svg+xml', ...PRIVATE_HEADERS, 'content-security-policy': "default-src 'none'" };
 
 const STYLE = `

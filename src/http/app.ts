@@ -110,6 +110,8 @@ export const BODY_LIMIT = 64 * 1024;
 const MAX_PARAM_LENGTH = 1024;
 const bodyTooLarge = () => Errors.bodyTooLarge(`request body must be at most ${BODY_LIMIT} bytes`);
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+/** Answers of routes with `cors`: readable by pages of any origin, a 429's Retry-After too. */
+const CORS_HEADERS = { 'access-control-allow-origin': '*', 'access-control-expose-headers': 'retry-after, x-trace-id' };
 const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 
 export function createFastify(opts: AppOptions): FastifyInstance {
@@ -182,7 +184,7 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks, clock: Clock): A
   });
   const screenRequest = (req: FastifyRequest, reply: FastifyReply): void => {
     reply.header('x-trace-id', req.id);
-    if (routeOf(req).config.cors) reply.header('access-control-allow-origin', '*');
+    if (routeOf(req).config.cors) reply.headers(CORS_HEADERS);
     if (hooks.isDraining()) throw Errors.serviceUnavailable('the service is shutting down; retry on another instance');
     // PROTOCOL 2 order: method (405, by routing) -> media type (415) -> size (413) -> ...
     // An unmatched request is answered here, before its body is read or parsed, so 404/405
