@@ -22,11 +22,12 @@ const PHONE = { width: 390, height: 844 };
 const f = new CheckoutFixture();
 let browser: Browser;
 
+// Four RSA key pairs, a service and Chromium: a busy machine needs more than the default minute.
 beforeAll(async () => {
   mkdirSync(OUT, { recursive: true });
   await f.start();
   if (haveChromium('checkout channels browser test')) browser = await launchChromium();
-});
+}, 180_000);
 afterAll(async () => {
   await browser?.close();
   await f.stop();

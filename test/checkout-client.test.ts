@@ -23,13 +23,14 @@ let gameOrigin = '';
 const gamePage = (serviceUrl: string) => `<!doctype html><html><head><meta charset="utf-8"><title>game</title></head><body>
 <script type="module">import * as checkout from '${serviceUrl}/sdk/v1/checkout.js'; window.checkout = checkout;</script></body></html>`;
 
+// Four RSA key pairs, a service and Chromium: a busy machine needs more than the default minute.
 beforeAll(async () => {
   await f.start();
   gameSite = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(gamePage(f.t.url)));
   await new Promise<void>((resolve) => gameSite.listen(0, '127.0.0.1', resolve));
   gameOrigin = `http://127.0.0.1:${(gameSite.address() as AddressInfo).port}`;
   if (haveChromium('checkout client browser test')) browser = await launchChromium();
-});
+}, 180_000);
 afterAll(async () => {
   await browser?.close();
   await new Promise((resolve) => gameSite?.close(resolve));
