@@ -29,6 +29,8 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# The checkout client library (served at /sdk/v1/checkout.js).
+COPY client ./client
 COPY package.json ./
 # Non-root; DATA_DIR is only used by the embedded SQLite mode (mount a volume there).
 RUN mkdir -p /var/lib/combo && chown node:node /var/lib/combo

@@ -57,6 +57,7 @@ import { ReconciliationSchedule } from './payments/reconciliation/schedule.js';
 import { ReconciliationService } from './payments/reconciliation/service.js';
 import { CheckoutService } from './checkout/service.js';
 import { registerCheckoutRoutes, type TokenLimit } from './checkout/routes.js';
+import { registerSdkRoutes } from './checkout/sdk-routes.js';
 import { SessionService } from './sessions/service.js';
 // production: rate limits, metrics, request logs
 import { limit, rateLimitHook, requestPolicy, tokenPolicy } from './http/rate-limit.js';
@@ -449,6 +450,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     intervalMs: RECONCILE_CHECK_MS,
   });
   registerCheckoutRoutes(app, checkout, limitToken);
+  registerSdkRoutes(app);
   registerPaymentRoutes(app, paymentChannels, {
     clock,
     payments,

@@ -1,21 +1,14 @@
-import { existsSync, mkdirSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import { mkdirSync } from 'node:fs';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
 import { createOrder, notificationsOf, orderRow, paymentsOf } from './helpers/orders.js';
 import { Receiver, until } from './helpers/receiver.js';
-
-/** Debian's Chromium (`apt-get install chromium`; .ci/run installs it). */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const haveChromium = existsSync(CHROMIUM);
-if (!haveChromium) {
-  if (process.env.CI === 'true') throw new Error(`${CHROMIUM} is missing: the checkout browser test needs it in CI`);
-  console.warn(`*** checkout browser test SKIPPED: ${CHROMIUM} not found (apt-get install chromium)`);
-}
+import { haveChromium, launchChromium } from './helpers/browser.js';
 
 const OUT = 'test-output';
 
-describe.skipIf(!haveChromium)('hosted checkout page in headless Chromium', () => {
+describe.skipIf(!haveChromium('checkout browser test'))('hosted checkout page in headless Chromium', () => {
   let t: TestService;
   let game: TestGame;
   let browser: Browser;
@@ -23,10 +16,7 @@ describe.skipIf(!haveChromium)('hosted checkout page in headless Chromium', () =
     mkdirSync(OUT, { recursive: true });
     t = await startService();
     game = await createGame(t);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

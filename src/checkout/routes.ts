@@ -4,7 +4,8 @@ import { Type } from 'typebox';
 import { isApiError } from '../errors.js';
 import { ErrorResponse, responses } from '../http/errors-schema.js';
 import { prefersHtml } from '../lib/media-type.js';
-import { pageHeaders, renderCheckoutPage, renderErrorPage } from './page.js';
+import { pageHeaders, QR_HEADERS, renderCheckoutPage, renderErrorPage } from './page.js';
+import { qrSvg } from './qr.js';
 import { CheckoutParams, ClientOrder, ClientOrderBody, ClientPayBody, ClientPayResponse } from './schemas.js';
 import type { CheckoutService } from './service.js';
 
@@ -18,7 +19,16 @@ export type TokenLimit = (reply: FastifyReply, orderToken: string) => void | Pro
 
 /** Client purchase API and the hosted checkout page (PROTOCOL 10). No signature: the token is the credential. */
 export function registerCheckoutRoutes(app: FastifyInstance, checkout: CheckoutService, limitToken: TokenLimit): void {
-  const client = { auth: 'client' as const };
+  // Game web pages call the client API from their own origin (the checkout client library).
+  const client = { auth: 'client' as const, cors: true };
+  for (const url of ['/v1/client/order', '/v1/client/pay']) {
+    app.options(url, {
+      config: client,
+      schema: { tags: ['client'], summary: `CORS preflight of POST ${url}`, hide: true, response: { ...responses({}, []), 204: { description: 'Allowed from any origin', type: 'null' } } },
+      handler: async (_req, reply) =>
+        reply.code(204).headers({ 'access-control-allow-methods': 'POST', 'access-control-allow-headers': 'content-type', 'access-control-max-age': '600' }).send(),
+    });
+  }
 
   app.post('/v1/client/order', {
     config: client,
@@ -47,6 +57,26 @@ export function registerCheckoutRoutes(app: FastifyInstance, checkout: CheckoutS
       const body = req.body as ClientPayBody;
       await limitToken(reply, body.order_token);
       return checkout.pay(body.order_token, body.channel, { mode: body.mode, client_ip: req.ip });
+    },
+  });
+
+  app.get('/checkout/:order_token/wechat-qr.svg', {
+    config: { auth: 'client' },
+    schema: {
+      tags: ['client'],
+      summary: "QR code (SVG) of the order's WeChat Pay Native payment, started as by POST /v1/client/pay when none is open",
+      params: CheckoutParams,
+      response: {
+        ...responses({}, [...CLIENT_ERRORS, 403, 409]),
+        200: { description: 'The code_url as a QR code', content: { 'image/svg+xml': { schema: Type.String() } } },
+      },
+    },
+    handler: async (req, reply) => {
+      const token = (req.params as CheckoutParams).order_token;
+      await limitToken(reply, token);
+      const svg = await qrSvg(await checkout.wechatCodeUrl(token, req.ip));
+      reply.headers(QR_HEADERS);
+      return svg;
     },
   });
 

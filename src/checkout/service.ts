@@ -16,11 +16,18 @@ export interface CheckoutDeps {
   clock: Clock;
 }
 
+/** Channels the hosted checkout page can pay through, in the order it offers them. */
+export const WEB_CHANNELS = ['wechat', 'alipay', 'sandbox'] as const;
+export type WebChannel = (typeof WEB_CHANNELS)[number];
+
+/** WeChat Pay and Alipay take CNY only (payments.md 1): the page offers them for CNY orders. */
+const CNY_ONLY: ReadonlySet<WebChannel> = new Set(['wechat', 'alipay']);
+
 /** What the hosted checkout page shows. */
 export interface CheckoutView {
   order: ClientOrder;
-  /** Channels the page may offer for this order's game. */
-  sandboxAvailable: boolean;
+  /** The web channels the game has enabled that can pay this order. */
+  channels: WebChannel[];
 }
 
 const ALREADY_PAID = new Set(['paid', 'delivered', 'refund_pending', 'refund_failed', 'refunded']);
@@ -41,7 +48,19 @@ export class CheckoutService {
   async page(token: string): Promise<CheckoutView> {
     const order = await this.authorize(token);
     const [snap, channels] = await Promise.all([this.d.games(order.game_id), this.d.channels(order.game_id)]);
-    return { order: await this.toClient(order, snap), sandboxAvailable: channels.get('sandbox')?.enabled === true };
+    const usable = WEB_CHANNELS.filter((c) => channels.get(c)?.enabled === true && (!CNY_ONLY.has(c) || order.currency === 'CNY'));
+    return { order: await this.toClient(order, snap), channels: usable };
+  }
+
+  /**
+   * The code_url of the order's WeChat Pay Native payment (payments.md 3), started as
+   * /v1/client/pay starts it: the one still open is answered again, so asking twice starts
+   * one payment. 409 invalid_state when the order is paid, expired or canceled.
+   */
+  async wechatCodeUrl(token: string, clientIp: string): Promise<string> {
+    const paid = await this.pay(token, 'wechat', { mode: 'native', client_ip: clientIp });
+    if (paid.action?.type !== 'qr') throw Errors.invalidState(`order ${paid.order_id} is ${paid.status} and cannot be paid`);
+    return paid.action.code_url;
   }
 
   /**

@@ -37,6 +37,11 @@ declare module 'fastify' {
     auth?: AuthKind;
     /** Caller-state checks (403) that PROTOCOL 2 runs after the signature, before parameters. */
     precheck?: (req: FastifyRequest) => void | Promise<void>;
+    /**
+     * Answers web pages of any origin (`Access-Control-Allow-Origin: *`), refusals included:
+     * the client API, called by games' web pages, whose credential is in the body (no cookies).
+     */
+    cors?: boolean;
   }
   interface FastifyRequest {
     rawBody?: Buffer;
@@ -105,6 +110,8 @@ export const BODY_LIMIT = 64 * 1024;
 const MAX_PARAM_LENGTH = 1024;
 const bodyTooLarge = () => Errors.bodyTooLarge(`request body must be at most ${BODY_LIMIT} bytes`);
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+/** Answers of routes with `cors`: readable by pages of any origin, a 429's Retry-After too. */
+const CORS_HEADERS = { 'access-control-allow-origin': '*', 'access-control-expose-headers': 'retry-after, x-trace-id' };
 const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 
 export function createFastify(opts: AppOptions): FastifyInstance {
@@ -177,6 +184,7 @@ function installPipeline(app: FastifyInstance, hooks: AppHooks, clock: Clock): A
   });
   const screenRequest = (req: FastifyRequest, reply: FastifyReply): void => {
     reply.header('x-trace-id', req.id);
+    if (routeOf(req).config.cors) reply.headers(CORS_HEADERS);
     if (hooks.isDraining()) throw Errors.serviceUnavailable('the service is shutting down; retry on another instance');
     // PROTOCOL 2 order: method (405, by routing) -> media type (415) -> size (413) -> ...
     // An unmatched request is answered here, before its body is read or parsed, so 404/405
