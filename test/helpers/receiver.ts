@@ -69,7 +69,10 @@ export class Receiver {
     this.script(path, (_r, n) => seq[n] ?? ok());
   }
 
-  /** The next request on `path` (a signal to wait on instead of polling). */
+  /**
+   * The next request on `path` not promised to an earlier call (a signal to wait on instead of
+   * polling): two calls wait for two requests.
+   */
   arrival(path: string): Promise<Received> {
     return new Promise((resolve) => this.waiters.push({ path, resolve }));
   }
@@ -107,10 +110,8 @@ export class Receiver {
         answered: '',
       };
       this.received.push(rec);
-      for (const w of this.waiters.filter((x) => x.path === path)) {
-        this.waiters.splice(this.waiters.indexOf(w), 1);
-        w.resolve(rec);
-      }
+      const waiter = this.waiters.findIndex((x) => x.path === path);
+      if (waiter >= 0) this.waiters.splice(waiter, 1)[0]?.resolve(rec);
       const n = this.counts.get(path) ?? 0;
       this.counts.set(path, n + 1);
       const b: Behaviour = rec.signatureProblem ? status(401, rec.signatureProblem) : (this.scripts.get(path)?.(rec, n) ?? ok());
