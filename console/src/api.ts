@@ -222,7 +222,30 @@ export interface Attempt {
   response_snippet: string | null;
 }
 
-export const NOTIFICATION_STATUSES = ['pending', 'succeeded', 'failed', 'gone'] as const;
+/** `failing`: its latest attempt failed and it will be retried (docs/notifications.md). */
+export const NOTIFICATION_STATUSES = ['pending', 'failing', 'succeeded', 'failed', 'gone'] as const;
+
+export interface DeliveryRate {
+  attempts: number;
+  succeeded: number;
+  success_rate: number | null;
+}
+
+/** One notify host of a game (GET /admin/v1/games/:game_id/delivery-health). */
+export interface HostHealth {
+  host: string;
+  last_hour: DeliveryRate;
+  last_day: DeliveryRate;
+  last_error: { at: number; notification_id: string; status_code: number | null; error: string | null } | null;
+  undelivered: { pending: number; failing: number; failed: number };
+  oldest_undelivered: { notification_id: string; status: string; created_at: number } | null;
+}
+
+export interface DeliveryHealth {
+  game_id: string;
+  at: number;
+  hosts: HostHealth[];
+}
 
 export interface Notification {
   notification_id: string;
@@ -327,6 +350,9 @@ export const api = {
     return asPage<Notification>(await call('GET', `/admin/v1/notifications${query({ limit: 50, ...f })}`));
   },
   redeliver: (notificationId: string) => call<Notification>('POST', `/admin/v1/notifications/${enc(notificationId)}/redeliver`),
+  retry: (notificationId: string) => call<Notification>('POST', `/admin/v1/notifications/${enc(notificationId)}/retry`),
+  retryFailing: (gameId: string) => call<{ count: number }>('POST', `/admin/v1/games/${enc(gameId)}/notifications/retry`),
+  deliveryHealth: (gameId: string) => call<DeliveryHealth>('GET', `/admin/v1/games/${enc(gameId)}/delivery-health`),
   redeliverSince: (gameId: string, since: number) =>
     call<{ count: number }>('POST', `/admin/v1/games/${enc(gameId)}/notifications/redeliver`, { since }),
 
