@@ -78,7 +78,7 @@ describe.skipIf(!haveChromium)('console: delivery health, game switcher, phone w
   it('keeps the notification filters in the URL (reload, back), and retries one now', async () => {
     const { g, path, ids, recover } = await failingGame(1);
     await go(`/notifications?game_id=${g.gameId}&status=failing`);
-    await page.getByRole('heading', { name: 'Failing notifications' }).waitFor();
+    await page.getByRole('heading', { name: 'Failing notifications', exact: true }).waitFor();
     const row = page.getByRole('row', { name: new RegExp(ids[0] as string) });
     await row.waitFor();
     expect(await row.textContent()).toContain('failing');
@@ -88,10 +88,10 @@ describe.skipIf(!haveChromium)('console: delivery health, game switcher, phone w
 
     await page.getByLabel('Status').selectOption('failed');
     await page.getByRole('button', { name: 'Search' }).click();
-    await page.getByRole('heading', { name: 'Failed notifications' }).waitFor();
+    await page.getByRole('heading', { name: 'Failed notifications', exact: true }).waitFor();
     expect(new URL(page.url()).searchParams.get('status')).toBe('failed');
     await page.goBack();
-    await page.getByRole('heading', { name: 'Failing notifications' }).waitFor();
+    await page.getByRole('heading', { name: 'Failing notifications', exact: true }).waitFor();
     expect(await page.getByLabel('Status').inputValue()).toBe('failing');
 
     recover();

@@ -27,7 +27,7 @@ export function NotificationsPage() {
         <SelectFilter filters={filters} name="status" label="Status" options={NOTIFICATION_STATUSES} />
       </FilterCard>
       {gameId && (
-        <Card title={`Failing notifications of ${gameId}`}>
+        <Card title={`Retry the failing notifications of ${gameId}`}>
           <RetryFailing gameId={gameId} onDone={list.reload} />
         </Card>
       )}
