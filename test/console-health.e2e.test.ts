@@ -1,15 +1,17 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOrder } from './helpers/orders.js';
 import type { Page } from 'playwright-core';
 import { haveChromium, openConsoleBrowser, pageOverflow, signIn, type ConsoleBrowser } from './helpers/console.js';
 import { notificationRow, paidOrder } from './helpers/paid-orders.js';
 import { Receiver, ok, status, until } from './helpers/receiver.js';
 import { admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
 
-// Delivery health in the console (operators.md 3), the game switcher and the phone layout, in a
-// real headless Chromium. Retries are 5 to 10 minutes apart (base 10 minutes): a notification
+// Delivery health in the console (operators.md 3), the game switcher, search across games, the
+// CSV export and the phone layout, in a real headless Chromium. Retries are 5 to 10 minutes apart (base 10 minutes): a notification
 // whose receiver answers 500 stays `failing` while the file runs, unless retried now.
 
-describe.skipIf(!haveChromium)('console: delivery health, game switcher, phone width', () => {
+describe.skipIf(!haveChromium)('console: delivery health, game switcher, search, CSV export, phone width', () => {
   let t: TestService;
   let browser: ConsoleBrowser;
   let page: Page;
@@ -110,6 +112,44 @@ describe.skipIf(!haveChromium)('console: delivery health, game switcher, phone w
     await page.getByRole('heading', { name: new RegExp(`Overview ${g.gameId}`) }).waitFor();
     await go('/');
     await page.getByRole('heading', { name: new RegExp(`Overview ${g.gameId}`) }).waitFor();
+  });
+
+  it('finds orders of any game by order id, reference id or player; exports a listing as CSV', async () => {
+    const a = await createGame(t);
+    const b = await createGame(t);
+    const player = `player-${a.gameId}`;
+    const first = await createOrder(t, a, { combo_id: player, reference_id: `ref-a-${a.gameId}` });
+    await createOrder(t, b, { combo_id: player, reference_id: `ref-b-${b.gameId}` });
+    const results = page.getByTestId('search-results').locator('tbody tr');
+
+    await go('/search');
+    await page.getByLabel('Order id, reference id or player (combo id)').fill(player);
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByRole('heading', { name: '2 orders found (at most 50 per field)' }).waitFor();
+    expect(new URL(page.url()).searchParams.get('q')).toBe(player);
+    expect((await results.allTextContents()).map((r) => r.includes(a.gameId) || r.includes(b.gameId))).toEqual([true, true]);
+    await page.reload();
+    await page.getByRole('heading', { name: '2 orders found (at most 50 per field)' }).waitFor();
+
+    await go(`/search?q=ref-b-${b.gameId}`);
+    await page.getByRole('heading', { name: '1 order found (at most 50 per field)' }).waitFor();
+    expect(await results.first().textContent()).toMatch(/reference id$/);
+    await go(`/search?q=${first.order_id}`);
+    await page.getByRole('heading', { name: '1 order found (at most 50 per field)' }).waitFor();
+    expect(await results.first().textContent()).toMatch(/order id$/);
+    await page.goBack();
+    await page.getByRole('heading', { name: '1 order found (at most 50 per field)' }).waitFor();
+    expect(await results.first().textContent()).toMatch(/reference id$/);
+
+    await go(`/orders?game_id=${a.gameId}`);
+    await page.getByTestId('orders-table').locator('tbody tr').first().waitFor();
+    const download = page.waitForEvent('download');
+    await page.getByRole('button', { name: 'Export CSV' }).click();
+    const file = await download;
+    expect(file.suggestedFilename()).toMatch(new RegExp(`^orders-${a.gameId}-\\d{4}-\\d{2}-\\d{2}\\.csv$`));
+    const text = readFileSync(await file.path(), 'utf8');
+    expect(text.split('\r\n')[0]).toMatch(/^order_id,game_id,status,reference_id,combo_id,/);
+    expect(text).toContain(`${first.order_id},${a.gameId},created,ref-a-${a.gameId},${player},`);
   });
 
   it('fits a 390 px wide phone: the page never scrolls sideways, tables scroll in their box', async () => {

@@ -46,7 +46,8 @@ export function onUnauthorized(handler: () => void): void {
   unauthorizedHandler = handler;
 }
 
-async function call<T = unknown>(method: string, path: string, body?: unknown, token = session.token()): Promise<T> {
+/** The API's answer to one call, its error (ApiError) thrown; 401 also signs out. */
+async function request(method: string, path: string, body?: unknown, token = session.token()): Promise<{ res: Response; text: () => Promise<string> }> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (token) headers.authorization = `Bearer ${token}`;
   // Names in any script: non-ASCII ones travel encoded (RFC 8187, lib/operator-name.ts).
@@ -57,23 +58,30 @@ async function call<T = unknown>(method: string, path: string, body?: unknown, t
   // The API parses every POST/PUT/PATCH body as a JSON object: send {} when there is nothing.
   if (hasBody) headers['content-type'] = 'application/json';
   const res = await fetch(path, { method, headers, body: hasBody ? JSON.stringify(body ?? {}) : undefined });
+  if (res.ok) return { res, text: () => res.text() };
   const text = await res.text();
   let json: unknown = undefined;
   try {
     json = text ? JSON.parse(text) : undefined;
   } catch {
-    /* not JSON: reported below when the status is an error */
+    /* not JSON: its text is the message */
   }
-  if (!res.ok) {
-    const e = (json ?? {}) as { error?: string; message?: string };
-    const err = new ApiError(res.status, e.error ?? `http_${res.status}`, e.message ?? (text.slice(0, 200) || res.statusText));
-    if (res.status === 401) {
-      session.signOut();
-      unauthorizedHandler();
-    }
-    throw err;
+  const e = (json ?? {}) as { error?: string; message?: string };
+  const err = new ApiError(res.status, e.error ?? `http_${res.status}`, e.message ?? (text.slice(0, 200) || res.statusText));
+  if (res.status === 401) {
+    session.signOut();
+    unauthorizedHandler();
   }
-  return json as T;
+  throw err;
+}
+
+async function call<T = unknown>(method: string, path: string, body?: unknown, token = session.token()): Promise<T> {
+  const text = await (await request(method, path, body, token)).text();
+  try {
+    return (text ? JSON.parse(text) : undefined) as T;
+  } catch {
+    return undefined as T; // a 2xx without JSON: nothing to show
+  }
 }
 
 function query(params: Record<string, string | number | boolean | undefined | null>): string {
@@ -341,6 +349,12 @@ export const api = {
 
   async orders(f: { game_id?: string; status?: string; combo_id?: string; reference_id?: string; limit?: number; cursor?: string }): Promise<Page<Order>> {
     return asPage<Order>(await call('GET', `/admin/v1/orders${query({ limit: 50, ...f })}`));
+  },
+  /** The CSV export of an order listing (every matching order) and its file name. */
+  async ordersCsv(f: { game_id?: string; status?: string; combo_id?: string; reference_id?: string }): Promise<{ blob: Blob; filename: string }> {
+    const { res } = await request('GET', `/admin/v1/orders.csv${query(f)}`);
+    const filename = /filename="([^"]+)"/.exec(res.headers.get('content-disposition') ?? '')?.[1] ?? 'orders.csv';
+    return { blob: await res.blob(), filename };
   },
   order: (orderId: string) => call<OrderDetail>('GET', `/admin/v1/orders/${enc(orderId)}`),
   refundOrder: (orderId: string, reason?: string) => call<Order>('POST', `/admin/v1/orders/${enc(orderId)}/refund`, reason ? { reason } : {}),
