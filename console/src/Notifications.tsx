@@ -87,7 +87,7 @@ function Row({ n, onChanged }: { n: Notification; onChanged: () => void }) {
 }
 
 /** Statuses whose notification is still being delivered: retried now, not redelivered. */
-const BEING_DELIVERED = new Set(['pending', 'failing']);
+export const BEING_DELIVERED = new Set(['pending', 'failing']);
 
 /** Sends every failing notification of a game now (after its endpoint was fixed). */
 export function RetryFailing({ gameId, onDone }: { gameId: string; onDone: () => void }) {

@@ -1,6 +1,7 @@
 import { useState, type ReactNode } from 'react';
 import { ApiError, ORDER_STATUSES, api, notificationType, recentGames, type Notification, type Order, type OrderDetail } from './api';
 import { FilterCard, PagedTable, SelectFilter, TextFilter, useUrlFilters, usePaged, type Header } from './lists';
+import { BEING_DELIVERED } from './Notifications';
 import { Link } from './router';
 import { Card, ConfirmButton, ErrorBox, Field, Json, StatusBadge, money, time, useAction, useLoad, Unloaded } from './ui';
 
@@ -242,6 +243,10 @@ export function NotificationBlock({ n, onChanged }: { n: Notification; onChanged
   const redeliver = async () => {
     if ((await action.run(() => api.redeliver(n.notification_id))) !== undefined) onChanged();
   };
+  const retry = async () => {
+    if ((await action.run(() => api.retry(n.notification_id))) !== undefined) onChanged();
+  };
+  const delivering = BEING_DELIVERED.has(n.status);
   return (
     <div className="notification" data-testid="notification">
       <div className="row spread">
@@ -250,10 +255,16 @@ export function NotificationBlock({ n, onChanged }: { n: Notification; onChanged
           <div className="muted small">
             to {n.notify_url ?? '?'} · created {time(n.created_at)}
             {n.delivered_at ? ` · delivered ${time(n.delivered_at)}` : ''}
-            {n.status === 'pending' && n.next_attempt_at ? ` · next attempt ${time(n.next_attempt_at)}` : ''}
+            {delivering && n.next_attempt_at ? ` · next attempt ${time(n.next_attempt_at)}` : ''}
           </div>
         </div>
-        <ConfirmButton label="Redeliver" question="Deliver this notification again?" disabled={action.busy} onConfirm={redeliver} />
+        {delivering ? (
+          <button disabled={action.busy} onClick={retry}>
+            Retry now
+          </button>
+        ) : (
+          <ConfirmButton label="Redeliver" question="Deliver this notification again?" disabled={action.busy} onConfirm={redeliver} />
+        )}
       </div>
       <ErrorBox error={action.error} />
       <table className="attempts">
