@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrder } from './helpers/orders.js';
 import type { Page } from 'playwright-core';
-import { haveChromium, openConsoleBrowser, pageOverflow, signIn, type ConsoleBrowser } from './helpers/console.js';
+import { haveChromium, openConsoleBrowser, pageOverflow, signIn, type ConsoleBrowser } from './helpers/console-browser.js';
 import { notificationRow, paidOrder } from './helpers/paid-orders.js';
 import { Receiver, ok, status, until } from './helpers/receiver.js';
 import { admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';

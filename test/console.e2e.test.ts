@@ -1,19 +1,19 @@
-import type { Page } from 'playwright-core';
+import { type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { haveChromium, openConsoleBrowser, signIn as signInWith, type ConsoleBrowser } from './helpers/console-browser.js';
 import { createOrder, pay } from './helpers/orders.js';
 import { paidOrder } from './helpers/paid-orders.js';
 import { Receiver, ok, status, until } from './helpers/receiver.js';
-import { openConsoleBrowser, haveChromium, signIn as signInWith, type ConsoleBrowser } from './helpers/console.js';
 import { ADMIN_TOKEN, admin, createGame, signed, startService, type TestGame, type TestService } from './helpers/service.js';
 
 // The web console driven in a real headless Chromium against a real service.
-
 describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
   let t: TestService;
   let browser: ConsoleBrowser;
   let page: Page;
   let receiver: Receiver;
   const keys = new Map<string, string[]>();
+  let problems: string[] = [];
 
   const shot = (name: string) => browser.shot(name);
   const go = (p: string) => page.goto(`${t.url}/console${p}`);
@@ -24,7 +24,7 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
     // A one-second retry window: a notification whose receiver keeps failing is `failed` at once.
     t = await startService({ env: { NOTIFY_MAX_AGE_SECONDS: '1', NOTIFY_RETRY_BASE_MS: '50', NOTIFY_POLL_INTERVAL_MS: '50' } });
     browser = await openConsoleBrowser();
-    page = browser.page;
+    ({ page, problems } = browser);
   }, 240_000);
 
   afterAll(async () => {
@@ -419,6 +419,6 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
   });
 
   it('ran without script errors or CSP refusals', () => {
-    expect(browser.problems).toEqual([]);
+    expect(problems).toEqual([]);
   });
 });

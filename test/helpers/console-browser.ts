@@ -5,8 +5,8 @@ import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { ADMIN_TOKEN } from './service.js';
 
-/** The web console driven in a real headless Chromium against a real service. */
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+/** The web console in a real headless Chromium (the console e2e tests). */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARGS = [
   '--headless',
   '--no-sandbox',
@@ -17,7 +17,6 @@ const ARGS = [
   '--disable-component-update',
   '--disable-sync',
 ];
-/** Where the screenshots go. */
 export const SHOTS = path.resolve('test-output');
 export const haveChromium = existsSync(CHROMIUM);
 if (!haveChromium && process.env.CI) throw new Error(`Chromium is required in CI for the console tests (not found at ${CHROMIUM})`);
@@ -34,7 +33,7 @@ function newest(dir: string): number {
 }
 
 /** dist/console is made by `npm run build`; build just the console when it is missing or older than its source. */
-function ensureConsoleBuilt(): void {
+export function ensureConsoleBuilt(): void {
   const index = path.resolve('dist/console/index.html');
   if (existsSync(index) && statSync(index).mtimeMs >= newest(path.resolve('console'))) return;
   const r = spawnSync('npx', ['vite', 'build', '--config', 'console/vite.config.ts', '--logLevel', 'warn'], {
@@ -48,19 +47,18 @@ function ensureConsoleBuilt(): void {
 export interface ConsoleBrowser {
   ctx: BrowserContext;
   page: Page;
-  /** Script errors, CSP refusals, failed console files: each test file expects none. */
+  /** Script errors, CSP refusals, failed console files: the test's last check expects none. */
   problems: string[];
-  /** A full-page screenshot, test-output/console-<name>.png. */
-  shot(name: string): Promise<unknown>;
+  shot(name: string): Promise<Buffer>;
   close(): Promise<void>;
 }
 
-/** Builds the console when needed and opens it in a headless Chromium of its own. */
-export async function openConsoleBrowser(): Promise<ConsoleBrowser> {
+/** Builds the console if needed and opens it in a fresh Chromium profile. */
+export async function openConsoleBrowser(viewport = { width: 1280, height: 900 }): Promise<ConsoleBrowser> {
   ensureConsoleBuilt();
   mkdirSync(SHOTS, { recursive: true });
   const userDir = mkdtempSync(path.join(os.tmpdir(), 'console-chromium-'));
-  const ctx = await chromium.launchPersistentContext(userDir, { executablePath: CHROMIUM, args: ARGS, headless: true, viewport: { width: 1280, height: 900 } });
+  const ctx = await chromium.launchPersistentContext(userDir, { executablePath: CHROMIUM, args: ARGS, headless: true, viewport });
   const page = ctx.pages()[0] ?? (await ctx.newPage());
   page.setDefaultTimeout(15_000);
   const problems: string[] = [];
@@ -82,7 +80,7 @@ export async function openConsoleBrowser(): Promise<ConsoleBrowser> {
     page,
     problems,
     shot: (name) => page.screenshot({ path: path.join(SHOTS, `console-${name}.png`), fullPage: true }),
-    close: async () => {
+    async close() {
       await ctx.close();
       rmSync(userDir, { recursive: true, force: true });
     },
