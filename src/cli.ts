@@ -11,6 +11,7 @@ import { migrateCommand } from './cli/migrate.js';
 import { nppaTestCommand } from './cli/nppa-test.js';
 import { rotateSecretsCommand } from './cli/rotate-secrets.js';
 import { notifyCommand } from './cli/notify.js';
+import { notificationsCommand } from './cli/notifications.js';
 import { ordersCommand } from './cli/orders.js';
 import { reconcileCommand } from './cli/reconcile.js';
 import { productsCommand } from './cli/products.js';
@@ -23,7 +24,7 @@ import { packageVersion } from './lib/package-info.js';
  * command group under src/cli/. Exit status: 0 done, 1 the command failed (API error,
  * unreachable service, receiver refused), 2 wrong usage or configuration.
  */
-const COMMANDS: Command[] = [gamesCommand, keysCommand, productsCommand, channelsCommand, apiCommand, ordersCommand, reconcileCommand, signCommand, notifyCommand, listenCommand, migrateCommand, backupCommand, rotateSecretsCommand, nppaTestCommand];
+const COMMANDS: Command[] = [gamesCommand, keysCommand, productsCommand, channelsCommand, apiCommand, ordersCommand, reconcileCommand, signCommand, notifyCommand, notificationsCommand, listenCommand, migrateCommand, backupCommand, rotateSecretsCommand, nppaTestCommand];
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

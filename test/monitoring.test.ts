@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Receiver, until } from './helpers/receiver.js';
 import { METRICS_TOKEN } from './helpers/metrics.js';
 import { createGame, orderBody, signed, startService, type TestService } from './helpers/service.js';
+import { UNDELIVERED } from '../src/observability/undelivered.js';
 
 /** The shipped monitoring (deploy/prometheus/alerts.yml, deploy/grafana/combo-dashboard.json). */
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -90,6 +91,15 @@ describe('metrics the dashboard and the alert rules name', () => {
   afterAll(async () => {
     await t?.stop();
     await receiver?.close();
+  });
+
+  it('name only statuses the undelivered gauge has (failing among them)', () => {
+    const statuses = new Set<string>();
+    for (const e of [...ruleExpressions(), ...dashboardExpressions()]) {
+      for (const m of e.matchAll(/combo_notifications_undelivered\{[^}]*\bstatus=~?"([^"]*)"/g)) for (const s of (m[1] as string).split('|')) statuses.add(s);
+    }
+    expect(statuses.has('failing')).toBe(true);
+    expect([...statuses].filter((s) => !UNDELIVERED.includes(s as never))).toEqual([]);
   });
 
   it('reads PromQL names as expected', () => {

@@ -9,6 +9,7 @@ import { Overview } from './Overview';
 import { PartnerDetail, Partners } from './Partners';
 import { ReconciliationsPage } from './Reconciliations';
 import { Link, match, navigate, useRoute } from './router';
+import { SearchPage } from './Search';
 import { SessionsPage } from './Sessions';
 import { ErrorBox, Field, useAction } from './ui';
 import { isOperatorName } from '../../src/lib/operator-name';
@@ -16,6 +17,7 @@ import { isOperatorName } from '../../src/lib/operator-name';
 const NAV: [string, string][] = [
   ['/', 'Overview'],
   ['/games', 'Games'],
+  ['/search', 'Search'],
   ['/orders', 'Orders'],
   ['/notifications', 'Failed notifications'],
   ['/sessions', 'Sessions'],
@@ -75,6 +77,7 @@ function Page({ path }: { path: string }) {
   if ((m = match('/games/:id', path))) return <GameDetail gameId={m.id as string} />;
   if (path === '/partners') return <Partners />;
   if ((m = match('/partners/:id', path))) return <PartnerDetail partnerId={m.id as string} />;
+  if (path === '/search') return <SearchPage />;
   if (path === '/orders') return <OrdersPage />;
   if ((m = match('/orders/:id', path))) return <OrderDetailPage orderId={m.id as string} />;
   if (path === '/notifications') return <NotificationsPage />;

@@ -8,7 +8,12 @@ import { Card, ConfirmButton, ErrorBox, Field, StatusBadge, time, useAction } fr
 const toInput = (ms: number) => new Date(ms).toISOString().slice(0, 16);
 const fromInput = (s: string) => Date.parse(`${s}:00Z`);
 
-/** Notifications that gave up (status=failed by default), with per-row and bulk redelivery. */
+const TITLES: Record<string, string> = { failed: 'Failed notifications', failing: 'Failing notifications' };
+
+/**
+ * Notifications by status (failed by default): retry now for pending and failing ones (one, or
+ * all failing ones of a game), redelivery for the others (one, or all failed since a time).
+ */
 export function NotificationsPage() {
   // An empty status (any) is kept in the URL: without one the page shows the failed ones.
   const filters = useUrlFilters('/notifications', { game_id: recentGames.current(), status: 'failed' }, { keepEmpty: true });
@@ -16,11 +21,16 @@ export function NotificationsPage() {
   const list = usePaged((cursor) => api.notifications({ status: status || undefined, game_id: gameId || undefined, cursor }), [filters.key]);
   return (
     <>
-      <h1>{status === 'failed' ? 'Failed notifications' : 'Notifications'}</h1>
+      <h1>{TITLES[status] ?? 'Notifications'}</h1>
       <FilterCard filters={filters}>
         <TextFilter filters={filters} name="game_id" label="Game id" />
         <SelectFilter filters={filters} name="status" label="Status" options={NOTIFICATION_STATUSES} />
       </FilterCard>
+      {gameId && (
+        <Card title={`Retry the failing notifications of ${gameId}`}>
+          <RetryFailing gameId={gameId} onDone={list.reload} />
+        </Card>
+      )}
       {gameId && <BulkRedeliver gameId={gameId} onDone={list.reload} />}
       <PagedTable
         title="Notifications (newest first)"
@@ -52,16 +62,56 @@ function Row({ n, onChanged }: { n: Notification; onChanged: () => void }) {
       </td>
       <td className="nowrap">{time(n.created_at)}</td>
       <td className="right">
-        <ConfirmButton
-          label="Redeliver"
-          question="Redeliver?"
-          disabled={action.busy}
-          onConfirm={async () => {
-            if ((await action.run(() => api.redeliver(n.notification_id))) !== undefined) onChanged();
-          }}
-        />
+        {BEING_DELIVERED.has(n.status) ? (
+          <button
+            disabled={action.busy}
+            onClick={async () => {
+              if ((await action.run(() => api.retry(n.notification_id))) !== undefined) onChanged();
+            }}
+          >
+            Retry now
+          </button>
+        ) : (
+          <ConfirmButton
+            label="Redeliver"
+            question="Redeliver?"
+            disabled={action.busy}
+            onConfirm={async () => {
+              if ((await action.run(() => api.redeliver(n.notification_id))) !== undefined) onChanged();
+            }}
+          />
+        )}
       </td>
     </tr>
+  );
+}
+
+/** Statuses whose notification is still being delivered: retried now, not redelivered. */
+export const BEING_DELIVERED = new Set(['pending', 'failing']);
+
+/** Sends every failing notification of a game now (after its endpoint was fixed). */
+export function RetryFailing({ gameId, onDone }: { gameId: string; onDone: () => void }) {
+  const [result, setResult] = useState<number>();
+  const action = useAction();
+  const run = async () => {
+    const r = await action.run(() => api.retryFailing(gameId));
+    if (r) {
+      setResult(r.count);
+      onDone();
+    }
+  };
+  return (
+    <div className="row">
+      <button disabled={action.busy} onClick={run}>
+        Retry all failing now
+      </button>
+      {result !== undefined && (
+        <span role="status" data-testid="retry-result">
+          {result} failing notification{result === 1 ? '' : 's'} sent now.
+        </span>
+      )}
+      <ErrorBox error={action.error} />
+    </div>
   );
 }
 

@@ -1,9 +1,34 @@
 import { useState, type ReactNode } from 'react';
-import { ApiError, ORDER_STATUSES, api, notificationType, recentGames, type Notification, type OrderDetail } from './api';
-import { FilterCard, PagedTable, SelectFilter, TextFilter, useUrlFilters, usePaged } from './lists';
+import { ApiError, ORDER_STATUSES, api, notificationType, recentGames, type Notification, type Order, type OrderDetail } from './api';
+import { FilterCard, PagedTable, SelectFilter, TextFilter, useUrlFilters, usePaged, type Header } from './lists';
+import { BEING_DELIVERED } from './Notifications';
 import { RefundState, paidBy, refundPrompt, useSettling } from './Refunds';
 import { Link } from './router';
 import { Card, ConfirmButton, ErrorBox, Field, Json, StatusBadge, money, time, useAction, useLoad, Unloaded } from './ui';
+
+export const ORDER_HEADERS: Header[] = ['Order', 'Created', 'Game', 'Reference', 'Combo id', 'Product', { label: 'Amount', className: 'right' }, 'Status'];
+
+/** One order in a table of ORDER_HEADERS columns (and `extra` cells after them). */
+export function OrderRow({ o, extra }: { o: Order; extra?: ReactNode }) {
+  return (
+    <tr>
+      <td className="mono">
+        <Link to={`/orders/${encodeURIComponent(o.order_id)}`}>{o.order_id}</Link>
+      </td>
+      <td className="nowrap">{time(o.created_at)}</td>
+      <td className="mono">{o.game_id}</td>
+      <td className="mono">{o.reference_id}</td>
+      <td className="mono">{o.combo_id}</td>
+      <td>{o.product_id}</td>
+      <td className="right">{money(o.amount, o.currency)}</td>
+      <td>
+        <StatusBadge status={o.status} />
+        {o.is_sandbox && <span className="badge">sandbox</span>}
+      </td>
+      {extra}
+    </tr>
+  );
+}
 
 /** Filters live in the URL (?game_id=..&status=..) so a view can be shared and reloaded. */
 export function OrdersPage() {
@@ -18,31 +43,39 @@ export function OrdersPage() {
         <TextFilter filters={filters} name="combo_id" label="Combo id" />
         <TextFilter filters={filters} name="reference_id" label="Reference id" />
       </FilterCard>
+      <CsvExport filter={filters.applied} />
       <PagedTable
         title="Orders (newest first)"
         list={list}
         testId="orders-table"
-        headers={['Order', 'Created', 'Game', 'Reference', 'Combo id', 'Product', { label: 'Amount', className: 'right' }, 'Status']}
+        headers={ORDER_HEADERS}
         empty="No orders match."
-        row={(o) => (
-          <tr key={o.order_id}>
-            <td className="mono">
-              <Link to={`/orders/${encodeURIComponent(o.order_id)}`}>{o.order_id}</Link>
-            </td>
-            <td className="nowrap">{time(o.created_at)}</td>
-            <td className="mono">{o.game_id}</td>
-            <td className="mono">{o.reference_id}</td>
-            <td className="mono">{o.combo_id}</td>
-            <td>{o.product_id}</td>
-            <td className="right">{money(o.amount, o.currency)}</td>
-            <td>
-              <StatusBadge status={o.status} />
-              {o.is_sandbox && <span className="badge">sandbox</span>}
-            </td>
-          </tr>
-        )}
+        row={(o) => <OrderRow key={o.order_id} o={o} />}
       />
     </>
+  );
+}
+
+/** Downloads every order the applied filters match as CSV (GET /admin/v1/orders.csv). */
+function CsvExport({ filter }: { filter: Record<string, string> }) {
+  const action = useAction();
+  const download = async () => {
+    const file = await action.run(() => api.ordersCsv(filter));
+    if (!file) return;
+    const a = document.createElement('a');
+    a.href = URL.createObjectURL(file.blob);
+    a.download = file.filename;
+    a.click();
+    setTimeout(() => URL.revokeObjectURL(a.href), 60_000);
+  };
+  return (
+    <div className="row">
+      <button onClick={download} disabled={action.busy}>
+        {action.busy ? 'Exporting…' : 'Export CSV'}
+      </button>
+      <span className="muted small">every order these filters match</span>
+      <ErrorBox error={action.error} />
+    </div>
   );
 }
 
@@ -216,6 +249,10 @@ export function NotificationBlock({ n, onChanged }: { n: Notification; onChanged
   const redeliver = async () => {
     if ((await action.run(() => api.redeliver(n.notification_id))) !== undefined) onChanged();
   };
+  const retry = async () => {
+    if ((await action.run(() => api.retry(n.notification_id))) !== undefined) onChanged();
+  };
+  const delivering = BEING_DELIVERED.has(n.status);
   return (
     <div className="notification" data-testid="notification">
       <div className="row spread">
@@ -224,10 +261,16 @@ export function NotificationBlock({ n, onChanged }: { n: Notification; onChanged
           <div className="muted small">
             to {n.notify_url ?? '?'} · created {time(n.created_at)}
             {n.delivered_at ? ` · delivered ${time(n.delivered_at)}` : ''}
-            {n.status === 'pending' && n.next_attempt_at ? ` · next attempt ${time(n.next_attempt_at)}` : ''}
+            {delivering && n.next_attempt_at ? ` · next attempt ${time(n.next_attempt_at)}` : ''}
           </div>
         </div>
-        <ConfirmButton label="Redeliver" question="Deliver this notification again?" disabled={action.busy} onConfirm={redeliver} />
+        {delivering ? (
+          <button disabled={action.busy} onClick={retry}>
+            Retry now
+          </button>
+        ) : (
+          <ConfirmButton label="Redeliver" question="Deliver this notification again?" disabled={action.busy} onConfirm={redeliver} />
+        )}
       </div>
       <ErrorBox error={action.error} />
       <table className="attempts">

@@ -1,7 +1,9 @@
-import { useState, type FormEvent, type ReactNode } from 'react';
-import { ApiError, api, recentGames, type Notification, type Order, type Page } from './api';
+import { useState, type ReactNode } from 'react';
+import { ApiError, api, recentGames, type DeliveryHealth, type DeliveryRate, type Notification, type Order, type Page } from './api';
+import { GamePicker } from './GamePicker';
+import { RetryFailing } from './Notifications';
 import { Link, navigate, useRoute } from './router';
-import { Card, ErrorBox, Field, money, useLoad } from './ui';
+import { Card, ErrorBox, money, time, useLoad } from './ui';
 
 const HOUR = 3_600_000;
 const WINDOW = 24 * HOUR;
@@ -31,8 +33,8 @@ interface Stats {
   sandboxRevenue: Record<string, number>;
   delivered: number;
   finished: number;
-  backlog: number;
-  failed: number;
+  /** Undelivered notifications of the game, from its delivery health (not capped by paging). */
+  health?: DeliveryHealth;
   truncated: boolean;
   ordersError?: Error;
   notificationsError?: Error;
@@ -46,17 +48,13 @@ async function overview(gameId: string, now: number): Promise<Stats> {
   const [[orders, ordersError], [notes, notificationsError]] = await Promise.all([
     settle(collect<Order>((cursor) => api.orders({ game_id: gameId, limit: 200, cursor }), from)),
     settle(
-      Promise.all([
-        collect<Notification>((cursor) => api.notifications({ game_id: gameId, limit: 200, cursor }), from),
-        collect<Notification>((cursor) => api.notifications({ game_id: gameId, status: 'pending', limit: 200, cursor }), 0),
-        // Every notification failed now: one fails only after its retry window (7 days by
-        // default), so those created in the last 24 hours are hardly ever failed yet.
-        collect<Notification>((cursor) => api.notifications({ game_id: gameId, status: 'failed', limit: 200, cursor }), 0),
-      ]),
+      // The window's notifications for the success rate; the delivery health counts every
+      // undelivered one of the game, however old (one fails only after its 7-day retry window).
+      Promise.all([collect<Notification>((cursor) => api.notifications({ game_id: gameId, limit: 200, cursor }), from), api.deliveryHealth(gameId)]),
     ),
   ]);
-  const [all, pending, failed] = notes ?? [NONE, NONE, NONE];
-  return summarise(from, orders ?? NONE, all, pending, failed, ordersError, notificationsError);
+  const [all, health] = notes ?? [NONE, undefined];
+  return summarise(from, orders ?? NONE, all, health, ordersError, notificationsError);
 }
 
 const NONE = { rows: [], truncated: false };
@@ -76,8 +74,7 @@ function summarise(
   from: number,
   orders: Rows<Order>,
   notes: Rows<Notification>,
-  pending: Rows<Notification>,
-  failed: Rows<Notification>,
+  health: DeliveryHealth | undefined,
   ordersError: Error | undefined,
   notificationsError: Error | undefined,
 ): Stats {
@@ -101,10 +98,10 @@ function summarise(
       if (o.currency === currency && !o.is_sandbox) h.revenue += o.amount;
     }
   }
-  // Of the window's notifications, those delivered against those that failed or are being
-  // retried (pending after an attempt): an endpoint answering 500 all day shows as such.
+  // Of the window's notifications, those delivered against those attempted (failing ones
+  // included): an endpoint answering 500 all day shows as such.
   const delivered = notes.rows.filter((n) => n.status === 'succeeded').length;
-  const finished = notes.rows.filter((n) => n.status !== 'pending' || (n.attempt_count ?? 0) > 0).length;
+  const finished = notes.rows.filter((n) => n.status !== 'pending').length;
   return {
     from,
     hours,
@@ -115,9 +112,8 @@ function summarise(
     sandboxRevenue,
     delivered,
     finished,
-    backlog: pending.rows.length,
-    failed: failed.rows.length,
-    truncated: orders.truncated || notes.truncated || pending.truncated,
+    health,
+    truncated: orders.truncated || notes.truncated,
     ordersError,
     notificationsError,
   };
@@ -126,36 +122,24 @@ function summarise(
 export function Overview() {
   const { query } = useRoute();
   const gameId = query.get('game_id') ?? recentGames.current();
-  const [input, setInput] = useState(gameId);
   const [now, setNow] = useState(() => Date.now());
   const stats = useLoad(() => (gameId ? overview(gameId, now) : Promise.resolve(undefined)), [gameId, now]);
-  const pick = (e: FormEvent) => {
-    e.preventDefault();
-    if (!input.trim()) return;
-    recentGames.use(input.trim());
-    navigate(`/?game_id=${encodeURIComponent(input.trim())}`);
-  };
   return (
     <>
       <h1>Overview {gameId && <span className="muted mono">{gameId}</span>}</h1>
       <Card title="Game" actions={gameId && <button onClick={() => setNow(Date.now())}>Refresh</button>}>
-        <form className="row" onSubmit={pick}>
-          <input name="game_id" aria-label="Game id" placeholder="game id" value={input} onChange={(e) => setInput(e.target.value)} />
-          <button type="submit" className="primary">
-            Show
-          </button>
-          {gameId && <Link to={`/games/${encodeURIComponent(gameId)}`}>Game settings</Link>}
-        </form>
+        <GamePicker gameId={gameId} onPick={(id) => navigate(`/?game_id=${encodeURIComponent(id)}`)} />
+        {gameId && <Link to={`/games/${encodeURIComponent(gameId)}`}>Game settings</Link>}
         {!gameId && <p className="muted">Choose a game to see its last 24 hours.</p>}
       </Card>
       <ErrorBox error={stats.error} />
       {stats.loading && gameId && !stats.data && <p className="muted">Loading…</p>}
-      {stats.data && <StatsView s={stats.data} gameId={gameId} />}
+      {stats.data && <StatsView s={stats.data} gameId={gameId} onRetried={() => setNow(Date.now())} />}
     </>
   );
 }
 
-function StatsView({ s, gameId }: { s: Stats; gameId: string }) {
+function StatsView({ s, gameId, onRetried }: { s: Stats; gameId: string; onRetried: () => void }) {
   const rate = s.finished ? `${((100 * s.delivered) / s.finished).toFixed(1)} %` : '—';
   const totals = (r: Record<string, number>) =>
     Object.keys(r).length
@@ -170,8 +154,7 @@ function StatsView({ s, gameId }: { s: Stats; gameId: string }) {
         <Tile label="Paid orders" value={String(s.paid)} />
         <Tile label="Revenue" value={totals(s.revenue)} note={Object.keys(s.sandboxRevenue).length ? `sandbox: ${totals(s.sandboxRevenue)}` : 'sandbox excluded'} />
         <Tile label="Delivery success" value={rate} note={`${s.delivered} of ${s.finished} notifications attempted`} />
-        <Tile label="Backlog" value={String(s.backlog)} note="notifications pending" />
-        <Tile label="Failed" value={String(s.failed)} note={<Link to={`/notifications?game_id=${encodeURIComponent(gameId)}`}>see failed</Link>} />
+        {s.health && <UndeliveredTiles health={s.health} gameId={gameId} />}
       </div>
       {s.truncated && <p className="muted small">Busy game: only the newest rows were counted.</p>}
       {s.ordersError && (
@@ -184,6 +167,7 @@ function StatsView({ s, gameId }: { s: Stats; gameId: string }) {
           Notifications could not be read: {s.notificationsError.message}
         </div>
       )}
+      {s.health && <HealthCard health={s.health} gameId={gameId} onRetried={onRetried} />}
       <Card title="Orders per hour (UTC)">
         <Bars values={s.hours.map((h) => h.orders)} labels={s.hours.map((h) => h.start)} format={(v) => String(v)} />
       </Card>
@@ -191,6 +175,67 @@ function StatsView({ s, gameId }: { s: Stats; gameId: string }) {
         <Bars values={s.hours.map((h) => h.revenue)} labels={s.hours.map((h) => h.start)} format={(v) => money(v, s.currency)} />
       </Card>
     </>
+  );
+}
+
+/** Undelivered notifications of every host, as the delivery health counts them. */
+function UndeliveredTiles({ health, gameId }: { health: DeliveryHealth; gameId: string }) {
+  const sum = (k: 'pending' | 'failing' | 'failed') => health.hosts.reduce((n, h) => n + h.undelivered[k], 0);
+  const see = (status: string) => <Link to={`/notifications?game_id=${encodeURIComponent(gameId)}&status=${status}`}>see {status}</Link>;
+  return (
+    <>
+      <Tile label="Backlog" value={String(sum('pending'))} note="notifications not attempted yet" />
+      <Tile label="Failing" value={String(sum('failing'))} note={see('failing')} />
+      <Tile label="Failed" value={String(sum('failed'))} note={see('failed')} />
+    </>
+  );
+}
+
+const rate = (r: DeliveryRate) => (r.success_rate === null ? '—' : `${(100 * r.success_rate).toFixed(1)} % of ${r.attempts}`);
+
+/** Per notify host: success rates, undelivered counts, the oldest undelivered, the last error. */
+function HealthCard({ health, gameId, onRetried }: { health: DeliveryHealth; gameId: string; onRetried: () => void }) {
+  return (
+    <Card title="Delivery health per notify host" id="delivery-health">
+      <RetryFailing gameId={gameId} onDone={onRetried} />
+      <div className="table-box">
+        <table data-testid="delivery-health">
+          <thead>
+            <tr>
+              <th>Host</th>
+              <th className="right">Last hour</th>
+              <th className="right">Last day</th>
+              <th className="right">Pending</th>
+              <th className="right">Failing</th>
+              <th className="right">Failed</th>
+              <th>Oldest undelivered</th>
+              <th>Last error</th>
+            </tr>
+          </thead>
+          <tbody>
+            {health.hosts.map((h) => (
+              <tr key={h.host}>
+                <td className="mono">{h.host}</td>
+                <td className="right nowrap">{rate(h.last_hour)}</td>
+                <td className="right nowrap">{rate(h.last_day)}</td>
+                <td className="right">{h.undelivered.pending}</td>
+                <td className="right">{h.undelivered.failing}</td>
+                <td className="right">{h.undelivered.failed}</td>
+                <td className="nowrap">{h.oldest_undelivered ? time(h.oldest_undelivered.created_at) : '—'}</td>
+                <td className="small">{h.last_error ? `${time(h.last_error.at)}: ${h.last_error.error ?? `HTTP ${h.last_error.status_code}`}` : '—'}</td>
+              </tr>
+            ))}
+            {health.hosts.length === 0 && (
+              <tr>
+                <td colSpan={8} className="muted">
+                  No attempts in the last day and nothing undelivered.
+                </td>
+              </tr>
+            )}
+          </tbody>
+        </table>
+      </div>
+    </Card>
   );
 }
 

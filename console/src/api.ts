@@ -46,7 +46,8 @@ export function onUnauthorized(handler: () => void): void {
   unauthorizedHandler = handler;
 }
 
-async function call<T = unknown>(method: string, path: string, body?: unknown, token = session.token()): Promise<T> {
+/** The API's answer to one call, its error (ApiError) thrown; 401 also signs out. */
+async function request(method: string, path: string, body?: unknown, token = session.token()): Promise<{ res: Response; text: () => Promise<string> }> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (token) headers.authorization = `Bearer ${token}`;
   // Names in any script: non-ASCII ones travel encoded (RFC 8187, lib/operator-name.ts).
@@ -57,23 +58,30 @@ async function call<T = unknown>(method: string, path: string, body?: unknown, t
   // The API parses every POST/PUT/PATCH body as a JSON object: send {} when there is nothing.
   if (hasBody) headers['content-type'] = 'application/json';
   const res = await fetch(path, { method, headers, body: hasBody ? JSON.stringify(body ?? {}) : undefined });
+  if (res.ok) return { res, text: () => res.text() };
   const text = await res.text();
   let json: unknown = undefined;
   try {
     json = text ? JSON.parse(text) : undefined;
   } catch {
-    /* not JSON: reported below when the status is an error */
+    /* not JSON: its text is the message */
   }
-  if (!res.ok) {
-    const e = (json ?? {}) as { error?: string; message?: string };
-    const err = new ApiError(res.status, e.error ?? `http_${res.status}`, e.message ?? (text.slice(0, 200) || res.statusText));
-    if (res.status === 401) {
-      session.signOut();
-      unauthorizedHandler();
-    }
-    throw err;
+  const e = (json ?? {}) as { error?: string; message?: string };
+  const err = new ApiError(res.status, e.error ?? `http_${res.status}`, e.message ?? (text.slice(0, 200) || res.statusText));
+  if (res.status === 401) {
+    session.signOut();
+    unauthorizedHandler();
   }
-  return json as T;
+  throw err;
+}
+
+async function call<T = unknown>(method: string, path: string, body?: unknown, token = session.token()): Promise<T> {
+  const text = await (await request(method, path, body, token)).text();
+  try {
+    return (text ? JSON.parse(text) : undefined) as T;
+  } catch {
+    return undefined as T; // a 2xx without JSON: nothing to show
+  }
 }
 
 function query(params: Record<string, string | number | boolean | undefined | null>): string {
@@ -245,7 +253,30 @@ export interface Attempt {
   response_snippet: string | null;
 }
 
-export const NOTIFICATION_STATUSES = ['pending', 'succeeded', 'failed', 'gone'] as const;
+/** `failing`: its latest attempt failed and it will be retried (docs/notifications.md). */
+export const NOTIFICATION_STATUSES = ['pending', 'failing', 'succeeded', 'failed', 'gone'] as const;
+
+export interface DeliveryRate {
+  attempts: number;
+  succeeded: number;
+  success_rate: number | null;
+}
+
+/** One notify host of a game (GET /admin/v1/games/:game_id/delivery-health). */
+export interface HostHealth {
+  host: string;
+  last_hour: DeliveryRate;
+  last_day: DeliveryRate;
+  last_error: { at: number; notification_id: string; status_code: number | null; error: string | null } | null;
+  undelivered: { pending: number; failing: number; failed: number };
+  oldest_undelivered: { notification_id: string; status: string; created_at: number } | null;
+}
+
+export interface DeliveryHealth {
+  game_id: string;
+  at: number;
+  hosts: HostHealth[];
+}
 
 export interface Notification {
   notification_id: string;
@@ -347,6 +378,12 @@ export const api = {
   async orders(f: { game_id?: string; status?: string; combo_id?: string; reference_id?: string; limit?: number; cursor?: string }): Promise<Page<Order>> {
     return asPage<Order>(await call('GET', `/admin/v1/orders${query({ limit: 50, ...f })}`));
   },
+  /** The CSV export of an order listing (every matching order) and its file name. */
+  async ordersCsv(f: { game_id?: string; status?: string; combo_id?: string; reference_id?: string }): Promise<{ blob: Blob; filename: string }> {
+    const { res } = await request('GET', `/admin/v1/orders.csv${query(f)}`);
+    const filename = /filename="([^"]+)"/.exec(res.headers.get('content-disposition') ?? '')?.[1] ?? 'orders.csv';
+    return { blob: await res.blob(), filename };
+  },
   order: (orderId: string) => call<OrderDetail>('GET', `/admin/v1/orders/${enc(orderId)}`),
   refundOrder: (orderId: string, reason?: string) => call<Order>('POST', `/admin/v1/orders/${enc(orderId)}/refund`, reason ? { reason } : {}),
   cancelOrder: (orderId: string, reason?: string) => call<Order>('POST', `/admin/v1/orders/${enc(orderId)}/cancel`, reason ? { reason } : {}),
@@ -355,6 +392,9 @@ export const api = {
     return asPage<Notification>(await call('GET', `/admin/v1/notifications${query({ limit: 50, ...f })}`));
   },
   redeliver: (notificationId: string) => call<Notification>('POST', `/admin/v1/notifications/${enc(notificationId)}/redeliver`),
+  retry: (notificationId: string) => call<Notification>('POST', `/admin/v1/notifications/${enc(notificationId)}/retry`),
+  retryFailing: (gameId: string) => call<{ count: number }>('POST', `/admin/v1/games/${enc(gameId)}/notifications/retry`),
+  deliveryHealth: (gameId: string) => call<DeliveryHealth>('GET', `/admin/v1/games/${enc(gameId)}/delivery-health`),
   redeliverSince: (gameId: string, since: number) =>
     call<{ count: number }>('POST', `/admin/v1/games/${enc(gameId)}/notifications/redeliver`, { since }),
 

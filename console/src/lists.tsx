@@ -169,30 +169,32 @@ export function PagedTable<T>(props: { title: ReactNode; list: Paged<T>; headers
   return (
     <Card title={props.title} actions={<button onClick={list.reload}>Refresh</button>}>
       <ErrorBox error={list.error} />
-      <table data-testid={props.testId}>
-        <thead>
-          <tr>
-            {props.headers.map((h, i) => {
-              const { label, className } = typeof h === 'string' ? { label: h, className: undefined } : h;
-              return (
-                <th key={i} className={className}>
-                  {label}
-                </th>
-              );
-            })}
-          </tr>
-        </thead>
-        <tbody>
-          {list.items.map(props.row)}
-          {!list.loading && list.items.length === 0 && !list.error && (
+      <div className="table-box">
+        <table data-testid={props.testId}>
+          <thead>
             <tr>
-              <td colSpan={props.headers.length} className="muted">
-                {props.empty}
-              </td>
+              {props.headers.map((h, i) => {
+                const { label, className } = typeof h === 'string' ? { label: h, className: undefined } : h;
+                return (
+                  <th key={i} className={className}>
+                    {label}
+                  </th>
+                );
+              })}
             </tr>
-          )}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {list.items.map(props.row)}
+            {!list.loading && list.items.length === 0 && !list.error && (
+              <tr>
+                <td colSpan={props.headers.length} className="muted">
+                  {props.empty}
+                </td>
+              </tr>
+            )}
+          </tbody>
+        </table>
+      </div>
       {list.raw !== undefined && <Json value={list.raw} label="Unrecognised answer" open />}
       <LoadMore cursor={list.cursor} loading={list.loading} onMore={list.more} />
     </Card>

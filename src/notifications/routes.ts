@@ -3,6 +3,7 @@ import { Type, type Static } from 'typebox';
 import { actorOf } from '../admin/actor.js';
 import { responses } from '../http/errors-schema.js';
 import {
+  DeliveryHealth,
   GameParams,
   ListNotificationsQuery,
   NotificationDetail,
@@ -10,11 +11,13 @@ import {
   NotificationParams,
   RedeliverCount,
   RedeliverSinceBody,
+  RetryCount,
 } from './schemas.js';
 import type { NotificationService } from './service.js';
 
 const ADMIN_ERRORS = [401, 404, 409, 429];
 const admin = { auth: 'admin' as const };
+const EmptyBody = Type.Object({}, { additionalProperties: false });
 
 /** Operator API for delivery notifications (PROTOCOL 11). */
 export function registerNotificationRoutes(app: FastifyInstance, notifications: NotificationService): void {
@@ -35,7 +38,7 @@ export function registerNotificationRoutes(app: FastifyInstance, notifications: 
     schema: {
       tags: ['admin'],
       params: NotificationParams,
-      body: Type.Object({}, { additionalProperties: false }),
+      body: EmptyBody,
       response: responses({ 200: NotificationDetail }, ADMIN_ERRORS),
     },
     handler: async (req) => notifications.redeliver((req.params as Static<typeof NotificationParams>).notification_id, actorOf(req)),
@@ -46,5 +49,23 @@ export function registerNotificationRoutes(app: FastifyInstance, notifications: 
     schema: { tags: ['admin'], params: GameParams, body: RedeliverSinceBody, response: responses({ 200: RedeliverCount }, ADMIN_ERRORS) },
     handler: async (req) =>
       notifications.redeliverSince((req.params as Static<typeof GameParams>).game_id, (req.body as RedeliverSinceBody).since, actorOf(req)),
+  });
+
+  app.post('/admin/v1/notifications/:notification_id/retry', {
+    config: admin,
+    schema: { tags: ['admin'], params: NotificationParams, body: EmptyBody, response: responses({ 200: NotificationDetail }, ADMIN_ERRORS) },
+    handler: async (req) => notifications.retry((req.params as Static<typeof NotificationParams>).notification_id, actorOf(req)),
+  });
+
+  app.post('/admin/v1/games/:game_id/notifications/retry', {
+    config: admin,
+    schema: { tags: ['admin'], params: GameParams, body: EmptyBody, response: responses({ 200: RetryCount }, ADMIN_ERRORS) },
+    handler: async (req) => notifications.retryFailing((req.params as Static<typeof GameParams>).game_id, actorOf(req)),
+  });
+
+  app.get('/admin/v1/games/:game_id/delivery-health', {
+    config: admin,
+    schema: { tags: ['admin'], params: GameParams, response: responses({ 200: DeliveryHealth }, ADMIN_ERRORS) },
+    handler: async (req) => notifications.health((req.params as Static<typeof GameParams>).game_id),
   });
 }

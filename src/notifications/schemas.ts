@@ -2,9 +2,15 @@ import { Type, type Static } from 'typebox';
 import { PageCursor, PageLimit } from '../http/paging.js';
 import { GameId } from '../games/schemas.js';
 
-export const NOTIFICATION_STATUSES = ['pending', 'succeeded', 'failed', 'gone'] as const;
+/**
+ * A notification's status as the operator API shows it (operators.md 3). `failing` is a stored
+ * `pending` one whose latest attempt failed (attempt_count > 0): it will be retried, but its
+ * endpoint is not taking it. `pending` ones have not been attempted in their retry window yet.
+ */
+export const NOTIFICATION_STATUSES = ['pending', 'failing', 'succeeded', 'failed', 'gone'] as const;
 
 export const NotificationStatus = Type.Enum([...NOTIFICATION_STATUSES]);
+export type ShownStatus = (typeof NOTIFICATION_STATUSES)[number];
 
 export const NotificationAttempt = Type.Object({
   attempt_id: Type.String(),
@@ -24,7 +30,7 @@ export const Notification = Type.Object({
   notify_url: Type.String(),
   status: NotificationStatus,
   attempt_count: Type.Integer({ description: 'attempts in the current retry window (restarts on redeliver)' }),
-  next_attempt_at: Type.Union([Type.Integer(), Type.Null()], { description: 'Unix ms; null unless pending' }),
+  next_attempt_at: Type.Union([Type.Integer(), Type.Null()], { description: 'Unix ms; null unless pending or failing' }),
   last_error: Type.Union([Type.String(), Type.Null()]),
   window_started_at: Type.Integer({ description: 'Unix ms: creation or last redelivery' }),
   created_at: Type.Integer(),
@@ -66,3 +72,39 @@ export const RedeliverSinceBody = Type.Object({
 export type RedeliverSinceBody = Static<typeof RedeliverSinceBody>;
 
 export const RedeliverCount = Type.Object({ count: Type.Integer() });
+
+export const RetryCount = Type.Object({ count: Type.Integer({ description: 'failing notifications made due now' }) });
+
+const Rate = Type.Object({
+  attempts: Type.Integer(),
+  succeeded: Type.Integer({ description: 'attempts answered 2xx' }),
+  success_rate: Type.Union([Type.Number(), Type.Null()], { description: 'succeeded / attempts, 0..1; null without attempts' }),
+});
+
+export const HostHealth = Type.Object({
+  host: Type.String({ description: 'host[:port] of the notify URLs' }),
+  last_hour: Rate,
+  last_day: Rate,
+  last_error: Type.Union([
+    Type.Object({
+      at: Type.Integer(),
+      notification_id: Type.String(),
+      status_code: Type.Union([Type.Integer(), Type.Null()]),
+      error: Type.Union([Type.String(), Type.Null()]),
+    }),
+    Type.Null(),
+  ], { description: 'the latest failed attempt of the last day' }),
+  undelivered: Type.Object({ pending: Type.Integer(), failing: Type.Integer(), failed: Type.Integer() }),
+  oldest_undelivered: Type.Union([
+    Type.Object({ notification_id: Type.String(), status: NotificationStatus, created_at: Type.Integer() }),
+    Type.Null(),
+  ]),
+});
+export type HostHealth = Static<typeof HostHealth>;
+
+export const DeliveryHealth = Type.Object({
+  game_id: Type.String(),
+  at: Type.Integer({ description: 'Unix ms the figures were read' }),
+  hosts: Type.Array(HostHealth, { description: 'hosts with attempts in the last day or undelivered notifications, most failing first' }),
+});
+export type DeliveryHealth = Static<typeof DeliveryHealth>;

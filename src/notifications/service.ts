@@ -4,8 +4,9 @@ import { Errors } from '../errors.js';
 import type { Clock } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
 import { decodeCursor, encodeCursor } from '../lib/page-cursor.js';
-import type { ListNotificationsQuery, Notification, NotificationAttempt, NotificationDetail, NotificationPage } from './schemas.js';
-import type { AttemptRow, NotificationRow, NotificationStore } from './store.js';
+import { deliveryHealth } from './health.js';
+import type { DeliveryHealth, ListNotificationsQuery, Notification, NotificationAttempt, NotificationDetail, NotificationPage, ShownStatus } from './schemas.js';
+import { retryNow, type AttemptRow, type NotificationRow, type NotificationStore } from './store.js';
 import { withoutPassword } from '../lib/url-display.js';
 
 export interface NotificationServiceDeps {
@@ -76,7 +77,7 @@ export class NotificationService {
       if (changed === 0 && row.type === 'ship_order' && (await store.orderStatus(trx, row.order_id)) === 'refunded') {
         throw Errors.invalidState(`notification ${notificationId} is the ship_order of order ${row.order_id}, which is refunded: sent again, the game would grant goods for a refunded order`);
       }
-      if (changed === 0) throw Errors.invalidState(`notification ${notificationId} is pending: it is already being delivered`);
+      if (changed === 0) throw Errors.invalidState(`notification ${notificationId} is ${shownStatus(row)}: it is already being delivered (retry sends it now)`);
       await recordAudit(trx, ids, now, { actor, action: 'notification.redeliver', target: notificationId, detail: { previous_status: row.status } });
     });
     this.d.onRedeliver();
@@ -100,6 +101,53 @@ export class NotificationService {
     if (count > 0) this.d.onRedeliver();
     return { count };
   }
+
+  /**
+   * Sends a pending or failing notification now (operators.md 3): due at once, its attempts and
+   * retry window unchanged. 409 once it is no longer being delivered (redeliver sends it again).
+   * One a dispatcher holds is being sent already: answered as it stands.
+   */
+  async retry(notificationId: string, actor: string): Promise<NotificationDetail> {
+    const { store, clock, ids } = this.d;
+    const now = clock.now();
+    const changed = await store.transaction(async (trx) => {
+      const row = await store.find(trx, notificationId);
+      if (!row) throw Errors.notFound(`notification ${notificationId} not found`);
+      if (row.status !== 'pending') throw Errors.invalidState(`notification ${notificationId} is ${row.status}: redeliver sends it again`);
+      const n = await retryNow(trx, { notificationId }, now);
+      await recordAudit(trx, ids, now, { actor, action: 'notification.retry', target: notificationId, detail: { status: shownStatus(row), sent_now: n === 1 } });
+      return n;
+    });
+    if (changed > 0) this.d.onRedeliver();
+    return this.get(notificationId);
+  }
+
+  /** Sends every failing notification of a game now (see retry). */
+  async retryFailing(gameId: string, actor: string): Promise<{ count: number }> {
+    const { store, clock, ids } = this.d;
+    const now = clock.now();
+    const count = await store.transaction(async (trx) => {
+      if (!(await store.gameExists(trx, gameId))) throw Errors.notFound(`game ${gameId} not found`);
+      const n = await retryNow(trx, { gameId }, now);
+      await recordAudit(trx, ids, now, { actor, action: 'notification.retry_all', target: gameId, detail: { count: n } });
+      return n;
+    }, { large: true });
+    if (count > 0) this.d.onRedeliver();
+    return { count };
+  }
+
+  /** Per notify host of a game: attempts, success rate, last error, backlog (operators.md 3). */
+  async health(gameId: string): Promise<DeliveryHealth> {
+    const { store, clock } = this.d;
+    if (!(await store.gameExists(store.db, gameId))) throw Errors.notFound(`game ${gameId} not found`);
+    const now = clock.now();
+    return { game_id: gameId, at: now, hosts: await deliveryHealth(store.db, gameId, now) };
+  }
+}
+
+/** The status the API shows: a pending one whose latest attempt failed is `failing`. */
+export function shownStatus(r: Pick<NotificationRow, 'status' | 'attempts'>): ShownStatus {
+  return r.status === 'pending' && r.attempts > 0 ? 'failing' : r.status;
 }
 
 export function toNotification(r: NotificationRow): Notification {
@@ -109,7 +157,7 @@ export function toNotification(r: NotificationRow): Notification {
     game_id: r.game_id,
     notification_type: r.type,
     notify_url: withoutPassword(r.notify_url),
-    status: r.status,
+    status: shownStatus(r),
     attempt_count: r.attempts,
     next_attempt_at: r.status === 'pending' ? r.next_attempt_at : null,
     last_error: r.last_error,

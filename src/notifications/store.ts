@@ -7,6 +7,7 @@ import type { DB, NotificationAttemptsTable, NotificationsTable, NotificationSta
 import { IdGenerator } from '../lib/ids.js';
 import { OrderLifecycle } from '../orders/lifecycle.js';
 import { OrderStore } from '../orders/store.js';
+import type { ShownStatus } from './schemas.js';
 
 export type NotificationRow = Selectable<NotificationsTable>;
 export type AttemptRow = Selectable<NotificationAttemptsTable>;
@@ -38,7 +39,8 @@ export interface OrderDelivery {
 }
 
 export interface ListFilter {
-  status?: NotificationStatus;
+  /** As the API shows it: `failing` is a stored `pending` one with attempts (schemas.ts). */
+  status?: ShownStatus;
   gameId?: string;
   /** Only ids older than this one (cursor paging, newest first). */
   beforeId?: string;
@@ -247,7 +249,11 @@ export class NotificationStore {
   private listIn(db: Kysely<DB> | Transaction<DB>, f: ListFilter): Promise<NotificationRow[]> {
     let q = db.selectFrom('notifications').selectAll();
     if (f.gameId !== undefined) q = q.where('game_id', '=', f.gameId);
-    if (f.status !== undefined) q = q.where('status', '=', f.status);
+    if (f.status === 'pending' || f.status === 'failing') {
+      q = q.where('status', '=', 'pending').where('attempts', f.status === 'failing' ? '>' : '=', 0);
+    } else if (f.status !== undefined) {
+      q = q.where('status', '=', f.status);
+    }
     if (f.beforeId !== undefined) q = q.where('notification_id', '<', f.beforeId);
     return q.orderBy('notification_id', 'desc').limit(f.limit).execute();
   }
@@ -333,6 +339,22 @@ export class NotificationStore {
     const r = await u.where(redelivered(where)).executeTakeFirst();
     return Number(r.numUpdatedRows);
   }
+}
+
+/**
+ * Makes pending notifications due now ("retry now", operators.md 3): one, or a game's failing
+ * ones. Their attempts and retry window stay as they are. Rows leased by a dispatcher are left
+ * alone: they are being sent. Returns how many changed.
+ */
+export async function retryNow(q: Q, where: { notificationId: string } | { gameId: string }, now: number): Promise<number> {
+  let u = q
+    .updateTable('notifications')
+    .set({ next_attempt_at: now, updated_at: now })
+    .where('status', '=', 'pending')
+    .where('locked_until', '<', now);
+  u = 'notificationId' in where ? u.where('notification_id', '=', where.notificationId) : u.where('game_id', '=', where.gameId).where('attempts', '>', 0);
+  const r = await u.executeTakeFirst();
+  return Number(r.numUpdatedRows);
 }
 
 /** Due notifications, oldest due first; a refund waits while its ship_order is pending. */

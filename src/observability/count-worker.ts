@@ -24,13 +24,12 @@ export class SqliteStatusCounter {
 
   constructor(private readonly file: string) {}
 
-  /** Orders per status. */
-  /** Orders per status. */
+  /** Orders per status */
   count(): Promise<StatusCount[]> {
     return this.ask('orders');
   }
 
-  /** Undelivered notifications (pending, failed) per game and status, over notifications_due. */
+  /** Undelivered notifications (pending, failing, failed) per game and status (undelivered.ts). */
   undelivered(): Promise<GameStatusCount[]> {
     return this.ask('undelivered');
   }

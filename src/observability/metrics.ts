@@ -84,7 +84,7 @@ export class ServiceMetrics implements DomainMetrics {
   private readonly leaveReports = new PerGame(this.sessionReports, { report: 'leave' });
   private readonly notificationsUndelivered = new Gauge({
     name: 'combo_notifications_undelivered',
-    help: 'Notifications not delivered, by game and status (pending: to be retried; failed: given up), read from the database on scrape',
+    help: 'Notifications not delivered, by game and status (pending: not attempted yet; failing: its latest attempt failed, to be retried; failed: given up), read from the database on scrape',
     labelNames: ['game_id', 'status'] as const,
     registers: [this.registry],
   });

@@ -1,5 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import SQLite from 'better-sqlite3';
+import { UNDELIVERED_SQL } from './undelivered.js';
 
 /** What the SqliteStatusCounter (count-worker.ts) gives its worker. */
 export interface StatusCounterWorkerData {
@@ -35,7 +36,7 @@ const db = new SQLite(data.file, { readonly: true });
 db.pragma('busy_timeout = 5000');
 const SQL: Record<StatusCounterQuery, string> = {
   orders: 'select status, count(*) as n from orders group by status',
-  undelivered: "select game_id, status, count(*) as n from notifications where status in ('pending', 'failed') group by game_id, status",
+  undelivered: UNDELIVERED_SQL,
 };
 /** Each query prepared at its first count (a count of one table does not need the other). */
 const prepared = new Map<StatusCounterQuery, SQLite.Statement>();

@@ -1,14 +1,13 @@
-import type { Kysely } from 'kysely';
-import type { DB, NotificationStatus } from '../db/schema.js';
+import { sql, type Kysely } from 'kysely';
+import type { DB } from '../db/schema.js';
+import { UNDELIVERED_SQL } from './undelivered.js';
 import { SqliteStatusCounter, type GameStatusCount, type StatusCount } from './count-worker.js';
 
-/** The notification statuses of one not delivered. */
-export const UNDELIVERED: readonly NotificationStatus[] = ['pending', 'failed'];
 
 export interface BacklogCounts {
   ordersByStatus: { status: string; n: number }[];
   notificationsPending: number;
-  /** Notifications not delivered (pending or failed), per game and status. */
+  /** Notifications not delivered (pending, failing or failed), per game and status. */
   undeliveredByGame: GameStatusCount[];
   nppaEventsPending: number;
 }
@@ -47,13 +46,9 @@ export class ObservabilityStore {
   /** Over notifications_due (status first): reads the undelivered rows only. */
   private undeliveredByGame(): Promise<GameStatusCount[]> {
     if (this.counter) return this.counter.undelivered();
-    return this.db
-      .selectFrom('notifications')
-      .select((eb) => ['game_id', 'status', eb.fn.countAll<number | string>().as('n')])
-      .where('status', 'in', UNDELIVERED)
-      .groupBy(['game_id', 'status'])
-      .execute()
-      .then((rows) => rows.map((r) => ({ game_id: r.game_id, status: r.status, n: Number(r.n) })));
+    return sql<{ game_id: string; status: string; n: number | string }>`${sql.raw(UNDELIVERED_SQL)}`
+      .execute(this.db)
+      .then(({ rows }) => rows.map((r) => ({ game_id: r.game_id, status: r.status, n: Number(r.n) })));
   }
 
   async backlog(): Promise<BacklogCounts> {

@@ -1,8 +1,11 @@
+import { Readable } from 'node:stream';
+import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import { actorOf } from '../admin/actor.js';
 import { responses } from '../http/errors-schema.js';
-import { AdminOrder, AdminOrderDetail, ListOrdersQuery, OrderActionBody, OrderPage, OrderParams, RefundBody } from './admin-schemas.js';
+import { AdminOrder, AdminOrderDetail, ExportOrdersQuery, ListOrdersQuery, OrderActionBody, OrderPage, OrderParams, RefundBody } from './admin-schemas.js';
 import type { OrderAdminService } from './admin-service.js';
+import { csvFilename, ordersCsv } from './csv.js';
 
 const ADMIN_ERRORS = [401, 404, 429];
 
@@ -14,6 +17,24 @@ export function registerOrderAdminRoutes(app: FastifyInstance, orders: OrderAdmi
     config: admin,
     schema: { tags: ['admin'], summary: 'Orders, newest first, cursor paging', querystring: ListOrdersQuery, response: responses({ 200: OrderPage }, ADMIN_ERRORS) },
     handler: async (req) => orders.list(req.query as ListOrdersQuery),
+  });
+
+  app.get('/admin/v1/orders.csv', {
+    config: admin,
+    schema: {
+      tags: ['admin'],
+      summary: "Every order the listing's filters match, newest first, as CSV (streamed; an attachment)",
+      querystring: ExportOrdersQuery,
+      response: { ...responses({}, ADMIN_ERRORS), 200: { description: 'CSV, one header line', content: { 'text/csv': { schema: Type.String() } } } },
+    },
+    handler: async (req, reply) => {
+      const q = req.query as ExportOrdersQuery;
+      return reply
+        .type('text/csv; charset=utf-8')
+        .header('content-disposition', `attachment; filename="${csvFilename(q.game_id, Date.now())}"`)
+        .header('cache-control', 'no-store')
+        .send(Readable.from(ordersCsv((p) => orders.list(p), q)));
+    },
   });
 
   app.get('/admin/v1/orders/:order_id', {

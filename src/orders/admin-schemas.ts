@@ -21,6 +21,10 @@ export const ListOrdersQuery = Type.Object({
 }, { additionalProperties: false });
 export type ListOrdersQuery = Static<typeof ListOrdersQuery>;
 
+/** The listing's filters, for its CSV export (every matching order: no paging). */
+export const ExportOrdersQuery = Type.Omit(ListOrdersQuery, ['limit', 'cursor'], { additionalProperties: false });
+export type ExportOrdersQuery = Static<typeof ExportOrdersQuery>;
+
 /** Order ids are decimal (PROTOCOL 3). */
 export const OrderParams = Type.Object({ order_id: Type.String({ pattern: '^[0-9]{1,20}$' }) });
 export type OrderParams = Static<typeof OrderParams>;

@@ -92,3 +92,8 @@ export async function signIn(page: Page, token = ADMIN_TOKEN): Promise<void> {
   await page.getByLabel('Admin token').fill(token);
   await page.getByRole('button', { name: 'Sign in' }).click();
 }
+
+/** How far the page itself scrolls sideways (0: it fits the viewport). */
+export function pageOverflow(page: Page): Promise<number> {
+  return page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+}

@@ -45,6 +45,8 @@ export class Receiver {
   private readonly counts = new Map<string, number>();
   private inflight = 0;
   maxInflight = 0;
+  /** Waiting for the next request on a path (see arrival). */
+  private readonly waiters: Array<{ path: string; resolve: (r: Received) => void }> = [];
   private server!: http.Server;
   url = '';
 
@@ -65,6 +67,14 @@ export class Receiver {
   /** Answers the given behaviours in order on `path`, then 200. */
   sequence(path: string, ...seq: Behaviour[]): void {
     this.script(path, (_r, n) => seq[n] ?? ok());
+  }
+
+  /**
+   * The next request on `path` not promised to an earlier call (a signal to wait on instead of
+   * polling): two calls wait for two requests.
+   */
+  arrival(path: string): Promise<Received> {
+    return new Promise((resolve) => this.waiters.push({ path, resolve }));
   }
 
   on(path: string): Received[] {
@@ -100,6 +110,8 @@ export class Receiver {
         answered: '',
       };
       this.received.push(rec);
+      const waiter = this.waiters.findIndex((x) => x.path === path);
+      if (waiter >= 0) this.waiters.splice(waiter, 1)[0]?.resolve(rec);
       const n = this.counts.get(path) ?? 0;
       this.counts.set(path, n + 1);
       const b: Behaviour = rec.signatureProblem ? status(401, rec.signatureProblem) : (this.scripts.get(path)?.(rec, n) ?? ok());
