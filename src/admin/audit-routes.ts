@@ -6,6 +6,7 @@ import { responses } from '../http/errors-schema.js';
 import { PageCursor, PageLimit } from '../http/paging.js';
 import { decodeCursor, encodeCursor } from '../lib/page-cursor.js';
 import { listAudit } from './audit.js';
+import { Errors } from '../errors.js';
 
 const AuditQuery = Type.Object({
   action: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'e.g. game.update, order.refund' })),
@@ -33,7 +34,7 @@ export function registerAuditRoutes(app: FastifyInstance, db: Kysely<DB>): void 
       tags: ['admin'],
       summary: 'Audit log of operator changes, newest first',
       querystring: AuditQuery,
-      response: responses({ 200: Type.Object({ data: Type.Array(AuditEntry), next_cursor: Type.Union([Type.String(), Type.Null()]) }) }, [401, 429]),
+      response: responses({ 200: Type.Object({ data: Type.Array(AuditEntry), next_cursor: Type.Union([Type.String(), Type.Null()]) }) }, [Errors.unauthorized, Errors.rateLimited]),
     },
     handler: async (req) => {
       const q = req.query as AuditQuery;

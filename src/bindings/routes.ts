@@ -4,9 +4,10 @@ import { EmptyObject, responses } from '../http/errors-schema.js';
 import { callingPartner, requireEnabledPartner } from '../partners/caller.js';
 import { BindBody, BindingPage, BindingResponse, BindResponse, ListBindingsQuery, QueryBindingQuery, UnbindBody } from './schemas.js';
 import type { BindingService } from './service.js';
+import { Errors } from '../errors.js';
 
 export function registerBindingRoutes(app: FastifyInstance, bindings: BindingService): void {
-  const serverErrors = [401, 429];
+  const serverErrors = [Errors.invalidSignature, Errors.rateLimited];
   for (const prefix of SERVER_API_PREFIXES) {
     const hide = prefix !== '/v1/server';
     app.post(`${prefix}/bind-partner-user`, {
@@ -30,14 +31,14 @@ export function registerBindingRoutes(app: FastifyInstance, bindings: BindingSer
       tags: ['partner'],
       summary: 'The role a partner user has bound in a game',
       querystring: QueryBindingQuery,
-      response: responses({ 200: BindingResponse }, [401, 403, 404, 429]),
+      response: responses({ 200: BindingResponse }, [Errors.invalidSignature, Errors.partnerDisabled, Errors.bindingNotFound, Errors.roleNotFound, Errors.rateLimited]),
     },
     handler: async (req) => bindings.query(callingPartner(req), req.query as QueryBindingQuery),
   });
 
   app.get('/admin/v1/bindings', {
     config: { auth: 'admin' },
-    schema: { tags: ['admin'], querystring: ListBindingsQuery, response: responses({ 200: BindingPage }, [401, 429]) },
+    schema: { tags: ['admin'], querystring: ListBindingsQuery, response: responses({ 200: BindingPage }, [Errors.unauthorized, Errors.rateLimited]) },
     handler: async (req) => bindings.list(req.query as ListBindingsQuery),
   });
 }

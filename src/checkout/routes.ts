@@ -7,8 +7,9 @@ import { prefersHtml } from '../lib/media-type.js';
 import { pageHeaders, renderCheckoutPage, renderErrorPage } from './page.js';
 import { CheckoutParams, ClientOrder, ClientOrderBody, ClientPayBody, ClientPayResponse } from './schemas.js';
 import type { CheckoutService } from './service.js';
+import { Errors } from '../errors.js';
 
-const CLIENT_ERRORS = [401, 429];
+const CLIENT_ERRORS = [Errors.invalidToken, Errors.rateLimited];
 
 /**
  * Takes one request from the token's own bucket (PROTOCOL 10: per token as well as per IP);
@@ -41,7 +42,7 @@ export function registerCheckoutRoutes(app: FastifyInstance, checkout: CheckoutS
       tags: ['client'],
       summary: 'Pay an order through a channel (`sandbox`: at once, no money moves)',
       body: ClientPayBody,
-      response: responses({ 200: ClientPayResponse }, [...CLIENT_ERRORS, 403, 409]),
+      response: responses({ 200: ClientPayResponse }, [...CLIENT_ERRORS, Errors.channelUnavailable, Errors.invalidState]),
     },
     handler: async (req, reply) => {
       const body = req.body as ClientPayBody;
@@ -59,7 +60,7 @@ export function registerCheckoutRoutes(app: FastifyInstance, checkout: CheckoutS
       summary: 'Hosted checkout page (text/html)',
       params: CheckoutParams,
       response: {
-        ...responses({}, [429]),
+        ...responses({}, [Errors.rateLimited]),
         200: { description: 'The checkout page', content: { 'text/html': { schema: Type.String() } } },
         401: {
           description: 'Unknown, forged or tampered order token: an HTML error page when the request accepts `text/html` (a browser), else the ErrorResponse `invalid_token`',

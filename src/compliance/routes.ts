@@ -4,8 +4,9 @@ import { responses } from '../http/errors-schema.js';
 import { GameParams } from '../games/schemas.js';
 import type { PlayerService } from './players.js';
 import { NppaEventPage, NppaEventsQuery, Player, PlayerParams, PutPlayerBody } from './schemas.js';
+import { Errors } from '../errors.js';
 
-const ADMIN_ERRORS = [401, 404, 429];
+const ADMIN_ERRORS = [Errors.unauthorized, Errors.notFound, Errors.rateLimited];
 
 /** Operator API for players (PROTOCOL 12) and the national-system upload queue. */
 export function registerComplianceRoutes(app: FastifyInstance, players: PlayerService): void {

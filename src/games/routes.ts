@@ -18,8 +18,9 @@ import {
   PutProductBody,
 } from './schemas.js';
 import { Type } from 'typebox';
+import { Errors } from '../errors.js';
 
-const ADMIN_ERRORS = [401, 404, 409, 429];
+const ADMIN_ERRORS = [Errors.unauthorized, Errors.notFound, Errors.conflict, Errors.rateLimited];
 
 /** Operator API for games, keys and products (PROTOCOL 11). */
 export function registerGameRoutes(app: FastifyInstance, games: GameService): void {

@@ -23,7 +23,7 @@ export function registerUnsupportedSdkRoutes(app: FastifyInstance): void {
           summary: `Not provided by this service (a Combo SDK method): 501`,
           hide: prefix !== '/v1/server',
           body: Type.Object({}, { additionalProperties: true }),
-          response: responses({}, [401, 429, 501]),
+          response: responses({}, [Errors.invalidSignature, Errors.rateLimited, Errors.notImplemented]),
         },
         handler: async () => {
           throw Errors.notImplemented(`${method} is a Combo platform service this service does not provide`);

@@ -47,7 +47,7 @@ export function defaultConsoleDir(): string {
  */
 export function registerConsoleRoutes(app: FastifyInstance, opts: { dir: string }): void {
   const root = path.resolve(opts.dir);
-  const schema = { tags: ['ops'], summary: 'The web console (static files)', hide: true, response: responses({}, [404]) };
+  const schema = { tags: ['ops'], summary: 'The web console (static files)', hide: true, response: responses({}, [Errors.notFound]) };
 
   const redirect = { tags: ['ops'], summary: 'Redirects to /console/', hide: true, response: responses({}, []) };
   app.get('/console', { schema: redirect }, async (_req, reply) => reply.redirect('/console/', 302));

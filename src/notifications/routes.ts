@@ -12,8 +12,9 @@ import {
   RedeliverSinceBody,
 } from './schemas.js';
 import type { NotificationService } from './service.js';
+import { Errors } from '../errors.js';
 
-const ADMIN_ERRORS = [401, 404, 409, 429];
+const ADMIN_ERRORS = [Errors.unauthorized, Errors.notFound, Errors.invalidState, Errors.rateLimited];
 const admin = { auth: 'admin' as const };
 
 /** Operator API for delivery notifications (PROTOCOL 11). */

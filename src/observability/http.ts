@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { Errors } from '../errors.js';
 import { responses } from '../http/errors-schema.js';
-import { routeOf } from '../http/app.js';
+import { routeOf } from '../http/route-info.js';
 import type { Logger } from 'pino';
 import type { ServiceMetrics } from './metrics.js';
 import { originForm } from '../http/request-target.js';
@@ -39,7 +39,7 @@ export function registerMetricsRoute(app: FastifyInstance, metrics: ServiceMetri
       summary: 'Prometheus metrics (Bearer METRICS_TOKEN when configured)',
       response: responses(
         { 200: { description: 'Prometheus text exposition format', content: { 'text/plain; version=0.0.4; charset=utf-8': { schema: Type.String() } } } },
-        [401, 429],
+        [Errors.unauthorized, Errors.rateLimited],
       ),
     },
     handler: async (req, reply) => {

@@ -3,8 +3,9 @@ import { actorOf } from '../admin/actor.js';
 import { responses } from '../http/errors-schema.js';
 import { AdminOrder, AdminOrderDetail, ListOrdersQuery, OrderActionBody, OrderPage, OrderParams, RefundBody } from './admin-schemas.js';
 import type { OrderAdminService } from './admin-service.js';
+import { Errors } from '../errors.js';
 
-const ADMIN_ERRORS = [401, 404, 429];
+const ADMIN_ERRORS = [Errors.unauthorized, Errors.notFound, Errors.rateLimited];
 
 /** Operator API for orders (PROTOCOL 11). */
 export function registerOrderAdminRoutes(app: FastifyInstance, orders: OrderAdminService): void {
@@ -34,7 +35,7 @@ export function registerOrderAdminRoutes(app: FastifyInstance, orders: OrderAdmi
       summary: 'Refund a paid or delivered order whole (wechat, alipay: refund_pending until the provider confirms; then a refund notification)',
       params: OrderParams,
       body: RefundBody,
-      response: responses({ 200: AdminOrder }, [...ADMIN_ERRORS, 409]),
+      response: responses({ 200: AdminOrder }, [...ADMIN_ERRORS, Errors.invalidState]),
     },
     handler: async (req) => {
       const body = req.body as RefundBody;
@@ -49,7 +50,7 @@ export function registerOrderAdminRoutes(app: FastifyInstance, orders: OrderAdmi
       summary: 'Cancel an unpaid order',
       params: OrderParams,
       body: OrderActionBody,
-      response: responses({ 200: AdminOrder }, [...ADMIN_ERRORS, 409]),
+      response: responses({ 200: AdminOrder }, [...ADMIN_ERRORS, Errors.invalidState]),
     },
     handler: async (req) => orders.cancel((req.params as OrderParams).order_id, actorOf(req), (req.body as OrderActionBody).reason),
   });

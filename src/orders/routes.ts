@@ -28,7 +28,7 @@ export function registerOrderRoutes(app: FastifyInstance, orders: OrderService):
         summary: 'Create an in-app purchase order',
         hide: prefix !== '/v1/server',
         body: CreateOrderBody,
-        response: responses({ 200: CreateOrderResponse }, [401, 403, 422, 429]),
+        response: responses({ 200: CreateOrderResponse }, [Errors.invalidSignature, Errors.gameIapDisabled, Errors.accountBanned, Errors.rechargeLimitExceeded, Errors.duplicateReferenceId, Errors.rateLimited]),
       },
       // A request let past the caller-state check as a repeat (above) but with invalid
       // parameters is no repeat: it gets the caller-state refusal, which comes first.

@@ -14,8 +14,9 @@ import {
 } from './schemas.js';
 import type { PartnerService } from './service.js';
 import { NewKey } from '../games/schemas.js';
+import { Errors } from '../errors.js';
 
-const ADMIN_ERRORS = [401, 404, 409, 429];
+const ADMIN_ERRORS = [Errors.unauthorized, Errors.notFound, Errors.conflict, Errors.rateLimited];
 
 /** Operator API for partners and their keys (PROTOCOL 11). */
 export function registerPartnerRoutes(app: FastifyInstance, partners: PartnerService): void {

@@ -6,6 +6,7 @@ import { decodeCursor, encodeCursor } from '../lib/page-cursor.js';
 import { AdminPayment } from '../orders/admin-schemas.js';
 import { toAdminPayment } from '../orders/admin-service.js';
 import type { PaymentStore } from './store.js';
+import { Errors } from '../errors.js';
 
 export const ListPaymentsQuery = Type.Object(
   {
@@ -31,7 +32,7 @@ const isCursor = (v: unknown) => Array.isArray(v) && v.length === 3 && v[0] === 
 export function registerPaymentAdminRoutes(app: FastifyInstance, store: PaymentStore): void {
   app.get('/admin/v1/payments', {
     config: { auth: 'admin' },
-    schema: { tags: ['admin'], summary: 'Payments, newest first (`?status=flagged`: the ones to settle), cursor paging', querystring: ListPaymentsQuery, response: responses({ 200: PaymentPage }, [400, 401, 429]) },
+    schema: { tags: ['admin'], summary: 'Payments, newest first (`?status=flagged`: the ones to settle), cursor paging', querystring: ListPaymentsQuery, response: responses({ 200: PaymentPage }, [Errors.invalidRequest, Errors.unauthorized, Errors.rateLimited]) },
     handler: async (req) => {
       const q = req.query as ListPaymentsQuery;
       const limit = q.limit ?? 50;

@@ -6,8 +6,9 @@ import { GameParams } from '../games/schemas.js';
 import { ChannelList, ChannelParams, ChannelView } from './channel-schemas.js';
 import type { ChannelService } from './channel-service.js';
 import type { PaymentProvider } from './provider.js';
+import { Errors } from '../errors.js';
 
-const ADMIN_ERRORS = [400, 401, 404, 429];
+const ADMIN_ERRORS = [Errors.invalidRequest, Errors.unauthorized, Errors.notFound, Errors.rateLimited];
 
 /**
  * Operator API of games' payment channels (payments.md 2). PUT is one route per channel, so

@@ -3,9 +3,10 @@ import { callingGame, SERVER_API_PREFIXES } from '../games/caller.js';
 import { EmptyObject, responses } from '../http/errors-schema.js';
 import { SessionListQuery, SessionPage, SessionReportBody } from './schemas.js';
 import type { SessionService } from './service.js';
+import { Errors } from '../errors.js';
 
 export function registerSessionRoutes(app: FastifyInstance, sessions: SessionService): void {
-  const errors = [401, 429];
+  const errors = [Errors.invalidSignature, Errors.rateLimited];
   for (const prefix of SERVER_API_PREFIXES) {
     const hide = prefix !== '/v1/server';
     app.post(`${prefix}/enter-game`, {
@@ -32,7 +33,7 @@ export function registerSessionRoutes(app: FastifyInstance, sessions: SessionSer
       tags: ['admin'],
       summary: 'Sessions, newest first (with a player\'s online time per Beijing day when game_id and combo_id are given)',
       querystring: SessionListQuery,
-      response: responses({ 200: SessionPage }, [401, 429]),
+      response: responses({ 200: SessionPage }, [Errors.unauthorized, Errors.rateLimited]),
     },
     handler: async (req) => sessions.list(req.query as SessionListQuery),
   });

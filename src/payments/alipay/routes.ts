@@ -29,7 +29,7 @@ function failOr(description: string): unknown {
  */
 export function registerAlipayRoutes(app: FastifyInstance, d: { notifications: AlipayNotifications }): void {
   const response: Record<number, unknown> = {
-    ...responses({ 200: { description: 'Handled', content: { 'text/plain': { schema: Type.Literal('success') } } } }, [404, 422]),
+    ...responses({ 200: { description: 'Handled', content: { 'text/plain': { schema: Type.Literal('success') } } } }, [Errors.notFound, Errors.paymentRejected]),
   };
   for (const [s, why] of Object.entries(FAIL_STATUSES)) response[Number(s)] = failOr(`Not handled: \`fail\` from the route (${why}), or an ErrorResponse from the pipeline`);
 

@@ -5,6 +5,7 @@ import { ClientOrderStatus } from '../../checkout/schemas.js';
 import { responses } from '../../http/errors-schema.js';
 import type { AppleNotifications } from './notifications.js';
 import type { AppleTransactions } from './transactions.js';
+import { Errors } from '../../errors.js';
 
 const JWS = (description: string) => Type.String({ minLength: 1, maxLength: 32_768, description });
 
@@ -24,7 +25,7 @@ export function registerAppleRoutes(app: FastifyInstance, d: { transactions: App
       tags: ['client'],
       summary: 'Pay an order with a StoreKit 2 transaction (safe to submit again)',
       body: AppleTransactionBody,
-      response: responses({ 200: Type.Object({ order_id: Type.String(), status: ClientOrderStatus }) }, [401, 403, 409, 422, 429]),
+      response: responses({ 200: Type.Object({ order_id: Type.String(), status: ClientOrderStatus }) }, [Errors.invalidToken, Errors.channelUnavailable, Errors.invalidState, Errors.paymentRejected, Errors.rateLimited]),
     },
     handler: async (req, reply) => {
       const body = req.body as AppleTransactionBody;
@@ -40,7 +41,7 @@ export function registerAppleRoutes(app: FastifyInstance, d: { transactions: App
       summary: 'App Store Server Notifications V2 (paste its URL into App Store Connect)',
       params: GameParams,
       body: AppleNotificationBody,
-      response: responses({ 200: Type.Object({}) }, [404, 422]),
+      response: responses({ 200: Type.Object({}) }, [Errors.notFound, Errors.paymentRejected]),
     },
     handler: async (req) => {
       const gameId = (req.params as Static<typeof GameParams>).game_id;

@@ -4,6 +4,7 @@ import type { TokenLimit } from '../../checkout/routes.js';
 import { responses } from '../../http/errors-schema.js';
 import type { GoogleClient } from './client.js';
 import type { GoogleNotifications } from './notifications.js';
+import { Errors } from '../../errors.js';
 
 export const GooglePurchaseBody = Type.Object({
   purchase_token: Type.String({ minLength: 1, maxLength: 4096, description: "Play Billing's Purchase.getPurchaseToken()" }),
@@ -27,7 +28,7 @@ export function registerGoogleRoutes(app: FastifyInstance, d: { client: GoogleCl
       tags: ['client'],
       summary: 'Submit a Google Play purchase: the order it was made for is paid, the purchase consumed',
       body: GooglePurchaseBody,
-      response: responses({ 200: GooglePurchaseResponse }, [401, 403, 409, 422, 429]),
+      response: responses({ 200: GooglePurchaseResponse }, [Errors.invalidToken, Errors.channelUnavailable, Errors.invalidState, Errors.paymentRejected, Errors.rateLimited]),
     },
     handler: async (req, reply) => {
       const body = req.body as GooglePurchaseBody;
@@ -42,7 +43,7 @@ export function registerGoogleRoutes(app: FastifyInstance, d: { client: GoogleCl
       tags: ['callbacks'],
       summary: 'Google Play Real-time developer notifications (Pub/Sub push, OIDC token verified)',
       params: GameParams,
-      response: { 204: { description: 'Handled (Pub/Sub acknowledges it)', type: 'null' }, ...responses({}, [401, 403]) },
+      response: { 204: { description: 'Handled (Pub/Sub acknowledges it)', type: 'null' }, ...responses({}, [Errors.invalidToken, Errors.channelUnavailable]) },
     },
     handler: async (req, reply) => {
       await d.notifications.handle((req.params as Static<typeof GameParams>).game_id, req.headers.authorization, req.body);

@@ -5,6 +5,7 @@ import { GameId } from '../../games/schemas.js';
 import { responses } from '../../http/errors-schema.js';
 import { PageLimit } from '../../http/paging.js';
 import { toView, type ReconciliationService } from './service.js';
+import { Errors } from '../../errors.js';
 
 const Channel = Type.String({ minLength: 1, maxLength: 32, pattern: '^[a-z0-9_]+$' });
 const RunBody = Type.Object(
@@ -42,7 +43,7 @@ export function registerReconciliationRoutes(app: FastifyInstance, service: Reco
   const admin = { auth: 'admin' as const };
   app.post('/admin/v1/reconciliations', {
     config: admin,
-    schema: { tags: ['admin'], summary: "Reconcile a channel's statement of a day with the stored payments (wechat)", body: RunBody, response: responses({ 200: Reconciliation }, [401, 404, 429]) },
+    schema: { tags: ['admin'], summary: "Reconcile a channel's statement of a day with the stored payments (wechat)", body: RunBody, response: responses({ 200: Reconciliation }, [Errors.unauthorized, Errors.notFound, Errors.rateLimited]) },
     handler: async (req) => {
       const b = req.body as Static<typeof RunBody>;
       return toView(await service.run(b.channel, b.game_id, b.date, actorOf(req)));
@@ -50,7 +51,7 @@ export function registerReconciliationRoutes(app: FastifyInstance, service: Reco
   });
   app.get('/admin/v1/reconciliations', {
     config: admin,
-    schema: { tags: ['admin'], summary: 'Reconciliation results, newest first', querystring: ListQuery, response: responses({ 200: Type.Object({ data: Type.Array(Reconciliation) }) }, [401, 429]) },
+    schema: { tags: ['admin'], summary: 'Reconciliation results, newest first', querystring: ListQuery, response: responses({ 200: Type.Object({ data: Type.Array(Reconciliation) }) }, [Errors.unauthorized, Errors.rateLimited]) },
     handler: async (req) => {
       const q = req.query as Static<typeof ListQuery>;
       return { data: (await service.list({ ...q, limit: q.limit ?? 50 })).map(toView) };

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { responses } from '../../http/errors-schema.js';
 import { failureAnswer, type WechatCallbacks } from './callbacks.js';
+import { Errors } from '../../errors.js';
 
 const GameParams = Type.Object({ game_id: Type.String({ minLength: 1, maxLength: 64 }) });
 
@@ -18,7 +19,7 @@ export function registerWechatRoutes(app: FastifyInstance, callbacks: WechatCall
       summary: 'WeChat Pay API v3 payment and refund callbacks (the notify_url given to WeChat Pay)',
       params: GameParams,
       description: 'Failures are answered as WeChat Pay expects, `{"code": "FAIL", "message"}`, with the ErrorResponse `error` alongside; WeChat Pay sends the callback again later.',
-      response: responses({ 204: Type.Null({ description: 'Handled' }) }, [401, 404, 409, 422]),
+      response: responses({ 204: Type.Null({ description: 'Handled' }) }, [Errors.invalidSignature, Errors.notFound, Errors.invalidState, Errors.paymentRejected]),
     },
     handler: async (req, reply) => {
       const gameId = (req.params as Static<typeof GameParams>).game_id;
