@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from './config/index.js';
 import { DatabaseUnusableError, isStorageUnavailable, migrateToLatest, migrationsApplied, openDatabase, type Database } from './db/index.js';
@@ -74,6 +74,7 @@ import { NPPA_TIMEOUT_MS, NppaClient } from './compliance/nppa-client.js';
 import { NppaUploader } from './compliance/uploader.js';
 import { registerAuditRoutes } from './admin/audit-routes.js';
 import { registerComplianceRoutes } from './compliance/routes.js';
+import type { ApiApp } from './http/route-info.js';
 
 export interface ServiceOptions {
   config: Config;
@@ -91,7 +92,7 @@ export interface BackgroundJob {
 }
 
 export interface Service {
-  app: FastifyInstance;
+  app: ApiApp;
   database: Database;
   games: GameService;
   partners: PartnerService;

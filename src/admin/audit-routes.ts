@@ -1,4 +1,3 @@
-import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { Type, type Static } from 'typebox';
 import type { DB } from '../db/schema.js';
@@ -7,6 +6,7 @@ import { PageCursor, PageLimit } from '../http/paging.js';
 import { decodeCursor, encodeCursor } from '../lib/page-cursor.js';
 import { listAudit } from './audit.js';
 import { Errors } from '../errors.js';
+import type { ApiApp } from '../http/route-info.js';
 
 const AuditQuery = Type.Object({
   action: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'e.g. game.update, order.refund' })),
@@ -27,7 +27,7 @@ const AuditEntry = Type.Object({
 });
 
 /** The audit log of operator changes (who, what, when), newest first. */
-export function registerAuditRoutes(app: FastifyInstance, db: Kysely<DB>): void {
+export function registerAuditRoutes(app: ApiApp, db: Kysely<DB>): void {
   app.get('/admin/v1/audit', {
     config: { auth: 'admin' },
     schema: {
@@ -37,7 +37,7 @@ export function registerAuditRoutes(app: FastifyInstance, db: Kysely<DB>): void 
       response: responses({ 200: Type.Object({ data: Type.Array(AuditEntry), next_cursor: Type.Union([Type.String(), Type.Null()]) }) }, [Errors.unauthorized, Errors.rateLimited]),
     },
     handler: async (req) => {
-      const q = req.query as AuditQuery;
+      const q = req.query;
       const limit = q.limit ?? 50;
       const before = q.cursor ? decodeCursor<string>(q.cursor, (v) => typeof v === 'string' && /^aud_[0-9A-Za-z]{1,60}$/.test(v)) : null;
       const rows = await listAudit(db, q, before, limit + 1);

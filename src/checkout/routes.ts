@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { isApiError } from '../errors.js';
 import { ErrorResponse, responses } from '../http/errors-schema.js';
@@ -8,6 +8,7 @@ import { pageHeaders, renderCheckoutPage, renderErrorPage } from './page.js';
 import { CheckoutParams, ClientOrder, ClientOrderBody, ClientPayBody, ClientPayResponse } from './schemas.js';
 import type { CheckoutService } from './service.js';
 import { Errors } from '../errors.js';
+import type { ApiApp } from '../http/route-info.js';
 
 const CLIENT_ERRORS = [Errors.invalidToken, Errors.rateLimited];
 
@@ -18,7 +19,7 @@ const CLIENT_ERRORS = [Errors.invalidToken, Errors.rateLimited];
 export type TokenLimit = (reply: FastifyReply, orderToken: string) => void | Promise<void>;
 
 /** Client purchase API and the hosted checkout page (PROTOCOL 10). No signature: the token is the credential. */
-export function registerCheckoutRoutes(app: FastifyInstance, checkout: CheckoutService, limitToken: TokenLimit): void {
+export function registerCheckoutRoutes(app: ApiApp, checkout: CheckoutService, limitToken: TokenLimit): void {
   const client = { auth: 'client' as const };
 
   app.post('/v1/client/order', {
@@ -30,7 +31,7 @@ export function registerCheckoutRoutes(app: FastifyInstance, checkout: CheckoutS
       response: responses({ 200: ClientOrder }, CLIENT_ERRORS),
     },
     handler: async (req, reply) => {
-      const token = (req.body as ClientOrderBody).order_token;
+      const token = req.body.order_token;
       await limitToken(reply, token);
       return checkout.view(token);
     },
@@ -45,7 +46,7 @@ export function registerCheckoutRoutes(app: FastifyInstance, checkout: CheckoutS
       response: responses({ 200: ClientPayResponse }, [...CLIENT_ERRORS, Errors.channelUnavailable, Errors.invalidState]),
     },
     handler: async (req, reply) => {
-      const body = req.body as ClientPayBody;
+      const body = req.body;
       await limitToken(reply, body.order_token);
       return checkout.pay(body.order_token, body.channel, { mode: body.mode, client_ip: req.ip });
     },
@@ -69,7 +70,7 @@ export function registerCheckoutRoutes(app: FastifyInstance, checkout: CheckoutS
       },
     },
     handler: async (req, reply) => {
-      const token = (req.params as CheckoutParams).order_token;
+      const token = req.params.order_token;
       await limitToken(reply, token);
       const nonce = randomBytes(16).toString('base64');
       reply.headers(pageHeaders(nonce));

@@ -1,7 +1,7 @@
 import type http from 'node:http';
 import type http2 from 'node:http2';
 import type net from 'node:net';
-import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerFactory } from 'fastify';
+import Fastify, { LogController, type FastifyError, type FastifyReply, type FastifyRequest, type FastifyServerFactory } from 'fastify';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../lib/clock.js';
 import { clientErrorHandler, refuseExpectation, refuseUnknownMethods } from './before-routing.js';
@@ -12,7 +12,7 @@ import { DualProtocolServer, HTTP2_MAX_STREAMS, type Handler } from './dual-serv
 import { frameworkErrors, installErrorHandler } from './error-handler.js';
 import type { LoadShedder } from './load-shedding.js';
 import { ignoreRefusals, type RefusalSink } from './refusals.js';
-import { MAX_PARAM_LENGTH } from './route-info.js';
+import { MAX_PARAM_LENGTH, type ApiApp } from './route-info.js';
 import { trackRoutes } from './route-table.js';
 import { trackTlsConnections } from './tls-connections.js';
 import { schemaCompiler } from './validation.js';
@@ -38,7 +38,7 @@ export interface AppOptions {
   clock?: Clock;
 }
 
-export function createFastify(opts: AppOptions): FastifyInstance {
+export function createFastify(opts: AppOptions): ApiApp {
   const refused = opts.onRefused ?? ignoreRefusals;
   const common = {
     loggerInstance: opts.logger,
@@ -62,7 +62,7 @@ export function createFastify(opts: AppOptions): FastifyInstance {
         // requireHostHeader off for the HTTP/1.1 fallback too (Node 22+ passes it through): the handler answers a missing Host as an ErrorResponse.
         Fastify({ ...common, http2: true, https: { allowHTTP1: true, cert: opts.tls.cert, key: opts.tls.key, handshakeTimeout: 20_000, ...({ requireHostHeader: false } as object), settings: { maxConcurrentStreams: HTTP2_MAX_STREAMS } } })
       : Fastify({ ...common, serverFactory: ((handler: Handler) => new DualProtocolServer(refuseUnknownMethods(opts.shedder ? opts.shedder.wrap(handler) : handler, refused))) as unknown as FastifyServerFactory })
-  ) as unknown as FastifyInstance;
+  ) as unknown as ApiApp;
   // The servers that parse requests: the TLS one serves both protocols itself.
   const protocolServers: http.Server[] = opts.tls ? [app.server as unknown as http.Server] : [(app.server as unknown as DualProtocolServer).http1, (app.server as unknown as DualProtocolServer).http2 as unknown as http.Server];
   if (opts.tls) {

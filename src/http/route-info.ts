@@ -1,4 +1,13 @@
-import type { FastifyContextConfig, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type {
+  FastifyBaseLogger,
+  FastifyContextConfig,
+  FastifyInstance,
+  FastifyRequest,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from 'fastify';
 import type { AuthKind } from '../lib/auth-kind.js';
 
 export type { AuthKind } from '../lib/auth-kind.js';
@@ -45,3 +54,9 @@ export function routeOf(req: FastifyRequest): RouteInfo {
   }
   return info;
 }
+
+/**
+ * The Fastify instance routes are registered on: through the TypeBox type provider, a handler's
+ * `req.body`, `req.query` and `req.params` have the static types of the route's schemas.
+ */
+export type ApiApp = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;

@@ -1,20 +1,20 @@
-import type { FastifyInstance } from 'fastify';
 import { actorOf } from '../admin/actor.js';
 import { responses } from '../http/errors-schema.js';
 import { AdminOrder, AdminOrderDetail, ListOrdersQuery, OrderActionBody, OrderPage, OrderParams, RefundBody } from './admin-schemas.js';
 import type { OrderAdminService } from './admin-service.js';
 import { Errors } from '../errors.js';
+import type { ApiApp } from '../http/route-info.js';
 
 const ADMIN_ERRORS = [Errors.unauthorized, Errors.notFound, Errors.rateLimited];
 
 /** Operator API for orders (PROTOCOL 11). */
-export function registerOrderAdminRoutes(app: FastifyInstance, orders: OrderAdminService): void {
+export function registerOrderAdminRoutes(app: ApiApp, orders: OrderAdminService): void {
   const admin = { auth: 'admin' as const };
 
   app.get('/admin/v1/orders', {
     config: admin,
     schema: { tags: ['admin'], summary: 'Orders, newest first, cursor paging', querystring: ListOrdersQuery, response: responses({ 200: OrderPage }, ADMIN_ERRORS) },
-    handler: async (req) => orders.list(req.query as ListOrdersQuery),
+    handler: async (req) => orders.list(req.query),
   });
 
   app.get('/admin/v1/orders/:order_id', {
@@ -25,7 +25,7 @@ export function registerOrderAdminRoutes(app: FastifyInstance, orders: OrderAdmi
       params: OrderParams,
       response: responses({ 200: AdminOrderDetail }, ADMIN_ERRORS),
     },
-    handler: async (req) => orders.detail((req.params as OrderParams).order_id),
+    handler: async (req) => orders.detail(req.params.order_id),
   });
 
   app.post('/admin/v1/orders/:order_id/refund', {
@@ -38,8 +38,8 @@ export function registerOrderAdminRoutes(app: FastifyInstance, orders: OrderAdmi
       response: responses({ 200: AdminOrder }, [...ADMIN_ERRORS, Errors.invalidState]),
     },
     handler: async (req) => {
-      const body = req.body as RefundBody;
-      return orders.refund((req.params as OrderParams).order_id, actorOf(req), body.reason, body.amount);
+      const body = req.body;
+      return orders.refund(req.params.order_id, actorOf(req), body.reason, body.amount);
     },
   });
 
@@ -52,6 +52,6 @@ export function registerOrderAdminRoutes(app: FastifyInstance, orders: OrderAdmi
       body: OrderActionBody,
       response: responses({ 200: AdminOrder }, [...ADMIN_ERRORS, Errors.invalidState]),
     },
-    handler: async (req) => orders.cancel((req.params as OrderParams).order_id, actorOf(req), (req.body as OrderActionBody).reason),
+    handler: async (req) => orders.cancel(req.params.order_id, actorOf(req), req.body.reason),
   });
 }

@@ -1,11 +1,11 @@
-import type { FastifyInstance } from 'fastify';
 import { callingGame, SERVER_API_PREFIXES } from '../games/caller.js';
 import { EmptyObject, responses } from '../http/errors-schema.js';
 import { SessionListQuery, SessionPage, SessionReportBody } from './schemas.js';
 import type { SessionService } from './service.js';
 import { Errors } from '../errors.js';
+import type { ApiApp } from '../http/route-info.js';
 
-export function registerSessionRoutes(app: FastifyInstance, sessions: SessionService): void {
+export function registerSessionRoutes(app: ApiApp, sessions: SessionService): void {
   const errors = [Errors.invalidSignature, Errors.rateLimited];
   for (const prefix of SERVER_API_PREFIXES) {
     const hide = prefix !== '/v1/server';
@@ -13,7 +13,7 @@ export function registerSessionRoutes(app: FastifyInstance, sessions: SessionSer
       config: { auth: 'game' },
       schema: { tags: ['server'], summary: 'Report a player going online', hide, body: SessionReportBody, response: responses({ 200: EmptyObject }, errors) },
       handler: async (req) => {
-        await sessions.enter(callingGame(req), req.body as SessionReportBody);
+        await sessions.enter(callingGame(req), req.body);
         return {};
       },
     });
@@ -21,7 +21,7 @@ export function registerSessionRoutes(app: FastifyInstance, sessions: SessionSer
       config: { auth: 'game' },
       schema: { tags: ['server'], summary: 'Report a player going offline', hide, body: SessionReportBody, response: responses({ 200: EmptyObject }, errors) },
       handler: async (req) => {
-        await sessions.leave(callingGame(req), req.body as SessionReportBody);
+        await sessions.leave(callingGame(req), req.body);
         return {};
       },
     });
@@ -35,6 +35,6 @@ export function registerSessionRoutes(app: FastifyInstance, sessions: SessionSer
       querystring: SessionListQuery,
       response: responses({ 200: SessionPage }, [Errors.unauthorized, Errors.rateLimited]),
     },
-    handler: async (req) => sessions.list(req.query as SessionListQuery),
+    handler: async (req) => sessions.list(req.query),
   });
 }
