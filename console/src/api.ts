@@ -8,7 +8,6 @@ import type { Game as GameSchema, NewKey, Product as ProductSchema } from '../..
 import type { Partner as PartnerSchema } from '../../src/partners/schemas';
 import type { SessionView } from '../../src/sessions/schemas';
 import type { AdminOrder, NotificationAttempt, OrderEvent as OrderEventSchema } from '../../src/orders/admin-schemas';
-import type { ChannelView } from '../../src/payments/channel-schemas';
 import { encodeOperatorName } from '../../src/lib/operator-name';
 
 const TOKEN_KEY = 'combo.console.token';
@@ -145,7 +144,37 @@ export interface Payment {
 }
 
 /** A game's payment channel: its settings (secrets as "***") and the URL for the provider's console. */
-export type Channel = Static<typeof ChannelView>;
+export interface Channel {
+  game_id: string;
+  channel: string;
+  enabled: boolean;
+  callback_url: string | null;
+  updated_at: number;
+  [setting: string]: unknown;
+}
+
+/** A reconciliation run (payments.md 6): a channel's statement of one day against the payments. */
+export interface Reconciliation {
+  reconciliation_id: string;
+  channel: string;
+  game_id: string;
+  date: string;
+  status: string;
+  counts: { statement: number; recorded: number; differences: number } | null;
+  differences: ReconciliationDifference[];
+  error: string | null;
+  actor: string;
+  created_at: number;
+}
+
+export interface ReconciliationDifference {
+  kind: string;
+  provider_txn_id: string;
+  order_id: string;
+  statement_amount?: number;
+  recorded_amount?: number;
+  applied?: string;
+}
 
 export type Attempt = Static<typeof NotificationAttempt>;
 
@@ -219,6 +248,11 @@ export const api = {
   async payments(f: { status?: string; game_id?: string; cursor?: string }): Promise<Page<Payment>> {
     return asPage<Payment>(await call('GET', `/admin/v1/payments${query({ limit: 50, ...f })}`));
   },
+
+  async reconciliations(f: { game_id?: string; channel?: string }): Promise<Page<Reconciliation>> {
+    return asPage<Reconciliation>(await call('GET', `/admin/v1/reconciliations${query({ limit: 100, ...f })}`));
+  },
+  runReconciliation: (body: { channel: string; game_id: string; date: string }) => call<Reconciliation>('POST', '/admin/v1/reconciliations', body),
 
   async games(cursor?: string): Promise<Page<Game>> {
     return asPage<Game>(await call('GET', `/admin/v1/games${query({ limit: 50, cursor })}`));

@@ -43,7 +43,7 @@ export function registerReconciliationRoutes(app: ApiApp, service: Reconciliatio
   const admin = { auth: 'admin' as const };
   app.post('/admin/v1/reconciliations', {
     config: admin,
-    schema: { tags: ['admin'], summary: "Reconcile a channel's statement of a day with the stored payments (wechat)", body: RunBody, response: responses({ 200: Reconciliation }, [Errors.unauthorized, Errors.notFound, Errors.rateLimited]) },
+    schema: { tags: ['admin'], summary: "Reconcile a channel's statement of a day with the stored payments (wechat, alipay)", body: RunBody, response: responses({ 200: Reconciliation }, [Errors.unauthorized, Errors.notFound, Errors.rateLimited]) },
     handler: async (req) => {
       const b = req.body;
       return toView(await service.run(b.channel, b.game_id, b.date, actorOf(req)));
