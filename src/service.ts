@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from './config/index.js';
 import { DatabaseUnusableError, isStorageUnavailable, migrateToLatest, migrationsApplied, openDatabase, type Database } from './db/index.js';
@@ -9,7 +9,8 @@ import { registerGameRoutes } from './games/routes.js';
 import { registerOpenApi } from './apidocs/openapi.js';
 import { registerApiDocsRoutes } from './apidocs/routes.js';
 import { packageVersion } from './lib/package-info.js';
-import { createFastify, type AuthKind } from './http/app.js';
+import { createFastify } from './http/app.js';
+import type { AuthKind } from './lib/auth-kind.js';
 import { screenSignedRequest, verifySignedRequest, type CallerDirectory } from './http/auth.js';
 import { bearerGuard } from './http/bearer-guard.js';
 import { bearerToken } from './http/auth.js';
@@ -75,6 +76,7 @@ import { NPPA_TIMEOUT_MS, NppaClient } from './compliance/nppa-client.js';
 import { NppaUploader } from './compliance/uploader.js';
 import { registerAuditRoutes } from './admin/audit-routes.js';
 import { registerComplianceRoutes } from './compliance/routes.js';
+import type { ApiApp } from './http/route-info.js';
 
 export interface ServiceOptions {
   config: Config;
@@ -92,7 +94,7 @@ export interface BackgroundJob {
 }
 
 export interface Service {
-  app: FastifyInstance;
+  app: ApiApp;
   database: Database;
   games: GameService;
   partners: PartnerService;

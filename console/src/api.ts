@@ -3,6 +3,11 @@
  * the shapes it expects. Shapes are read defensively: pages render what they recognise and
  * show the raw JSON of anything else, so a renamed field degrades the view instead of breaking it.
  */
+import type { Static } from 'typebox';
+import type { Game as GameSchema, NewKey, Product as ProductSchema } from '../../src/games/schemas';
+import type { Partner as PartnerSchema } from '../../src/partners/schemas';
+import type { SessionView } from '../../src/sessions/schemas';
+import type { AdminOrder, NotificationAttempt, OrderEvent as OrderEventSchema } from '../../src/orders/admin-schemas';
 import { encodeOperatorName } from '../../src/lib/operator-name';
 
 const TOKEN_KEY = 'combo.console.token';
@@ -113,86 +118,21 @@ export function asPage<T>(x: unknown): Page<T> {
   return { data: [], next_cursor: null, raw: x };
 }
 
-export interface Game {
-  game_id: string;
-  name: string;
-  iap_enabled: boolean;
-  sandbox_payments: boolean;
-  order_ttl_seconds: number;
-  gm_url: string | null;
-  rate_limit_per_second: number;
-  nppa?: { app_id: string; biz_id: string } | null;
-  key_ids: string[];
-  /** The key that signs notifications and GM requests (the one the game last signed with, else its oldest). */
-  signing_key_id: string | null;
-  created_at: number;
-  updated_at: number;
-  /** The game's last failed GM request and when (Unix ms); null when none failed. */
-  gm_last_error: string | null;
-  gm_last_error_at: number | null;
-}
+export type Game = Static<typeof GameSchema>;
 export type GamePatch = Partial<Pick<Game, 'name' | 'iap_enabled' | 'sandbox_payments' | 'order_ttl_seconds' | 'gm_url' | 'rate_limit_per_second'>>;
 
-export interface NewSecret {
-  key_id: string;
-  secret_key: string;
-}
+export type NewSecret = Static<typeof NewKey>;
 
-export interface Product {
-  game_id: string;
-  product_id: string;
-  name: string;
-  price: number;
-  currency: string;
-  active: boolean;
-  created_at?: number;
-  updated_at?: number;
-}
+export type Product = Static<typeof ProductSchema>;
 export type ProductInput = Pick<Product, 'name' | 'price' | 'currency' | 'active'>;
 
-export interface Partner {
-  partner_id: string;
-  name: string;
-  enabled: boolean;
-  games: string[];
-  rate_limit_per_second: number;
-  key_ids: string[];
-  created_at: number;
-  updated_at: number;
-}
+export type Partner = Static<typeof PartnerSchema>;
 
 export const ORDER_STATUSES = ['created', 'paid', 'delivered', 'expired', 'canceled', 'refund_pending', 'refund_failed', 'refunded'] as const;
 
-export interface Order {
-  order_id: string;
-  game_id: string;
-  reference_id: string;
-  combo_id: string;
-  product_id: string;
-  platform?: string;
-  quantity?: number;
-  amount: number;
-  currency: string;
-  status: string;
-  is_sandbox?: boolean;
-  late_payment?: boolean;
-  notify_url?: string;
-  context?: string | null;
-  created_at: number;
-  expires_at?: number;
-  paid_at?: number | null;
-  delivered_at?: number | null;
-  refunded_at?: number | null;
-  canceled_at?: number | null;
-  expired_at?: number | null;
-}
+export type Order = Static<typeof AdminOrder>;
 
-export interface OrderEvent {
-  from_status: string | null;
-  to_status: string;
-  at: number;
-  detail?: unknown;
-}
+export type OrderEvent = Static<typeof OrderEventSchema>;
 
 export interface Payment {
   payment_id?: string;
@@ -244,14 +184,7 @@ export interface ReconciliationDifference {
   applied?: string;
 }
 
-export interface Attempt {
-  attempt_id?: string;
-  at: number;
-  status_code: number | null;
-  latency_ms: number;
-  error: string | null;
-  response_snippet: string | null;
-}
+export type Attempt = Static<typeof NotificationAttempt>;
 
 /** `failing`: its latest attempt failed and it will be retried (docs/notifications.md). */
 export const NOTIFICATION_STATUSES = ['pending', 'failing', 'succeeded', 'failed', 'gone'] as const;
@@ -305,16 +238,7 @@ export interface OrderDetail extends Order {
   notifications?: Notification[];
 }
 
-export interface GameSession {
-  game_id: string;
-  session_id: string;
-  combo_id: string;
-  entered_at: number | null;
-  left_at: number | null;
-  close_reason?: string | null;
-  open: boolean;
-  online_seconds?: number | null;
-}
+export type GameSession = Static<typeof SessionView>;
 export interface SessionPage extends Page<GameSession> {
   online_days?: { date: string; online_seconds: number }[];
 }

@@ -1,4 +1,3 @@
-import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { Type, type Static } from 'typebox';
 import type { DB } from '../db/schema.js';
@@ -6,6 +5,8 @@ import { responses } from '../http/errors-schema.js';
 import { PageCursor, PageLimit } from '../http/paging.js';
 import { decodeCursor, encodeCursor } from '../lib/page-cursor.js';
 import { listAudit } from './audit.js';
+import { Errors } from '../errors.js';
+import type { ApiApp } from '../http/route-info.js';
 
 const AuditQuery = Type.Object({
   action: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'e.g. game.update, order.refund' })),
@@ -26,17 +27,17 @@ const AuditEntry = Type.Object({
 });
 
 /** The audit log of operator changes (who, what, when), newest first. */
-export function registerAuditRoutes(app: FastifyInstance, db: Kysely<DB>): void {
+export function registerAuditRoutes(app: ApiApp, db: Kysely<DB>): void {
   app.get('/admin/v1/audit', {
     config: { auth: 'admin' },
     schema: {
       tags: ['admin'],
       summary: 'Audit log of operator changes, newest first',
       querystring: AuditQuery,
-      response: responses({ 200: Type.Object({ data: Type.Array(AuditEntry), next_cursor: Type.Union([Type.String(), Type.Null()]) }) }, [401, 429]),
+      response: responses({ 200: Type.Object({ data: Type.Array(AuditEntry), next_cursor: Type.Union([Type.String(), Type.Null()]) }) }, [Errors.unauthorized, Errors.rateLimited]),
     },
     handler: async (req) => {
-      const q = req.query as AuditQuery;
+      const q = req.query;
       const limit = q.limit ?? 50;
       const before = q.cursor ? decodeCursor<string>(q.cursor, (v) => typeof v === 'string' && /^aud_[0-9A-Za-z]{1,60}$/.test(v)) : null;
       const rows = await listAudit(db, q, before, limit + 1);

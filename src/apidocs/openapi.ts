@@ -1,7 +1,7 @@
 import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import { Errors } from '../errors.js';
-import type { AuthKind } from '../http/app.js';
+import type { AuthKind } from '../lib/auth-kind.js';
 import { ErrorResponse } from '../http/errors-schema.js';
 
 /**
@@ -50,41 +50,20 @@ const SECURITY_BY_AUTH: Record<AuthKind, Array<Record<string, string[]>>> = {
   none: [],
 };
 
-/**
- * Error codes only some callers can get (PROTOCOL 2, 7, 10, 11); codes not listed here can
- * reach any caller. Keeps, say, `binding_not_found` off the operator API's 404.
- */
-const AUDIENCE: Record<string, AuthKind[]> = {
-  invalid_signature: ['game', 'partner', 'provider'],
-  // 'none': routes with a bearer token of their own (/metrics with METRICS_TOKEN).
-  unauthorized: ['admin', 'none'],
-  invalid_token: ['client', 'provider'],
-  game_iap_disabled: ['game'],
-  account_banned: ['game'],
-  recharge_limit_exceeded: ['game'],
-  duplicate_reference_id: ['game'],
-  partner_disabled: ['partner'],
-  binding_not_found: ['partner'],
-  role_not_found: ['partner'],
-  channel_unavailable: ['client', 'provider'],
-  payment_rejected: ['client', 'provider'],
-  not_implemented: ['game'],
-};
-
-/** Every error code of the catalogue, by HTTP status (read from the factories themselves). */
+/** Every error code of the catalogue, by HTTP status (read from the entries themselves). */
 export function errorCodesByStatus(): Map<number, string[]> {
-  // Answered before Fastify (src/http/load-shedding.ts; an Expect refused, src/http/app.ts), not from the catalogue.
-  const byStatus = new Map<number, string[]>([
-    [408, ['invalid_request']],
-    [417, ['invalid_request']],
-  ]);
-  for (const make of Object.values(Errors)) {
-    const e = make('');
-    const codes = byStatus.get(e.status) ?? [];
-    if (!codes.includes(e.code)) codes.push(e.code);
-    byStatus.set(e.status, codes);
+  const byStatus = new Map<number, string[]>();
+  for (const { status, code } of Object.values(Errors)) {
+    const codes = byStatus.get(status) ?? [];
+    if (!codes.includes(code)) codes.push(code);
+    byStatus.set(status, codes);
   }
   return byStatus;
+}
+
+/** Whether a caller of this kind can get the code: the catalogue names the callers of some. */
+function reaches(code: string, auth: AuthKind): boolean {
+  return Object.values(Errors).every((e) => e.code !== code || !e.audience || e.audience.includes(auth));
 }
 
 const REASONS: Record<number, string> = {
@@ -131,7 +110,7 @@ function describeResponses(op: Operation, auth: AuthKind, codes: Map<number, str
     if (!(n >= 400)) continue;
     const media = response.content?.['application/json'];
     if (media && isErrorResponseSchema(media.schema)) media.schema = ERROR_REF;
-    const list = (codes.get(n) ?? []).filter((c) => AUDIENCE[c]?.includes(auth) ?? true);
+    const list = (codes.get(n) ?? []).filter((c) => reaches(c, auth));
     response.description = `${REASONS[n] ?? 'Error'}. ErrorResponse; \`error\` is ${list.map((c) => `\`${c}\``).join(' or ')}.`;
     response['x-error-codes'] = list;
   }

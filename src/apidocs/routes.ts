@@ -1,10 +1,10 @@
-import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { responses } from '../http/errors-schema.js';
 import { renderDocsPage } from './render.js';
+import type { ApiApp } from '../http/route-info.js';
 
 /** GET /openapi.json (the document) and GET /docs (a readable, self-contained page of it). */
-export function registerApiDocsRoutes(app: FastifyInstance): void {
+export function registerApiDocsRoutes(app: ApiApp): void {
   // Built once, on first request: every route is registered by then.
   let json: string | null = null;
   let html: string | null = null;

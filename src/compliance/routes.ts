@@ -1,14 +1,15 @@
-import type { FastifyInstance } from 'fastify';
 import { actorOf } from '../admin/actor.js';
 import { responses } from '../http/errors-schema.js';
 import { GameParams } from '../games/schemas.js';
 import type { PlayerService } from './players.js';
 import { NppaEventPage, NppaEventsQuery, Player, PlayerParams, PutPlayerBody } from './schemas.js';
+import { Errors } from '../errors.js';
+import type { ApiApp } from '../http/route-info.js';
 
-const ADMIN_ERRORS = [401, 404, 429];
+const ADMIN_ERRORS = [Errors.unauthorized, Errors.notFound, Errors.rateLimited];
 
 /** Operator API for players (PROTOCOL 12) and the national-system upload queue. */
-export function registerComplianceRoutes(app: FastifyInstance, players: PlayerService): void {
+export function registerComplianceRoutes(app: ApiApp, players: PlayerService): void {
   const admin = { auth: 'admin' as const };
 
   app.put('/admin/v1/games/:game_id/players/:combo_id', {
@@ -21,8 +22,8 @@ export function registerComplianceRoutes(app: FastifyInstance, players: PlayerSe
       response: responses({ 200: Player }, ADMIN_ERRORS),
     },
     handler: async (req) => {
-      const p = req.params as PlayerParams;
-      return players.put(p.game_id, p.combo_id, req.body as PutPlayerBody, actorOf(req));
+      const p = req.params;
+      return players.put(p.game_id, p.combo_id, req.body, actorOf(req));
     },
   });
 
@@ -35,7 +36,7 @@ export function registerComplianceRoutes(app: FastifyInstance, players: PlayerSe
       response: responses({ 200: Player }, ADMIN_ERRORS),
     },
     handler: async (req) => {
-      const p = req.params as PlayerParams;
+      const p = req.params;
       return players.get(p.game_id, p.combo_id);
     },
   });
@@ -49,6 +50,6 @@ export function registerComplianceRoutes(app: FastifyInstance, players: PlayerSe
       querystring: NppaEventsQuery,
       response: responses({ 200: NppaEventPage }, ADMIN_ERRORS),
     },
-    handler: async (req) => players.events((req.params as { game_id: string }).game_id, req.query as NppaEventsQuery),
+    handler: async (req) => players.events(req.params.game_id, req.query),
   });
 }

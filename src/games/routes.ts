@@ -1,5 +1,3 @@
-import type { FastifyInstance } from 'fastify';
-import type { Static } from 'typebox';
 import { actorOf } from '../admin/actor.js';
 import { EmptyObject, responses } from '../http/errors-schema.js';
 import type { GameService } from './service.js';
@@ -18,48 +16,50 @@ import {
   PutProductBody,
 } from './schemas.js';
 import { Type } from 'typebox';
+import { Errors } from '../errors.js';
+import type { ApiApp } from '../http/route-info.js';
 
-const ADMIN_ERRORS = [401, 404, 409, 429];
+const ADMIN_ERRORS = [Errors.unauthorized, Errors.notFound, Errors.conflict, Errors.rateLimited];
 
 /** Operator API for games, keys and products (PROTOCOL 11). */
-export function registerGameRoutes(app: FastifyInstance, games: GameService): void {
+export function registerGameRoutes(app: ApiApp, games: GameService): void {
   const admin = { auth: 'admin' as const };
 
   app.post('/admin/v1/games', {
     config: admin,
     schema: { tags: ['admin'], summary: 'Create a game (answers its first secret key, shown only here)', body: CreateGameBody, response: responses({ 201: GameWithSecret }, ADMIN_ERRORS) },
-    handler: async (req, reply) => reply.code(201).send(await games.create(req.body as CreateGameBody, actorOf(req))),
+    handler: async (req, reply) => reply.code(201).send(await games.create(req.body, actorOf(req))),
   });
 
   app.get('/admin/v1/games', {
     config: admin,
     schema: { tags: ['admin'], summary: 'Games in id order, cursor paging', querystring: ListGamesQuery, response: responses({ 200: GamePage }, ADMIN_ERRORS) },
-    handler: async (req) => games.list(req.query as ListGamesQuery),
+    handler: async (req) => games.list(req.query),
   });
 
   app.get('/admin/v1/games/:game_id', {
     config: admin,
     schema: { tags: ['admin'], summary: 'Get a game', params: GameParams, response: responses({ 200: Game }, ADMIN_ERRORS) },
-    handler: async (req) => games.get((req.params as Static<typeof GameParams>).game_id),
+    handler: async (req) => games.get(req.params.game_id),
   });
 
   app.patch('/admin/v1/games/:game_id', {
     config: admin,
     schema: { tags: ['admin'], summary: "Change a game's settings", params: GameParams, body: PatchGameBody, response: responses({ 200: Game }, ADMIN_ERRORS) },
-    handler: async (req) => games.patch((req.params as Static<typeof GameParams>).game_id, req.body as PatchGameBody, actorOf(req)),
+    handler: async (req) => games.patch(req.params.game_id, req.body, actorOf(req)),
   });
 
   app.post('/admin/v1/games/:game_id/keys', {
     config: admin,
     schema: { tags: ['admin'], summary: 'Add a signing key (key rotation); no body, or {}', params: GameParams, body: EmptyObject, response: responses({ 201: NewKey }, ADMIN_ERRORS) },
-    handler: async (req, reply) => reply.code(201).send(await games.addKey((req.params as Static<typeof GameParams>).game_id, actorOf(req))),
+    handler: async (req, reply) => reply.code(201).send(await games.addKey(req.params.game_id, actorOf(req))),
   });
 
   app.delete('/admin/v1/games/:game_id/keys/:key_id', {
     config: admin,
     schema: { tags: ['admin'], summary: 'Retire a signing key', params: KeyParams, response: responses({ 200: Type.Object({}) }, ADMIN_ERRORS) },
     handler: async (req) => {
-      const p = req.params as Static<typeof KeyParams>;
+      const p = req.params;
       await games.deleteKey(p.game_id, p.key_id, actorOf(req));
       return {};
     },
@@ -69,8 +69,8 @@ export function registerGameRoutes(app: FastifyInstance, games: GameService): vo
     config: admin,
     schema: { tags: ['admin'], summary: 'Create or replace a product', params: ProductParams, body: PutProductBody, response: responses({ 200: Product }, ADMIN_ERRORS) },
     handler: async (req) => {
-      const p = req.params as Static<typeof ProductParams>;
-      return games.putProduct(p.game_id, p.product_id, req.body as PutProductBody, actorOf(req));
+      const p = req.params;
+      return games.putProduct(p.game_id, p.product_id, req.body, actorOf(req));
     },
   });
 
@@ -78,7 +78,7 @@ export function registerGameRoutes(app: FastifyInstance, games: GameService): vo
     config: admin,
     schema: { tags: ['admin'], summary: 'Get a product', params: ProductParams, response: responses({ 200: Product }, ADMIN_ERRORS) },
     handler: async (req) => {
-      const p = req.params as Static<typeof ProductParams>;
+      const p = req.params;
       return games.getProduct(p.game_id, p.product_id);
     },
   });
@@ -88,6 +88,6 @@ export function registerGameRoutes(app: FastifyInstance, games: GameService): vo
     // No filters and no paging (a game has few products), but an unknown parameter is refused
     // as on every listing: `?active=true` must not look like a filter that was applied.
     schema: { tags: ['admin'], summary: "List a game's products", params: GameParams, querystring: Type.Object({}, { additionalProperties: false }), response: responses({ 200: Type.Object({ data: Type.Array(Product) }) }, ADMIN_ERRORS) },
-    handler: async (req) => ({ data: await games.listProducts((req.params as Static<typeof GameParams>).game_id) }),
+    handler: async (req) => ({ data: await games.listProducts(req.params.game_id) }),
   });
 }

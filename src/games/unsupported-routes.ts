@@ -1,8 +1,8 @@
-import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { Errors } from '../errors.js';
 import { SERVER_API_PREFIXES } from './caller.js';
 import { responses } from '../http/errors-schema.js';
+import type { ApiApp } from '../http/route-info.js';
 
 /**
  * Server API methods of the Combo Node.js SDK that this service does not provide (they are Combo
@@ -13,7 +13,7 @@ import { responses } from '../http/errors-schema.js';
  */
 export const UNSUPPORTED_SDK_METHODS = ['send-otp', 'verify-otp', 'minigame-weixin-access-token', 'voice-moderation-request'] as const;
 
-export function registerUnsupportedSdkRoutes(app: FastifyInstance): void {
+export function registerUnsupportedSdkRoutes(app: ApiApp): void {
   for (const prefix of SERVER_API_PREFIXES) {
     for (const method of UNSUPPORTED_SDK_METHODS) {
       app.post(`${prefix}/${method}`, {
@@ -23,7 +23,7 @@ export function registerUnsupportedSdkRoutes(app: FastifyInstance): void {
           summary: `Not provided by this service (a Combo SDK method): 501`,
           hide: prefix !== '/v1/server',
           body: Type.Object({}, { additionalProperties: true }),
-          response: responses({}, [401, 429, 501]),
+          response: responses({}, [Errors.invalidSignature, Errors.rateLimited, Errors.notImplemented]),
         },
         handler: async () => {
           throw Errors.notImplemented(`${method} is a Combo platform service this service does not provide`);

@@ -3,7 +3,8 @@ import http2 from 'node:http2';
 import type net from 'node:net';
 import { Errors, type ApiError } from '../errors.js';
 import { newTraceId } from './trace.js';
-import { answerLast, rawErrorResponse } from './raw-answer.js';
+import { answerLast } from './raw-answer.js';
+import { rawErrorResponse, writeError } from './error-response.js';
 import type { RefusalSink } from './refusals.js';
 
 /** The methods a path is served with, or null for a path no route serves. */
@@ -36,9 +37,7 @@ export function answerConnect(server: http.Server | http2.Http2Server | http2.Ht
     const err = connectRefusal(target, allowedAt);
     if (second instanceof http2.Http2ServerResponse) {
       const traceId = newTraceId();
-      const body = JSON.stringify({ error: err.code, message: err.message });
-      second.writeHead(err.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-trace-id': traceId, ...err.headers });
-      second.end(body);
+      writeError(second, err, traceId);
       refused({ status: err.status, reason: 'connect', traceId });
       return;
     }
@@ -46,7 +45,7 @@ export function answerConnect(server: http.Server | http2.Http2Server | http2.Ht
     answerLast(second, () => {
       const traceId = newTraceId();
       refused({ status: err.status, reason: 'connect', traceId });
-      return rawErrorResponse(err.status, err.code, err.message, err.headers, traceId);
+      return rawErrorResponse(err, traceId);
     });
   });
 }

@@ -2,9 +2,10 @@ import { existsSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import { Errors } from '../errors.js';
 import { responses } from './errors-schema.js';
+import type { ApiApp } from './route-info.js';
 
 const CONTENT_TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -45,15 +46,15 @@ export function defaultConsoleDir(): string {
  * The web console (a built single-page app) at /console/. Files come from `dir`; a path
  * without a file extension is a client-side route and gets index.html.
  */
-export function registerConsoleRoutes(app: FastifyInstance, opts: { dir: string }): void {
+export function registerConsoleRoutes(app: ApiApp, opts: { dir: string }): void {
   const root = path.resolve(opts.dir);
-  const schema = { tags: ['ops'], summary: 'The web console (static files)', hide: true, response: responses({}, [404]) };
+  const schema = { tags: ['ops'], summary: 'The web console (static files)', hide: true, response: responses({}, [Errors.notFound]) };
 
   const redirect = { tags: ['ops'], summary: 'Redirects to /console/', hide: true, response: responses({}, []) };
   app.get('/console', { schema: redirect }, async (_req, reply) => reply.redirect('/console/', 302));
   app.get('/console/', { schema }, async (_req, reply) => sendFile(reply, root, 'index.html'));
-  app.get('/console/*', { schema }, async (req, reply) => {
-    const rel = (req.params as { '*': string })['*'];
+  app.get<{ Params: { '*': string } }>('/console/*', { schema }, async (req, reply) => {
+    const rel = req.params['*'];
     return sendFile(reply, root, rel === '' ? 'index.html' : rel);
   });
 }

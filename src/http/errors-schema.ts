@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { Errors, type CatalogueError } from '../errors.js';
 
 /** ErrorResponse (rest-interface 2.7): the body of every 4xx and 5xx answer. */
 export const ErrorResponse = Type.Object(
@@ -18,14 +19,24 @@ export const EmptyObject = Type.Object({}, { additionalProperties: false });
  * 100-continue 417; 500 on a bug, 503 while the service drains, sheds load or cannot reach its
  * database (docs/api.md, "HTTP").
  */
-const ALWAYS = [400, 405, 408, 413, 415, 417, 500, 503];
+const ALWAYS: readonly CatalogueError[] = [
+  Errors.invalidRequest,
+  Errors.methodNotAllowed,
+  Errors.requestTimeout,
+  Errors.bodyTooLarge,
+  Errors.unsupportedMediaType,
+  Errors.expectationFailed,
+  Errors.internal,
+  Errors.serviceUnavailable,
+];
 
 /**
- * Response map for a route: the 200 shape, ALWAYS, and the error statuses only it answers
- * (401 for an authenticated route, 404, 409, 429, ...).
+ * Response map for a route: the 200 shape, ALWAYS, and the catalogue errors only it raises
+ * (Errors.unauthorized for an operator route, Errors.notFound, Errors.rateLimited, ...), each
+ * under its catalogue status.
  */
-export function responses(ok: Record<number, unknown>, errorStatuses: number[]): Record<number, unknown> {
+export function responses(ok: Record<number, unknown>, raises: readonly CatalogueError[]): Record<number, unknown> {
   const out: Record<number, unknown> = { ...ok };
-  for (const s of [...ALWAYS, ...errorStatuses]) out[s] = ErrorResponse;
+  for (const e of [...ALWAYS, ...raises]) out[e.status] = ErrorResponse;
   return out;
 }

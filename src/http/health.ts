@@ -1,13 +1,13 @@
-import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { responses } from './errors-schema.js';
+import type { ApiApp } from './route-info.js';
 
 export interface Readiness {
   /** Throws when the database is unreachable or migrations are pending. */
   check(): Promise<void>;
 }
 
-export function registerHealthRoutes(app: FastifyInstance, readiness: Readiness): void {
+export function registerHealthRoutes(app: ApiApp, readiness: Readiness): void {
   const Status = Type.Object({ status: Type.String() });
   app.get('/healthz', {
     schema: { tags: ['ops'], summary: 'The process is alive', response: responses({ 200: Status }, []) },

@@ -7,6 +7,8 @@ import { newTraceId } from './trace.js';
 import { originForm } from './request-target.js';
 import { AdaptiveLimit } from './adaptive-limit.js';
 import { bodyMayFollow } from './body-presence.js';
+import { Errors } from '../errors.js';
+import { prepareError, writePreparedError, type PreparedError } from './error-response.js';
 
 export interface LoadSheddingOptions {
   /** Requests in progress beyond this are refused at once (503). */
@@ -76,8 +78,10 @@ export function releaseResponsesOnAnswer(): void {
   }
 }
 
-const BODY = Buffer.from(JSON.stringify({ error: 'service_unavailable', message: 'the service is over capacity; retry shortly' }));
-const CLIENT_BODY = Buffer.from(JSON.stringify({ error: 'service_unavailable', message: 'this client has its share of the requests in progress; retry shortly' }));
+const JSON_UTF8 = 'application/json; charset=utf-8';
+const RETRY_SOON = { 'retry-after': '1' };
+const OVER_CAPACITY = prepareError(Errors.serviceUnavailable('the service is over capacity; retry shortly', RETRY_SOON), JSON_UTF8);
+const CLIENT_SHARE = prepareError(Errors.serviceUnavailable('this client has its share of the requests in progress; retry shortly', RETRY_SOON), JSON_UTF8);
 const EXEMPT = new Set(['/healthz', '/readyz', '/metrics']);
 
 /**
@@ -185,11 +189,11 @@ export class LoadShedder {
     // The console's files are static and cheap, like health checks: the operator's console
     // loads while the service sheds the API's load.
     if (EXEMPT.has(path) || path.startsWith('/console/')) return true;
-    if (this.inflight >= this.limit || this.saturated) return this.shed(res, BODY);
+    if (this.inflight >= this.limit || this.saturated) return this.shed(res, OVER_CAPACITY);
     if (this.perClient) {
       const client = this.o.clientOf!(req);
       const held = this.perClient.get(client) ?? 0;
-      if (held >= this.clientCap) return this.shed(res, CLIENT_BODY);
+      if (held >= this.clientCap) return this.shed(res, CLIENT_SHARE);
       this.perClient.set(client, held + 1);
       (res as Timed)[CLIENT] = client;
     }
@@ -201,13 +205,12 @@ export class LoadShedder {
     return true;
   }
 
-  private shed(res: http.ServerResponse, body: Buffer): false {
+  private shed(res: http.ServerResponse, answer: PreparedError): false {
     this.shedSinceLog++;
     this.o.onShed?.();
     // Answered before the body is read; Node discards the rest of the body and keeps the
     // connection for the next request.
-    res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1', 'x-trace-id': newTraceId(), 'content-length': body.length });
-    res.end(body);
+    writePreparedError(res, answer, newTraceId());
     return false;
   }
 
@@ -236,7 +239,7 @@ export function lateBodyTraceId(res: object): string | undefined {
   return (res as { [LATE_BODY_TRACE]?: string })[LATE_BODY_TRACE];
 }
 
-const BODY_LATE = Buffer.from(JSON.stringify({ error: 'invalid_request', message: 'the request body did not arrive in time' }));
+const BODY_LATE = prepareError(Errors.requestTimeout('the request body did not arrive in time'), JSON_UTF8);
 
 /**
  * Answers 408 and closes the connection (HTTP/2: the stream) when the body is still incomplete
@@ -248,10 +251,7 @@ function watchBody(req: http.IncomingMessage, res: http.ServerResponse, ms: numb
     const stream = (req as unknown as { stream?: { close(code?: number): void } }).stream;
     const traceId = newTraceId();
     (res as { [LATE_BODY_TRACE]?: string })[LATE_BODY_TRACE] = traceId;
-    const headers: http.OutgoingHttpHeaders = { 'content-type': 'application/json; charset=utf-8', 'x-trace-id': traceId, 'content-length': BODY_LATE.length };
-    if (!stream) headers.connection = 'close';
-    res.writeHead(408, headers);
-    res.end(BODY_LATE, () => (stream ? stream.close() : req.socket.destroy()));
+    writePreparedError(res, BODY_LATE, traceId, stream ? undefined : { connection: 'close' }, () => (stream ? stream.close() : req.socket.destroy()));
   }, ms);
   timer.unref();
   const clear = (): void => clearTimeout(timer);

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Errors } from '../errors.js';
 import { isPromise } from '../lib/maybe-promise.js';
 import { policyOfCaller, type RateLimiter, type RateLimitPolicy, type TakeResult } from '../ratelimit/limiter.js';
-import type { AuthKind } from './app.js';
+import type { AuthKind } from '../lib/auth-kind.js';
 
 export interface RateLimitHookOptions {
   limiter: RateLimiter;

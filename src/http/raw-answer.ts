@@ -1,6 +1,5 @@
-import http from 'node:http';
+import type http from 'node:http';
 import type net from 'node:net';
-import { newTraceId } from './trace.js';
 
 /** Sockets already given (or waiting to be given) a raw answer: later parse errors are ignored. */
 const answered = new WeakSet<net.Socket>();
@@ -60,14 +59,4 @@ function writeWhenDue(socket: ParsedSocket, raw: () => string, refused: http.Inc
   // Its answer was sent and done with already.
   if (refused) return void socket.end();
   socket.end(raw());
-}
-
-/** A raw HTTP/1.1 ErrorResponse that closes its connection, with a trace id like every answer. */
-export function rawErrorResponse(status: number, error: string, message: string, headers: Record<string, string> = {}, traceId = newTraceId()): string {
-  const body = JSON.stringify({ error, message });
-  const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-  return (
-    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-    `x-trace-id: ${traceId}\r\n${lines}Connection: close\r\n\r\n${body}`
-  );
 }

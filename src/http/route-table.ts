@@ -1,5 +1,5 @@
 import type { FastifyInstance, RouteOptions } from 'fastify';
-import type { AuthKind } from './app.js';
+import type { AuthKind } from '../lib/auth-kind.js';
 
 /** One registered route as the API documents it. */
 export interface RouteEntry {

@@ -1,12 +1,13 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { Errors } from '../errors.js';
 import { responses } from '../http/errors-schema.js';
-import { routeOf } from '../http/app.js';
+import { routeOf } from '../http/route-info.js';
 import type { Logger } from 'pino';
 import type { ServiceMetrics } from './metrics.js';
 import { originForm } from '../http/request-target.js';
 import { lateBodyTraceId } from '../http/load-shedding.js';
+import type { ApiApp } from '../http/route-info.js';
 
 /** Label and log value for requests that matched no route (never the raw path: it may hold a token). */
 export const UNMATCHED_ROUTE = '(unmatched)';
@@ -16,7 +17,7 @@ export const UNMATCHED_ROUTE = '(unmatched)';
  * pattern, status, latency and trace id, and deliberately nothing else: no headers, no query
  * string, no body (they hold signatures, tokens and secrets).
  */
-export function installRequestObservability(app: FastifyInstance, metrics: ServiceMetrics): void {
+export function installRequestObservability(app: ApiApp, metrics: ServiceMetrics): void {
   app.addHook('onResponse', (req, reply, done) => {
     const route = routeOf(req).url ?? UNMATCHED_ROUTE;
     const elapsed = reply.elapsedTime;
@@ -32,14 +33,14 @@ export function installRequestObservability(app: FastifyInstance, metrics: Servi
 }
 
 /** GET /metrics (Prometheus text format); with METRICS_TOKEN set, only with that bearer token. */
-export function registerMetricsRoute(app: FastifyInstance, metrics: ServiceMetrics, authenticate: ((req: FastifyRequest) => void | Promise<void>) | null): void {
+export function registerMetricsRoute(app: ApiApp, metrics: ServiceMetrics, authenticate: ((req: FastifyRequest) => void | Promise<void>) | null): void {
   app.get('/metrics', {
     schema: {
       tags: ['ops'],
       summary: 'Prometheus metrics (Bearer METRICS_TOKEN when configured)',
       response: responses(
         { 200: { description: 'Prometheus text exposition format', content: { 'text/plain; version=0.0.4; charset=utf-8': { schema: Type.String() } } } },
-        [401, 429],
+        [Errors.unauthorized, Errors.rateLimited],
       ),
     },
     handler: async (req, reply) => {

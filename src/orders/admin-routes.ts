@@ -1,22 +1,23 @@
 import { Readable } from 'node:stream';
 import { Type } from 'typebox';
-import type { FastifyInstance } from 'fastify';
 import { actorOf } from '../admin/actor.js';
 import { responses } from '../http/errors-schema.js';
 import { AdminOrder, AdminOrderDetail, ExportOrdersQuery, ListOrdersQuery, OrderActionBody, OrderPage, OrderParams, RefundBody } from './admin-schemas.js';
 import type { OrderAdminService } from './admin-service.js';
 import { csvFilename, ordersCsv } from './csv.js';
+import { Errors } from '../errors.js';
+import type { ApiApp } from '../http/route-info.js';
 
-const ADMIN_ERRORS = [401, 404, 429];
+const ADMIN_ERRORS = [Errors.unauthorized, Errors.notFound, Errors.rateLimited];
 
 /** Operator API for orders (PROTOCOL 11). */
-export function registerOrderAdminRoutes(app: FastifyInstance, orders: OrderAdminService): void {
+export function registerOrderAdminRoutes(app: ApiApp, orders: OrderAdminService): void {
   const admin = { auth: 'admin' as const };
 
   app.get('/admin/v1/orders', {
     config: admin,
     schema: { tags: ['admin'], summary: 'Orders, newest first, cursor paging', querystring: ListOrdersQuery, response: responses({ 200: OrderPage }, ADMIN_ERRORS) },
-    handler: async (req) => orders.list(req.query as ListOrdersQuery),
+    handler: async (req) => orders.list(req.query),
   });
 
   app.get('/admin/v1/orders.csv', {
@@ -28,12 +29,12 @@ export function registerOrderAdminRoutes(app: FastifyInstance, orders: OrderAdmi
       response: { ...responses({}, ADMIN_ERRORS), 200: { description: 'CSV, one header line', content: { 'text/csv': { schema: Type.String() } } } },
     },
     handler: async (req, reply) => {
-      const q = req.query as ExportOrdersQuery;
+      const q = req.query;
       return reply
         .type('text/csv; charset=utf-8')
         .header('content-disposition', `attachment; filename="${csvFilename(q.game_id, Date.now())}"`)
         .header('cache-control', 'no-store')
-        .send(Readable.from(ordersCsv((p) => orders.list(p), q)));
+        .send(csvStream(Readable.from(ordersCsv((p) => orders.list(p), q))));
     },
   });
 
@@ -45,7 +46,7 @@ export function registerOrderAdminRoutes(app: FastifyInstance, orders: OrderAdmi
       params: OrderParams,
       response: responses({ 200: AdminOrderDetail }, ADMIN_ERRORS),
     },
-    handler: async (req) => orders.detail((req.params as OrderParams).order_id),
+    handler: async (req) => orders.detail(req.params.order_id),
   });
 
   app.post('/admin/v1/orders/:order_id/refund', {
@@ -55,11 +56,11 @@ export function registerOrderAdminRoutes(app: FastifyInstance, orders: OrderAdmi
       summary: 'Refund a paid or delivered order whole (wechat, alipay: refund_pending until the provider confirms; then a refund notification)',
       params: OrderParams,
       body: RefundBody,
-      response: responses({ 200: AdminOrder }, [...ADMIN_ERRORS, 409]),
+      response: responses({ 200: AdminOrder }, [...ADMIN_ERRORS, Errors.invalidState]),
     },
     handler: async (req) => {
-      const body = req.body as RefundBody;
-      return orders.refund((req.params as OrderParams).order_id, actorOf(req), body.reason, body.amount);
+      const body = req.body;
+      return orders.refund(req.params.order_id, actorOf(req), body.reason, body.amount);
     },
   });
 
@@ -70,8 +71,13 @@ export function registerOrderAdminRoutes(app: FastifyInstance, orders: OrderAdmi
       summary: 'Cancel an unpaid order',
       params: OrderParams,
       body: OrderActionBody,
-      response: responses({ 200: AdminOrder }, [...ADMIN_ERRORS, 409]),
+      response: responses({ 200: AdminOrder }, [...ADMIN_ERRORS, Errors.invalidState]),
     },
-    handler: async (req) => orders.cancel((req.params as OrderParams).order_id, actorOf(req), (req.body as OrderActionBody).reason),
+    handler: async (req) => orders.cancel(req.params.order_id, actorOf(req), req.body.reason),
   });
+}
+
+/** The 200's schema is the CSV text; Fastify sends it as the stream produces it. */
+function csvStream(stream: Readable): string {
+  return stream as unknown as string;
 }

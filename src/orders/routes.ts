@@ -1,13 +1,13 @@
-import type { FastifyInstance } from 'fastify';
 import { Errors } from '../errors.js';
 import { callingGame, SERVER_API_PREFIXES } from '../games/caller.js';
 import { responses } from '../http/errors-schema.js';
 import { CreateOrderBody, CreateOrderResponse } from './schemas.js';
 import type { OrderService } from './service.js';
+import type { ApiApp } from '../http/route-info.js';
 
 const iapDisabled = () => Errors.gameIapDisabled('in-app purchase is disabled for this game');
 
-export function registerOrderRoutes(app: FastifyInstance, orders: OrderService): void {
+export function registerOrderRoutes(app: ApiApp, orders: OrderService): void {
   for (const prefix of SERVER_API_PREFIXES) {
     app.post(`${prefix}/create-order`, {
       config: {
@@ -28,7 +28,7 @@ export function registerOrderRoutes(app: FastifyInstance, orders: OrderService):
         summary: 'Create an in-app purchase order',
         hide: prefix !== '/v1/server',
         body: CreateOrderBody,
-        response: responses({ 200: CreateOrderResponse }, [401, 403, 422, 429]),
+        response: responses({ 200: CreateOrderResponse }, [Errors.invalidSignature, Errors.gameIapDisabled, Errors.accountBanned, Errors.rechargeLimitExceeded, Errors.duplicateReferenceId, Errors.rateLimited]),
       },
       // A request let past the caller-state check as a repeat (above) but with invalid
       // parameters is no repeat: it gets the caller-state refusal, which comes first.
@@ -36,7 +36,7 @@ export function registerOrderRoutes(app: FastifyInstance, orders: OrderService):
       handler: async (req) => {
         const snap = callingGame(req);
         if (req.validationError) throw snap.game.iap_enabled === 1 ? req.validationError : iapDisabled();
-        return orders.create(snap, req.body as CreateOrderBody);
+        return orders.create(snap, req.body);
       },
     });
   }

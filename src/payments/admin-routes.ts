@@ -1,4 +1,3 @@
-import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { responses } from '../http/errors-schema.js';
 import { PageCursor, PageLimit } from '../http/paging.js';
@@ -6,6 +5,8 @@ import { decodeCursor, encodeCursor } from '../lib/page-cursor.js';
 import { AdminPayment } from '../orders/admin-schemas.js';
 import { toAdminPayment } from '../orders/admin-service.js';
 import type { PaymentStore } from './store.js';
+import { Errors } from '../errors.js';
+import type { ApiApp } from '../http/route-info.js';
 
 export const ListPaymentsQuery = Type.Object(
   {
@@ -28,12 +29,12 @@ const PaymentPage = Type.Object({
 const isCursor = (v: unknown) => Array.isArray(v) && v.length === 3 && v[0] === 'pay' && Number.isSafeInteger(v[1]) && typeof v[2] === 'string';
 
 /** GET /admin/v1/payments: payments newest first, flagged ones for the operator to settle. */
-export function registerPaymentAdminRoutes(app: FastifyInstance, store: PaymentStore): void {
+export function registerPaymentAdminRoutes(app: ApiApp, store: PaymentStore): void {
   app.get('/admin/v1/payments', {
     config: { auth: 'admin' },
-    schema: { tags: ['admin'], summary: 'Payments, newest first (`?status=flagged`: the ones to settle), cursor paging', querystring: ListPaymentsQuery, response: responses({ 200: PaymentPage }, [400, 401, 429]) },
+    schema: { tags: ['admin'], summary: 'Payments, newest first (`?status=flagged`: the ones to settle), cursor paging', querystring: ListPaymentsQuery, response: responses({ 200: PaymentPage }, [Errors.invalidRequest, Errors.unauthorized, Errors.rateLimited]) },
     handler: async (req) => {
-      const q = req.query as ListPaymentsQuery;
+      const q = req.query;
       const limit = q.limit ?? 50;
       const after = q.cursor === undefined ? null : decodeCursor<[string, number, string]>(q.cursor, isCursor);
       const rows = await store.list({ status: q.status, gameId: q.game_id, provider: q.provider, orderId: q.order_id }, after ? { createdAt: after[1], paymentId: after[2] } : null, limit + 1);

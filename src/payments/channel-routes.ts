@@ -1,32 +1,33 @@
-import type { FastifyInstance } from 'fastify';
-import { Type, type Static } from 'typebox';
+import { Type } from 'typebox';
 import { actorOf } from '../admin/actor.js';
 import { responses } from '../http/errors-schema.js';
 import { GameParams } from '../games/schemas.js';
 import { ChannelList, ChannelParams, ChannelView } from './channel-schemas.js';
 import type { ChannelService } from './channel-service.js';
 import type { PaymentProvider } from './provider.js';
+import { Errors } from '../errors.js';
+import type { ApiApp } from '../http/route-info.js';
 
-const ADMIN_ERRORS = [400, 401, 404, 429];
+const ADMIN_ERRORS = [Errors.invalidRequest, Errors.unauthorized, Errors.notFound, Errors.rateLimited];
 
 /**
  * Operator API of games' payment channels (payments.md 2). PUT is one route per channel, so
  * each body is validated (and documented) by its own channel's schema.
  */
-export function registerChannelRoutes(app: FastifyInstance, channels: ChannelService, providers: PaymentProvider[]): void {
+export function registerChannelRoutes(app: ApiApp, channels: ChannelService, providers: PaymentProvider[]): void {
   const admin = { auth: 'admin' as const };
 
   app.get('/admin/v1/games/:game_id/channels', {
     config: admin,
     schema: { tags: ['admin'], summary: "A game's payment channels (secrets show as \"***\")", params: GameParams, querystring: Type.Object({}, { additionalProperties: false }), response: responses({ 200: ChannelList }, ADMIN_ERRORS) },
-    handler: async (req) => ({ data: await channels.list((req.params as Static<typeof GameParams>).game_id) }),
+    handler: async (req) => ({ data: await channels.list(req.params.game_id) }),
   });
 
   app.get('/admin/v1/games/:game_id/channels/:channel', {
     config: admin,
     schema: { tags: ['admin'], summary: "A game's payment channel (secrets show as \"***\")", params: ChannelParams, response: responses({ 200: ChannelView }, ADMIN_ERRORS) },
     handler: async (req) => {
-      const p = req.params as ChannelParams;
+      const p = req.params;
       return channels.get(p.game_id, p.channel);
     },
   });
@@ -35,7 +36,7 @@ export function registerChannelRoutes(app: FastifyInstance, channels: ChannelSer
     config: admin,
     schema: { tags: ['admin'], summary: "Remove a game's payment channel", params: ChannelParams, response: responses({ 200: Type.Object({}) }, ADMIN_ERRORS) },
     handler: async (req) => {
-      const p = req.params as ChannelParams;
+      const p = req.params;
       await channels.delete(p.game_id, p.channel, actorOf(req));
       return {};
     },
@@ -52,8 +53,8 @@ export function registerChannelRoutes(app: FastifyInstance, channels: ChannelSer
         response: responses({ 200: ChannelView }, ADMIN_ERRORS),
       },
       handler: async (req) => {
-        const gameId = (req.params as Static<typeof GameParams>).game_id;
-        return channels.put(gameId, provider.name, req.body as { enabled: boolean }, actorOf(req));
+        const gameId = req.params.game_id;
+        return channels.put(gameId, provider.name, req.body, actorOf(req));
       },
     });
   }

@@ -1,4 +1,3 @@
-import type { FastifyInstance } from 'fastify';
 import type { TransactionRunner } from '../db/group-commit.js';
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
@@ -34,6 +33,7 @@ import type { PaymentService } from './service.js';
 import { PaymentStore } from './store.js';
 import type { ProviderPayments } from './provider-payments/service.js';
 import { ProviderPaymentStore } from './provider-payments/store.js';
+import type { ApiApp } from '../http/route-info.js';
 
 export interface PaymentChannelsDeps {
   db: Kysely<DB>;
@@ -101,7 +101,7 @@ export interface PaymentRouteDeps {
 }
 
 /** The admin API of channel settings and each channel's client and callback routes. */
-export function registerPaymentRoutes(app: FastifyInstance, p: PaymentChannels, d: PaymentRouteDeps): AppleTransactions {
+export function registerPaymentRoutes(app: ApiApp, p: PaymentChannels, d: PaymentRouteDeps): AppleTransactions {
   registerChannelRoutes(app, p.channels, p.providers);
   registerPaymentAdminRoutes(app, p.store);
   const transactions = new AppleTransactions({ payments: d.payments, channels: p.channels, tokens: p.tokens, orders: d.orders, verifiers: p.verifiers, authorize: d.authorize, clientStatus: d.clientStatus });

@@ -1,4 +1,4 @@
-import type { TObject } from 'typebox';
+import type { TBoolean, TObject } from 'typebox';
 import type { PaymentRow } from './store.js';
 
 /**
@@ -17,7 +17,7 @@ export interface PaymentProvider {
   /** Payments through this channel move no money: paid orders carry is_sandbox = 1. */
   readonly sandbox: boolean;
   /** The game settings body of PUT /admin/v1/games/:game_id/channels/:channel (with `enabled`). */
-  readonly settingsBody: TObject;
+  readonly settingsBody: TObject<{ enabled: TBoolean }>;
   /**
    * Paths (dotted) of the settings that are secrets: sealed at rest, never returned (`"***"`),
    * `***` in the audit log.

@@ -1,18 +1,19 @@
-import type { FastifyInstance } from 'fastify';
 import { callingGame, SERVER_API_PREFIXES } from '../games/caller.js';
 import { EmptyObject, responses } from '../http/errors-schema.js';
 import { SessionListQuery, SessionPage, SessionReportBody } from './schemas.js';
 import type { SessionService } from './service.js';
+import { Errors } from '../errors.js';
+import type { ApiApp } from '../http/route-info.js';
 
-export function registerSessionRoutes(app: FastifyInstance, sessions: SessionService): void {
-  const errors = [401, 429];
+export function registerSessionRoutes(app: ApiApp, sessions: SessionService): void {
+  const errors = [Errors.invalidSignature, Errors.rateLimited];
   for (const prefix of SERVER_API_PREFIXES) {
     const hide = prefix !== '/v1/server';
     app.post(`${prefix}/enter-game`, {
       config: { auth: 'game' },
       schema: { tags: ['server'], summary: 'Report a player going online', hide, body: SessionReportBody, response: responses({ 200: EmptyObject }, errors) },
       handler: async (req) => {
-        await sessions.enter(callingGame(req), req.body as SessionReportBody);
+        await sessions.enter(callingGame(req), req.body);
         return {};
       },
     });
@@ -20,7 +21,7 @@ export function registerSessionRoutes(app: FastifyInstance, sessions: SessionSer
       config: { auth: 'game' },
       schema: { tags: ['server'], summary: 'Report a player going offline', hide, body: SessionReportBody, response: responses({ 200: EmptyObject }, errors) },
       handler: async (req) => {
-        await sessions.leave(callingGame(req), req.body as SessionReportBody);
+        await sessions.leave(callingGame(req), req.body);
         return {};
       },
     });
@@ -32,8 +33,8 @@ export function registerSessionRoutes(app: FastifyInstance, sessions: SessionSer
       tags: ['admin'],
       summary: 'Sessions, newest first (with a player\'s online time per Beijing day when game_id and combo_id are given)',
       querystring: SessionListQuery,
-      response: responses({ 200: SessionPage }, [401, 429]),
+      response: responses({ 200: SessionPage }, [Errors.unauthorized, Errors.rateLimited]),
     },
-    handler: async (req) => sessions.list(req.query as SessionListQuery),
+    handler: async (req) => sessions.list(req.query),
   });
 }

@@ -1,8 +1,8 @@
-import type { FastifyInstance } from 'fastify';
-import { Type, type Static } from 'typebox';
+import { Type } from 'typebox';
 import { Errors, isApiError } from '../../errors.js';
 import { ErrorResponse, responses } from '../../http/errors-schema.js';
 import type { AlipayNotifications } from './notify.js';
+import type { ApiApp } from '../../http/route-info.js';
 
 const GameParams = Type.Object({ game_id: Type.String({ minLength: 1, maxLength: 64 }) });
 const Fail = Type.Literal('fail', { description: 'Not handled: Alipay sends the notify again later' });
@@ -27,9 +27,9 @@ function failOr(description: string): unknown {
  * POST /v1/callbacks/alipay/:game_id: Alipay's async notify (payments.md 4), a form post.
  * Answered `success` (text/plain) once handled; otherwise `fail`, and the reason is logged.
  */
-export function registerAlipayRoutes(app: FastifyInstance, d: { notifications: AlipayNotifications }): void {
+export function registerAlipayRoutes(app: ApiApp, d: { notifications: AlipayNotifications }): void {
   const response: Record<number, unknown> = {
-    ...responses({ 200: { description: 'Handled', content: { 'text/plain': { schema: Type.Literal('success') } } } }, [404, 422]),
+    ...responses({ 200: { description: 'Handled', content: { 'text/plain': { schema: Type.Literal('success') } } } }, [Errors.notFound, Errors.paymentRejected]),
   };
   for (const [s, why] of Object.entries(FAIL_STATUSES)) response[Number(s)] = failOr(`Not handled: \`fail\` from the route (${why}), or an ErrorResponse from the pipeline`);
 
@@ -42,7 +42,7 @@ export function registerAlipayRoutes(app: FastifyInstance, d: { notifications: A
       response,
     },
     handler: async (req, reply) => {
-      const gameId = (req.params as Static<typeof GameParams>).game_id;
+      const gameId = req.params.game_id;
       reply.type('text/plain; charset=utf-8');
       try {
         if (typeof req.body !== 'string') throw Errors.invalidRequest('the notify is not a form post (application/x-www-form-urlencoded)');

@@ -1,9 +1,10 @@
-import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
 import type { TokenLimit } from '../../checkout/routes.js';
 import { responses } from '../../http/errors-schema.js';
 import type { GoogleClient } from './client.js';
 import type { GoogleNotifications } from './notifications.js';
+import { Errors } from '../../errors.js';
+import type { ApiApp } from '../../http/route-info.js';
 
 export const GooglePurchaseBody = Type.Object({
   purchase_token: Type.String({ minLength: 1, maxLength: 4096, description: "Play Billing's Purchase.getPurchaseToken()" }),
@@ -20,17 +21,17 @@ export const GooglePurchaseResponse = Type.Object({
 const GameParams = Type.Object({ game_id: Type.String({ minLength: 1, maxLength: 64 }) });
 
 /** The `google` channel's client submission and its Real-time developer notifications (payments.md 3-4). */
-export function registerGoogleRoutes(app: FastifyInstance, d: { client: GoogleClient; notifications: GoogleNotifications; limitToken: TokenLimit }): void {
+export function registerGoogleRoutes(app: ApiApp, d: { client: GoogleClient; notifications: GoogleNotifications; limitToken: TokenLimit }): void {
   app.post('/v1/client/google/purchases', {
     config: { auth: 'client' },
     schema: {
       tags: ['client'],
       summary: 'Submit a Google Play purchase: the order it was made for is paid, the purchase consumed',
       body: GooglePurchaseBody,
-      response: responses({ 200: GooglePurchaseResponse }, [401, 403, 409, 422, 429]),
+      response: responses({ 200: GooglePurchaseResponse }, [Errors.invalidToken, Errors.channelUnavailable, Errors.invalidState, Errors.paymentRejected, Errors.rateLimited]),
     },
     handler: async (req, reply) => {
-      const body = req.body as GooglePurchaseBody;
+      const body = req.body;
       if (body.order_token !== undefined) await d.limitToken(reply, body.order_token);
       return d.client.submit(body);
     },
@@ -42,10 +43,10 @@ export function registerGoogleRoutes(app: FastifyInstance, d: { client: GoogleCl
       tags: ['callbacks'],
       summary: 'Google Play Real-time developer notifications (Pub/Sub push, OIDC token verified)',
       params: GameParams,
-      response: { 204: { description: 'Handled (Pub/Sub acknowledges it)', type: 'null' }, ...responses({}, [401, 403]) },
+      response: responses({ 204: { description: 'Handled (Pub/Sub acknowledges it)', type: 'null' } }, [Errors.invalidToken, Errors.channelUnavailable]),
     },
     handler: async (req, reply) => {
-      await d.notifications.handle((req.params as Static<typeof GameParams>).game_id, req.headers.authorization, req.body);
+      await d.notifications.handle(req.params.game_id, req.headers.authorization, req.body);
       return reply.code(204).send();
     },
   });

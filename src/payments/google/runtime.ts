@@ -1,4 +1,3 @@
-import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Clock } from '../../lib/clock.js';
 import type { TokenLimit } from '../../checkout/routes.js';
@@ -13,6 +12,7 @@ import { GooglePurchases } from './purchases.js';
 import { PushTokenVerifier } from './push-token.js';
 import { registerGoogleRoutes } from './routes.js';
 import type { GooglePurchaseStore } from './store.js';
+import type { ApiApp } from '../../http/route-info.js';
 
 export interface GoogleRuntimeDeps {
   api: PlayApi;
@@ -33,7 +33,7 @@ export interface GoogleRuntimeDeps {
 }
 
 /** The `google` channel's routes and its consume job, over the payment service. */
-export function createGoogleRuntime(d: GoogleRuntimeDeps): { consumer: GoogleConsumer; register(app: FastifyInstance): void } {
+export function createGoogleRuntime(d: GoogleRuntimeDeps): { consumer: GoogleConsumer; register(app: ApiApp): void } {
   const log = d.log.child({ channel: 'google' });
   const purchases = new GooglePurchases({
     api: d.api,

@@ -1,10 +1,11 @@
-import type { FastifyInstance } from 'fastify';
-import { Type, type Static } from 'typebox';
+import { Type } from 'typebox';
 import { actorOf } from '../../admin/actor.js';
 import { GameId } from '../../games/schemas.js';
 import { responses } from '../../http/errors-schema.js';
 import { PageLimit } from '../../http/paging.js';
 import { toView, type ReconciliationService } from './service.js';
+import { Errors } from '../../errors.js';
+import type { ApiApp } from '../../http/route-info.js';
 
 const Channel = Type.String({ minLength: 1, maxLength: 32, pattern: '^[a-z0-9_]+$' });
 const RunBody = Type.Object(
@@ -38,21 +39,21 @@ const Reconciliation = Type.Object({
 });
 
 /** Reconciliation (payments.md 6): run one (channel, game, day) and list the stored results. */
-export function registerReconciliationRoutes(app: FastifyInstance, service: ReconciliationService): void {
+export function registerReconciliationRoutes(app: ApiApp, service: ReconciliationService): void {
   const admin = { auth: 'admin' as const };
   app.post('/admin/v1/reconciliations', {
     config: admin,
-    schema: { tags: ['admin'], summary: "Reconcile a channel's statement of a day with the stored payments (wechat, alipay)", body: RunBody, response: responses({ 200: Reconciliation }, [401, 404, 429]) },
+    schema: { tags: ['admin'], summary: "Reconcile a channel's statement of a day with the stored payments (wechat, alipay)", body: RunBody, response: responses({ 200: Reconciliation }, [Errors.unauthorized, Errors.notFound, Errors.rateLimited]) },
     handler: async (req) => {
-      const b = req.body as Static<typeof RunBody>;
+      const b = req.body;
       return toView(await service.run(b.channel, b.game_id, b.date, actorOf(req)));
     },
   });
   app.get('/admin/v1/reconciliations', {
     config: admin,
-    schema: { tags: ['admin'], summary: 'Reconciliation results, newest first', querystring: ListQuery, response: responses({ 200: Type.Object({ data: Type.Array(Reconciliation) }) }, [401, 429]) },
+    schema: { tags: ['admin'], summary: 'Reconciliation results, newest first', querystring: ListQuery, response: responses({ 200: Type.Object({ data: Type.Array(Reconciliation) }) }, [Errors.unauthorized, Errors.rateLimited]) },
     handler: async (req) => {
-      const q = req.query as Static<typeof ListQuery>;
+      const q = req.query;
       return { data: (await service.list({ ...q, limit: q.limit ?? 50 })).map(toView) };
     },
   });

@@ -1,7 +1,8 @@
-import type { FastifyInstance } from 'fastify';
-import { Type, type Static } from 'typebox';
+import { Type } from 'typebox';
 import { responses } from '../../http/errors-schema.js';
 import { failureAnswer, type WechatCallbacks } from './callbacks.js';
+import { Errors } from '../../errors.js';
+import type { ApiApp } from '../../http/route-info.js';
 
 const GameParams = Type.Object({ game_id: Type.String({ minLength: 1, maxLength: 64 }) });
 
@@ -10,7 +11,7 @@ const GameParams = Type.Object({ game_id: Type.String({ minLength: 1, maxLength:
  * the exact body bytes, so the body is read raw. Answers are WeChat Pay's: 204 when handled,
  * 4xx/5xx `{code: "FAIL", message}` otherwise.
  */
-export function registerWechatRoutes(app: FastifyInstance, callbacks: WechatCallbacks): void {
+export function registerWechatRoutes(app: ApiApp, callbacks: WechatCallbacks): void {
   app.post('/v1/callbacks/wechat/:game_id', {
     config: { auth: 'provider' },
     schema: {
@@ -18,10 +19,10 @@ export function registerWechatRoutes(app: FastifyInstance, callbacks: WechatCall
       summary: 'WeChat Pay API v3 payment and refund callbacks (the notify_url given to WeChat Pay)',
       params: GameParams,
       description: 'Failures are answered as WeChat Pay expects, `{"code": "FAIL", "message"}`, with the ErrorResponse `error` alongside; WeChat Pay sends the callback again later.',
-      response: responses({ 204: Type.Null({ description: 'Handled' }) }, [401, 404, 409, 422]),
+      response: responses({ 204: Type.Null({ description: 'Handled' }) }, [Errors.invalidSignature, Errors.notFound, Errors.invalidState, Errors.paymentRejected]),
     },
     handler: async (req, reply) => {
-      const gameId = (req.params as Static<typeof GameParams>).game_id;
+      const gameId = req.params.game_id;
       try {
         const outcome = await callbacks.receive(gameId, req.headers, (req.rawBody ?? Buffer.alloc(0)).toString('utf8'));
         req.log.info({ game_id: gameId, ...outcome, traceId: req.id }, 'WeChat Pay callback');
