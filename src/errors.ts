@@ -31,6 +31,10 @@ export const Errors = {
   invalidSignature: make(401, 'invalid_signature', SIGNATURE_CHALLENGE),
   unauthorized: make(401, 'unauthorized', BEARER_CHALLENGE),
   invalidToken: make(401, 'invalid_token'),
+  /** An operator whose role or scope does not allow the action (operators.md 1), or a cookie-signed write without its CSRF token. */
+  forbidden: make(403, 'forbidden'),
+  /** Sign-in with a password is right but the account needs its TOTP code. */
+  totpRequired: make(401, 'totp_required'),
   gameIapDisabled: make(403, 'game_iap_disabled'),
   accountBanned: make(403, 'account_banned'),
   rechargeLimitExceeded: make(403, 'recharge_limit_exceeded'),

@@ -73,6 +73,7 @@ import { NPPA_TIMEOUT_MS, NppaClient } from './compliance/nppa-client.js';
 import { NppaUploader } from './compliance/uploader.js';
 import { registerAuditRoutes } from './admin/audit-routes.js';
 import { registerComplianceRoutes } from './compliance/routes.js';
+import { createOperators } from './operators/index.js';
 
 export interface ServiceOptions {
   config: Config;
@@ -362,6 +363,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     clientOf: clientAddressOf(config.trustProxy),
   });
   metrics.watchAdmission({ limit: () => shedding.currentLimit, inProgress: () => shedding.inProgress });
+  const operators = createOperators({ db: database.db, transaction: database.transaction, clock, ids, secrets, limiter, publicBaseUrl: config.publicBaseUrl, settings: config.operators, adminToken: authenticateAdmin, onLimited });
   const app = createFastify({
     logger,
     clock,
@@ -380,7 +382,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
         if (kind === 'game' || kind === 'partner') return screenSignedRequest(req, directory, kind, clock.now());
       },
       authenticate: (req: FastifyRequest, kind: AuthKind) => {
-        if (kind === 'admin') return authenticateAdmin(req);
+        if (kind === 'admin') return operators.authenticate(req);
         if (kind === 'game' || kind === 'partner') {
           const caller = verifySignedRequest(req, directory, kind, clock.now());
           const attach = (c: { record: unknown }) => void (req.caller = c.record);
@@ -390,6 +392,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     },
   });
 
+  // Operator scope checks apply to every operator route: installed before any is registered.
+  operators.install(app);
   // The OpenAPI generator listens to route registration: it goes first.
   await registerOpenApi(app, { publicBaseUrl: config.publicBaseUrl, version: packageVersion() });
   registerApiDocsRoutes(app);
@@ -450,6 +454,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   registerNotificationRoutes(app, notifications);
   registerComplianceRoutes(app, players);
   registerAuditRoutes(app, database.db);
+  operators.register(app);
   registerConsoleRoutes(app, { dir: defaultConsoleDir() });
 
   const jobs: BackgroundJob[] = [

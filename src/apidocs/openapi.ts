@@ -37,7 +37,7 @@ export const SECURITY_SCHEMES = {
   adminBearer: {
     type: 'http',
     scheme: 'bearer',
-    description: 'The operator token (`ADMIN_TOKEN`): `Authorization: Bearer <token>`.',
+    description: 'An operator credential: `Authorization: Bearer <ADMIN_TOKEN or an API key ak_...>`, or a console session cookie (writes with X-CSRF-Token); docs/guides/operators.md.',
   },
 } as const;
 
@@ -58,6 +58,9 @@ const AUDIENCE: Record<string, AuthKind[]> = {
   invalid_signature: ['game', 'partner', 'provider'],
   // 'none': routes with a bearer token of their own (/metrics with METRICS_TOKEN).
   unauthorized: ['admin', 'none'],
+  forbidden: ['admin'],
+  // Operator sign-in (auth none: POST /admin/v1/session).
+  totp_required: ['none'],
   invalid_token: ['client', 'provider'],
   game_iap_disabled: ['game'],
   account_banned: ['game'],
