@@ -46,7 +46,7 @@ export function registerOidcRoutes(app: FastifyInstance, o: OidcOptions): void {
     const issuer = new URL(o.settings.issuer);
     // An http issuer is allowed only on a loopback address (a provider on the same machine).
     const execute = issuer.protocol === 'http:' ? [client.allowInsecureRequests] : [];
-    discovered ??= client.discovery(issuer, o.settings.clientId, o.settings.clientSecret, undefined, { execute }).catch((e: unknown) => {
+    discovered ??= client.discovery(issuer, o.settings.clientId, undefined, client.ClientSecretBasic(o.settings.clientSecret), { execute }).catch((e: unknown) => {
       discovered = null;
       throw Errors.serviceUnavailable(`the OpenID Connect provider could not be reached: ${(e as Error).message}`);
     });
@@ -82,14 +82,16 @@ export function registerOidcRoutes(app: FastifyInstance, o: OidcOptions): void {
       const flow = readFlow(req, o);
       const config = await configuration();
       const current = new URL(req.url, redirectUri);
-      let email: unknown;
-      let verified: unknown;
+      let claims: Record<string, unknown>;
       try {
         const tokens = await client.authorizationCodeGrant(config, current, { pkceCodeVerifier: flow.verifier, expectedState: flow.state, expectedNonce: flow.nonce });
-        ({ email, email_verified: verified } = (tokens.claims() ?? {}) as Record<string, unknown>);
+        claims = (tokens.claims() ?? {}) as Record<string, unknown>;
+        // A provider may keep the email out of the ID token: its userinfo endpoint tells it.
+        if (typeof claims.email !== 'string') claims = await client.fetchUserInfo(config, tokens.access_token, claims.sub as string);
       } catch (e) {
         throw Errors.unauthorized(`the OpenID Connect sign-in failed: ${(e as Error).message}`);
       }
+      const { email, email_verified: verified } = claims;
       if (typeof email !== 'string' || verified !== true) throw Errors.forbidden('the provider gave no verified email for this sign-in');
       const started = await o.signIn.signInByEmail(email, { address: req.ip, userAgent: String(req.headers['user-agent'] ?? '') });
       reply.header('set-cookie', [sessionCookie(o.cookie, started.token), flowCookie('', 0)]);
