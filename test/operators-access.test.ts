@@ -21,7 +21,7 @@ const keys = new Map<Role, string>();
 beforeAll(async () => {
   t = await startService();
   for (const role of ROLES) keys.set(role, await apiKey(t, role));
-}, 60_000);
+}, 180_000);
 afterAll(async () => t?.stop());
 
 const operatorRoutes = () => listRoutes(t.service.app).filter((r) => r.url.startsWith('/admin/') || r.auth === 'admin');
@@ -52,7 +52,7 @@ describe('the role table', () => {
       }
     }
     expect(wrong).toEqual([]);
-  }, 120_000);
+  }, 300_000);
 
   it('refuses a request without a credential (401) on every operator route', async () => {
     for (const r of operatorRoutes().filter((x) => x.auth === 'admin')) {
@@ -70,7 +70,7 @@ describe('scope', () => {
     a = await createGame(t);
     b = await createGame(t);
     devA = await apiKey(t, 'developer', [a.gameId]);
-  });
+  }, 60_000);
   const asDev = (method: string, path: string, body?: unknown) => call(t, method, path, bearer(devA), body);
 
   it('a developer of game A reads game B’s order as 404, and its own as 200', async () => {

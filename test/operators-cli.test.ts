@@ -7,7 +7,7 @@ import { ADMIN_TOKEN, startService, type TestService } from './helpers/service.j
 let t: TestService;
 beforeAll(async () => {
   t = await startService();
-}, 60_000);
+}, 180_000);
 afterAll(async () => t?.stop());
 
 const cli = (args: string[], token = ADMIN_TOKEN) => runCli(args, { COMBO_URL: t.url, ADMIN_TOKEN: token });

@@ -43,7 +43,7 @@ beforeAll(async () => {
   server.on('request', provider.callback());
   t = await startService({ env: { OIDC_ISSUER: issuer, OIDC_CLIENT_ID: CLIENT.client_id, OIDC_CLIENT_SECRET: CLIENT.client_secret, PUBLIC_BASE_URL } });
   await createAccount(t, 'ann@studio.example', 'finance', null);
-}, 60_000);
+}, 180_000);
 afterAll(async () => {
   await t?.stop();
   server?.close();

@@ -12,7 +12,7 @@ const clock = new ManualClock(Date.now());
 let t: TestService;
 beforeAll(async () => {
   t = await startService({ clock, env: { OPERATOR_SIGN_IN_FAILURES_PER_HOUR: '3', OPERATOR_SESSION_IDLE_MINUTES: '60' } });
-}, 60_000);
+}, 180_000);
 afterAll(async () => t?.stop());
 
 let n = 0;

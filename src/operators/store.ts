@@ -79,6 +79,7 @@ export class OperatorStore {
       .where('revoked_at', 'is', null)
       .where('last_seen_at', '>', idleSince)
       .orderBy('created_at', 'desc')
+      .orderBy('session_id', 'desc')
       .execute();
   }
 
