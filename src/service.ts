@@ -53,6 +53,7 @@ import { createGoogleRuntime } from './payments/google/runtime.js';
 import { ProviderPaymentJob } from './payments/provider-payments/job.js';
 import { ProviderPayments } from './payments/provider-payments/service.js';
 import { registerReconciliationRoutes } from './payments/reconciliation/routes.js';
+import { ReconciliationSchedule } from './payments/reconciliation/schedule.js';
 import { ReconciliationService } from './payments/reconciliation/service.js';
 import { CheckoutService } from './checkout/service.js';
 import { registerCheckoutRoutes, type TokenLimit } from './checkout/routes.js';
@@ -107,6 +108,8 @@ export interface Service {
   channels: ChannelService;
   /** Queries open WeChat Pay/Alipay payments and pending refunds (lost callbacks); runOnce() in tests. */
   providerPaymentJob: ProviderPaymentJob;
+  /** Reconciles the previous day of every game's wechat and alipay channels; runOnce() in tests. */
+  reconciliationSchedule: ReconciliationSchedule;
   jobs: BackgroundJob[];
   listen(): Promise<string>;
   /**
@@ -120,6 +123,8 @@ export interface Service {
 /** /readyz: how long the database may take to answer, and how often "migrated" is read again. */
 const READY_TIMEOUT_MS = 2000;
 const READY_RECHECK_MS = 5000;
+/** How often the reconciliation schedule looks for a day to reconcile (two reads when nothing is due). */
+const RECONCILE_CHECK_MS = 60_000;
 
 /**
  * The composition root: builds each domain from its own store and the shared infrastructure,
@@ -436,7 +441,17 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   registerOrderRoutes(app, orders);
   registerUnsupportedSdkRoutes(app);
   registerOrderAdminRoutes(app, orderAdmin);
-  registerReconciliationRoutes(app, new ReconciliationService({ db: database.db, payments, providerPayments, channels, clock, ids }));
+  const reconciliations = new ReconciliationService({ db: database.db, payments, providerPayments, channels, orders: orderStore, clock, ids });
+  registerReconciliationRoutes(app, reconciliations);
+  const reconciliationSchedule = new ReconciliationSchedule({
+    db: database.db,
+    service: reconciliations,
+    channels: paymentChannels.providers.filter((p) => p.gateway?.statement).map((p) => p.name),
+    clock,
+    logger: logger.child({ job: 'reconciliation' }),
+    hour: config.reconcile.hour,
+    intervalMs: RECONCILE_CHECK_MS,
+  });
   registerCheckoutRoutes(app, checkout, limitToken);
   registerPaymentRoutes(app, paymentChannels, {
     clock,
@@ -461,6 +476,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     dispatcher,
     sweeper,
     providerPaymentJob,
+    ...(config.reconcile.schedule ? [reconciliationSchedule] : []),
     new SessionSweeper(sessions, config.sweepIntervalMs, logger),
     google.consumer,
     new NppaUploader({
@@ -490,6 +506,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     payments,
     channels,
     providerPaymentJob,
+    reconciliationSchedule,
     jobs,
     async listen() {
       const address = await app.listen({ port: config.port, host: config.host });

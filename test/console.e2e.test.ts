@@ -1,105 +1,36 @@
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { haveChromium, openConsoleBrowser, signIn as signInWith, type ConsoleBrowser } from './helpers/console-browser.js';
 import { createOrder, pay } from './helpers/orders.js';
 import { paidOrder } from './helpers/paid-orders.js';
 import { Receiver, ok, status, until } from './helpers/receiver.js';
 import { ADMIN_TOKEN, admin, createGame, signed, startService, type TestGame, type TestService } from './helpers/service.js';
 
 // The web console driven in a real headless Chromium against a real service.
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-const SHOTS = path.resolve('test-output');
-const haveChromium = existsSync(CHROMIUM);
-if (!haveChromium && process.env.CI) throw new Error(`Chromium is required in CI for the console tests (not found at ${CHROMIUM})`);
-if (!haveChromium) console.warn(`*** console e2e tests SKIPPED: no Chromium at ${CHROMIUM} (apt-get install chromium) ***`);
-
-/** Newest modification time of the files under dir (ms). */
-function newest(dir: string): number {
-  let max = 0;
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, e.name);
-    max = Math.max(max, e.isDirectory() ? newest(p) : statSync(p).mtimeMs);
-  }
-  return max;
-}
-
-/** dist/console is made by `npm run build`; build just the console when it is missing or older than its source. */
-function ensureConsoleBuilt(): void {
-  const index = path.resolve('dist/console/index.html');
-  if (existsSync(index) && statSync(index).mtimeMs >= newest(path.resolve('console'))) return;
-  const r = spawnSync('npx', ['vite', 'build', '--config', 'console/vite.config.ts', '--logLevel', 'warn'], {
-    stdio: 'inherit',
-    // Vitest sets NODE_ENV=test, which would give React's development build.
-    env: { ...process.env, NODE_ENV: 'production' },
-  });
-  if (r.status !== 0) throw new Error('building the console failed');
-}
-
 describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
   let t: TestService;
-  let ctx: BrowserContext;
+  let browser: ConsoleBrowser;
   let page: Page;
-  let userDir: string;
   let receiver: Receiver;
   const keys = new Map<string, string[]>();
-  const problems: string[] = [];
+  let problems: string[] = [];
 
-  const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `console-${name}.png`), fullPage: true });
+  const shot = (name: string) => browser.shot(name);
   const go = (p: string) => page.goto(`${t.url}/console${p}`);
-
-  async function signIn(token = ADMIN_TOKEN) {
-    await page.getByLabel('Admin token').fill(token);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-  }
+  const signIn = (token = ADMIN_TOKEN) => signInWith(page, token);
 
   beforeAll(async () => {
-    ensureConsoleBuilt();
-    mkdirSync(SHOTS, { recursive: true });
     receiver = await new Receiver({ keys, now: () => Date.now() }).start();
     // A one-second retry window: a notification whose receiver keeps failing is `failed` at once.
     t = await startService({ env: { NOTIFY_MAX_AGE_SECONDS: '1', NOTIFY_RETRY_BASE_MS: '50', NOTIFY_POLL_INTERVAL_MS: '50' } });
-    userDir = mkdtempSync(path.join(os.tmpdir(), 'console-chromium-'));
-    ctx = await chromium.launchPersistentContext(userDir, {
-      executablePath: CHROMIUM,
-      args: ARGS,
-      headless: true,
-      viewport: { width: 1280, height: 900 },
-    });
-    page = ctx.pages()[0] ?? (await ctx.newPage());
-    page.setDefaultTimeout(15_000);
-    // Script errors and CSP refusals would go unnoticed in a headless browser: collect them.
-    page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
-    // API errors are answers the pages handle; a console file (or anything else) failing is not.
-    page.on('console', (m) => {
-      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) problems.push(`console: ${m.text()}`);
-    });
-    page.on('response', (r) => {
-      if (r.status() >= 400 && !new URL(r.url()).pathname.startsWith('/admin/')) problems.push(`${r.status()} ${r.url()}`);
-    });
-    // ERR_ABORTED: a page navigated away while its fetch was in flight (the tests do that).
-    page.on('requestfailed', (r) => {
-      if (r.failure()?.errorText !== 'net::ERR_ABORTED') problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`);
-    });
+    browser = await openConsoleBrowser();
+    ({ page, problems } = browser);
   }, 240_000);
 
   afterAll(async () => {
-    await ctx?.close();
+    await browser?.close();
     await t?.stop();
     await receiver?.close();
-    if (userDir) rmSync(userDir, { recursive: true, force: true });
   });
 
   it('refuses a wrong token and signs in with the admin token', async () => {

@@ -7,6 +7,7 @@ import { AuditPage } from './Audit';
 import { PaymentsPage } from './Channels';
 import { Overview } from './Overview';
 import { PartnerDetail, Partners } from './Partners';
+import { ReconciliationsPage } from './Reconciliations';
 import { Link, match, navigate, useRoute } from './router';
 import { SessionsPage } from './Sessions';
 import { ErrorBox, Field, useAction } from './ui';
@@ -20,6 +21,7 @@ const NAV: [string, string][] = [
   ['/sessions', 'Sessions'],
   ['/partners', 'Partners'],
   ['/payments', 'Payments'],
+  ['/reconciliations', 'Reconciliation'],
   ['/audit', 'Audit log'],
 ];
 
@@ -78,6 +80,7 @@ function Page({ path }: { path: string }) {
   if (path === '/notifications') return <NotificationsPage />;
   if (path === '/sessions') return <SessionsPage />;
   if (path === '/payments') return <PaymentsPage />;
+  if (path === '/reconciliations') return <ReconciliationsPage />;
   if (path === '/audit') return <AuditPage />;
   return (
     <div className="card">

@@ -1,6 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { api, type Channel } from './api';
 import { FilterCard, PagedTable, SelectFilter, TextFilter, useUrlFilters, usePaged } from './lists';
+import { PROVIDER_CHANNELS, PROVIDER_LABELS, useProviderForm } from './ProviderChannels';
 import { Link } from './router';
 import { Card, ConfirmButton, ErrorBox, Field, Json, Switch, money, time, useAction, useLoad } from './ui';
 
@@ -11,19 +12,24 @@ const settingsOf = (c: Channel) => Object.fromEntries(Object.entries(c).filter((
 export function Channels({ gameId }: { gameId: string }) {
   const list = useLoad(() => api.channels(gameId), [gameId]);
   const action = useAction();
-  const [channel, setChannel] = useState<'apple' | 'google'>('apple');
+  const [channel, setChannel] = useState<string>('apple');
   const [apple, setApple] = useState({ enabled: true, bundle_id: '', app_apple_id: '', accept_sandbox: true });
   const [googleJson, setGoogleJson] = useState('{"enabled": true, "package_name": "", "service_account": {"client_email": "", "private_key": ""}}');
+  const provider = useProviderForm(gameId, channel, list.data?.data.find((c) => c.channel === channel));
   const remove = async (c: string) => {
     if (await action.run(() => api.deleteChannel(gameId, c))) list.reload();
   };
   const save = async (e: FormEvent) => {
     e.preventDefault();
     const body =
-      channel === 'apple'
+      provider.body() ??
+      (channel === 'apple'
         ? { enabled: apple.enabled, bundle_id: apple.bundle_id.trim(), accept_sandbox: apple.accept_sandbox, ...(apple.app_apple_id.trim() ? { app_apple_id: Number(apple.app_apple_id) } : {}) }
-        : (JSON.parse(googleJson) as Record<string, unknown>);
-    if (await action.run(() => api.putChannel(gameId, channel, body))) list.reload();
+        : (JSON.parse(googleJson) as Record<string, unknown>));
+    if (await action.run(() => api.putChannel(gameId, channel, body))) {
+      provider.reset();
+      list.reload();
+    }
   };
   return (
     <Card title="Payment channels" id="channels">
@@ -58,12 +64,15 @@ export function Channels({ gameId }: { gameId: string }) {
       <h3>Set a channel</h3>
       <form className="grid-form" onSubmit={save} noValidate>
         <Field label="Channel">
-          <select name="channel" value={channel} onChange={(e) => setChannel(e.target.value as 'apple' | 'google')}>
+          <select name="channel" value={channel} onChange={(e) => setChannel(e.target.value)}>
             <option value="apple">apple (App Store)</option>
             <option value="google">google (Google Play)</option>
+            {PROVIDER_CHANNELS.map((c) => (
+              <option key={c} value={c}>{`${c} (${PROVIDER_LABELS[c]})`}</option>
+            ))}
           </select>
         </Field>
-        {channel === 'apple' ? (
+        {provider.fields ?? (channel === 'apple' ? (
           <>
             <Field label="Bundle id">
               <input name="bundle_id" value={apple.bundle_id} placeholder="com.example.game" onChange={(e) => setApple({ ...apple, bundle_id: e.target.value })} />
@@ -78,7 +87,7 @@ export function Channels({ gameId }: { gameId: string }) {
           <Field label="Settings (JSON)" hint="the private key is write-only: shown as *** afterwards">
             <textarea name="google_settings" rows={5} value={googleJson} onChange={(e) => setGoogleJson(e.target.value)} />
           </Field>
-        )}
+        ))}
         <ErrorBox error={action.error} />
         <button type="submit" className="primary" disabled={action.busy}>
           Save channel

@@ -1,6 +1,7 @@
 import { useState, type ReactNode } from 'react';
 import { ApiError, ORDER_STATUSES, api, notificationType, recentGames, type Notification, type OrderDetail } from './api';
 import { FilterCard, PagedTable, SelectFilter, TextFilter, useUrlFilters, usePaged } from './lists';
+import { RefundState, paidBy, refundPrompt, useSettling } from './Refunds';
 import { Link } from './router';
 import { Card, ConfirmButton, ErrorBox, Field, Json, StatusBadge, money, time, useAction, useLoad, Unloaded } from './ui';
 
@@ -47,6 +48,7 @@ export function OrdersPage() {
 
 export function OrderDetailPage({ orderId }: { orderId: string }) {
   const order = useLoad(() => api.order(orderId), [orderId]);
+  useSettling(order);
   const action = useAction();
   const [reason, setReason] = useState('');
   if (!order.data) return <Unloaded loaded={order} title={`Order ${orderId}`} back={{ to: '/orders', label: 'Back to orders' }} />;
@@ -67,6 +69,8 @@ export function OrderDetailPage({ orderId }: { orderId: string }) {
   };
   const canRefund = o.status === 'paid' || o.status === 'delivered' || o.status === 'refund_failed';
   const canCancel = o.status === 'created';
+  const paid = paidBy(o);
+  const prompt = refundPrompt(o);
   return (
     <>
       <h1>
@@ -81,6 +85,7 @@ export function OrderDetailPage({ orderId }: { orderId: string }) {
           <Fact k="Amount" v={money(o.amount, o.currency)} />
           <Fact k="Platform" v={o.platform} />
           <Fact k="Sandbox" v={o.is_sandbox === undefined ? undefined : o.is_sandbox ? 'yes' : 'no'} />
+          <Fact k="Paid through" v={paid ? <span data-testid="provider-trade">{paid.provider} <span className="mono">{paid.provider_txn_id}</span></span> : undefined} />
           <Fact k="Late payment" v={o.late_payment ? 'yes' : undefined} />
           <Fact k="Created" v={time(o.created_at)} />
           <Fact k="Expires" v={time(o.expires_at)} />
@@ -106,9 +111,9 @@ export function OrderDetailPage({ orderId }: { orderId: string }) {
             <input name="reason" className="wide" placeholder="reason (optional, kept in the audit log)" value={reason} onChange={(e) => setReason(e.target.value)} />
             {canRefund && (
               <ConfirmButton
-                label="Refund"
+                label={prompt.label}
                 danger
-                question="Refund this order? The game gets a refund notification."
+                question={prompt.question}
                 disabled={action.busy}
                 onConfirm={() => act(() => api.refundOrder(o.order_id, reason.trim() || undefined))}
               />
@@ -124,6 +129,7 @@ export function OrderDetailPage({ orderId }: { orderId: string }) {
             )}
           </div>
         )}
+        <RefundState order={o} />
         <ErrorBox error={action.error} />
       </Card>
       <Timeline order={o} />

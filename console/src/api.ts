@@ -213,6 +213,29 @@ export interface Channel {
   [setting: string]: unknown;
 }
 
+/** A reconciliation run (payments.md 6): a channel's statement of one day against the payments. */
+export interface Reconciliation {
+  reconciliation_id: string;
+  channel: string;
+  game_id: string;
+  date: string;
+  status: string;
+  counts: { statement: number; recorded: number; differences: number } | null;
+  differences: ReconciliationDifference[];
+  error: string | null;
+  actor: string;
+  created_at: number;
+}
+
+export interface ReconciliationDifference {
+  kind: string;
+  provider_txn_id: string;
+  order_id: string;
+  statement_amount?: number;
+  recorded_amount?: number;
+  applied?: string;
+}
+
 export interface Attempt {
   attempt_id?: string;
   at: number;
@@ -301,6 +324,11 @@ export const api = {
   async payments(f: { status?: string; game_id?: string; cursor?: string }): Promise<Page<Payment>> {
     return asPage<Payment>(await call('GET', `/admin/v1/payments${query({ limit: 50, ...f })}`));
   },
+
+  async reconciliations(f: { game_id?: string; channel?: string }): Promise<Page<Reconciliation>> {
+    return asPage<Reconciliation>(await call('GET', `/admin/v1/reconciliations${query({ limit: 100, ...f })}`));
+  },
+  runReconciliation: (body: { channel: string; game_id: string; date: string }) => call<Reconciliation>('POST', '/admin/v1/reconciliations', body),
 
   async games(cursor?: string): Promise<Page<Game>> {
     return asPage<Game>(await call('GET', `/admin/v1/games${query({ limit: 50, cursor })}`));

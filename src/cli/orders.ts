@@ -1,4 +1,5 @@
 import { ADMIN_OPTIONS, ADMIN_OPTIONS_HELP, AdminClient, ApiFailure } from './client.js';
+import { REFUND_HELP, refund } from './refund.js';
 import { CommandError, group, int, parse, positionals, str, UsageError, type Command, type Io } from './io.js';
 
 type Order = Record<string, unknown> & { order_id?: unknown; status?: unknown };
@@ -105,7 +106,7 @@ async function tail(args: string[], io: Io): Promise<number> {
 
 export const ordersCommand: Command = {
   name: 'orders',
-  summary: "follow a game's orders as they are created and change state",
+  summary: "follow a game's orders as they change state; refund one",
   help: `usage:
   combo-platform orders tail --game G [--status S] [--interval SEC] [--limit N] [--json]
 
@@ -114,6 +115,8 @@ export const ordersCommand: Command = {
   polled (default 20); more new orders than that between two polls are not all shown.
   --json prints one JSON object per line (NDJSON).
 
+${REFUND_HELP}
+
 ${ADMIN_OPTIONS_HELP}`,
-  run: group({ tail }),
+  run: group({ tail, refund }),
 };

@@ -86,6 +86,13 @@ export interface Config {
     retryBaseMs: number;
   };
   sweepIntervalMs: number;
+  /** The scheduled reconciliation of the previous day (payments.md 6; docs/configuration.md). */
+  reconcile: {
+    /** RECONCILE_SCHEDULE: whether this instance runs it. */
+    schedule: boolean;
+    /** RECONCILE_HOUR: from this hour of the day, Beijing time (0-23). */
+    hour: number;
+  };
   sessionTimeoutMs: number;
   roleCacheTtlMs: number;
   roleStaleTtlMs: number;
@@ -315,6 +322,7 @@ export function loadConfig(env: Env = process.env): Config {
       retryBaseMs: int('NOTIFY_RETRY_BASE_MS', 10_000, 1, 3_600_000),
     },
     sweepIntervalMs: int('SWEEP_INTERVAL_MS', 1000, 10, 600_000),
+    reconcile: { schedule: oneOf('RECONCILE_SCHEDULE', 'on', ['on', 'off'] as const) === 'on', hour: int('RECONCILE_HOUR', 10, 0, 23) },
     sessionTimeoutMs: int('SESSION_TIMEOUT_SECONDS', 86_400, 60, MAX_SESSION_TIMEOUT_SECONDS) * 1000,
     roleCacheTtlMs: int('ROLE_CACHE_TTL_SECONDS', 300, 0, 86_400) * 1000,
     roleStaleTtlMs: int('ROLE_STALE_TTL_SECONDS', 3600, 0, 7 * 86_400) * 1000,

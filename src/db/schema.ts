@@ -172,6 +172,21 @@ export interface ProviderRefundsTable {
 }
 
 /** A reconciliation run (payments.md 6): migration 0015. */
+/** A (game, channel, day) the scheduled reconciliation takes on, once (migration 0020). */
+export interface ReconciliationScheduleTable {
+  game_id: string;
+  channel: string;
+  /** YYYY-MM-DD, Beijing time. */
+  date: string;
+  state: 'due' | 'done' | 'skipped';
+  reconciliation_id: string | null;
+  attempts: number;
+  next_try_at: number;
+  locked_until: number;
+  locked_by: string | null;
+  updated_at: number;
+}
+
 export interface ReconciliationsTable {
   reconciliation_id: string;
   channel: string;
@@ -360,6 +375,7 @@ export interface DB {
   provider_payments: ProviderPaymentsTable;
   provider_refunds: ProviderRefundsTable;
   reconciliations: ReconciliationsTable;
+  reconciliation_schedule: ReconciliationScheduleTable;
   notifications: NotificationsTable;
   notification_attempts: NotificationAttemptsTable;
   sessions: SessionsTable;
@@ -391,7 +407,7 @@ export interface SealingKeysTable {
 // Kept for tables that may later gain generated columns.
 export type { Generated };
 
-/** Operator accounts (migration 0020, operators.md 1); `games` is a JSON array or null (every game). */
+/** Operator accounts (migration 0021, operators.md 1); `games` is a JSON array or null (every game). */
 export interface OperatorsTable {
   operator_id: string;
   email: string;

@@ -103,6 +103,16 @@ export class OrderStore {
     return (await this.byId(q, [orderId])).rows[0] as OrderRow | undefined;
   }
 
+  /** The game of each of `orderIds` that exists (order id -> game id), looked up in chunks. */
+  async gamesOf(q: Q, orderIds: string[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    for (let i = 0; i < orderIds.length; i += 500) {
+      const rows = await q.selectFrom('orders').select(['order_id', 'game_id']).where('order_id', 'in', orderIds.slice(i, i + 500)).execute();
+      for (const r of rows) out.set(r.order_id, r.game_id);
+    }
+    return out;
+  }
+
   async insert(q: Q, row: OrderRow): Promise<void> {
     await this.insertRow(q, orderParams(row));
   }

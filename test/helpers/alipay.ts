@@ -1,6 +1,8 @@
 import { createSign, createVerify, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { zipSync } from 'fflate';
+import iconv from 'iconv-lite';
 
 /**
  * Alipay as the tests play it: a local OpenAPI gateway (ALIPAY_GATEWAY_URL) with its own RSA
@@ -37,6 +39,15 @@ export interface GatewayCall {
   app_id: string;
   biz: Record<string, unknown>;
   params: Record<string, string>;
+}
+
+/** A line of a day's trade bill: a trade (交易, the default) or a refund (退款). */
+export interface BillLine {
+  trade_no: string;
+  out_trade_no: string;
+  /** Yuan as Alipay writes it: "6.00". */
+  total_amount: string;
+  kind?: '交易' | '退款';
 }
 
 /** A business refusal Alipay answers (code 40004), e.g. ACQ.TRADE_HAS_CLOSE. */
@@ -93,6 +104,12 @@ export class AlipayStandIn {
   readonly violations: string[] = [];
   /** The next refunds are refused with these, in order. */
   readonly refuseRefunds: Refusal[] = [];
+  /** Trade bills by day (YYYY-MM-DD, Beijing time), of every application of the merchant. */
+  readonly bills = new Map<string, BillLine[]>();
+  /** The next bill downloads are answered 503 (the download address does not serve). */
+  failDownloads = 0;
+  /** Bill downloads served (the fileId of each). */
+  readonly downloads: string[] = [];
   /** The next requests are carried out but never answered (the connection is cut): a lost answer. */
   unanswered = 0;
   private server: http.Server | null = null;
@@ -198,6 +215,7 @@ export class AlipayStandIn {
   private answer(req: http.IncomingMessage, body: string, res: http.ServerResponse): void {
     const url = new URL(req.url ?? '/', 'http://x');
     const params: Record<string, string> = { ...Object.fromEntries(url.searchParams), ...Object.fromEntries(new URLSearchParams(body)) };
+    if (req.method === 'GET' && url.pathname === '/downloadBillFile.resource') return this.billDownload(url, res);
     const app = req.method === 'POST' && url.pathname === '/gateway.do' ? this.checkRequest(params) : null;
     if (!app) {
       const error = { code: '40002', msg: 'Invalid Arguments', sub_code: 'isv.invalid-signature', sub_msg: '验签出错' };
@@ -225,6 +243,12 @@ export class AlipayStandIn {
         const ids = { trade_no: mine.trade_no, out_trade_no: mine.out_trade_no, out_request_no: biz.out_request_no ?? '' };
         return this.reply(res, key, known ? { code: '10000', msg: 'Success', ...ids, refund_amount: mine.refund_fee ?? '', total_amount: mine.total_amount, refund_status: 'REFUND_SUCCESS' } : { code: '10000', msg: 'Success', ...ids });
       }
+      case 'alipay.data.dataservice.bill.downloadurl.query': {
+        if (biz.bill_type !== 'trade' || !this.bills.has(biz.bill_date ?? '')) return this.reply(res, key, { code: '40004', msg: 'Business Failed', sub_code: 'isp.bill_not_exist', sub_msg: '账单不存在' });
+        const day = (biz.bill_date ?? '').replaceAll('-', '');
+        const q = new URLSearchParams({ bizType: 'trade', userId: '20885106898758880156', fileType: 'csv.zip', bizDates: day, downloadFileName: `20885106898758880156_${day}.csv.zip`, fileId: biz.bill_date ?? '' });
+        return this.reply(res, key, { code: '10000', msg: 'Success', bill_download_url: `${new URL(this.url).origin}/downloadBillFile.resource?${q}` });
+      }
       default:
         return this.reply(res, key, { code: '40004', msg: 'Business Failed', sub_code: 'ACQ.INVALID_METHOD', sub_msg: `no ${params.method} here` });
     }
@@ -246,6 +270,19 @@ export class AlipayStandIn {
     return { code: '10000', msg: 'Success', trade_no: trade.trade_no, out_trade_no: trade.out_trade_no, fund_change: repeated ? 'N' : 'Y', refund_fee: trade.refund_fee ?? '0.00', buyer_logon_id: 'buy***@example.com' };
   }
 
+  /** GET of a bill_download_url: the day's bill as Alipay serves it (a zip of GBK CSV files). */
+  private billDownload(url: URL, res: http.ServerResponse): void {
+    const date = url.searchParams.get('fileId') ?? '';
+    const lines = this.bills.get(date);
+    if (!lines) return void res.writeHead(404).end();
+    if (this.failDownloads > 0) {
+      this.failDownloads--;
+      return void res.writeHead(503).end();
+    }
+    this.downloads.push(date);
+    res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(billZip(date, lines));
+  }
+
   private reply(res: http.ServerResponse, key: string, payload: Record<string, string>): void {
     if (this.unanswered > 0) {
       this.unanswered--;
@@ -261,4 +298,35 @@ export class AlipayStandIn {
 export async function postForm(url: string, fields: Record<string, string>, contentType = 'application/x-www-form-urlencoded; charset=utf-8'): Promise<{ status: number; text: string; contentType: string | null }> {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': contentType }, body: new URLSearchParams(fields).toString() });
   return { status: res.status, text: await res.text(), contentType: res.headers.get('content-type') };
+}
+
+/**
+ * A trade bill as Alipay's bill download serves it: a zip of two GBK CSV files, the business
+ * details (comment lines, header, one tab-padded line per trade or refund, totals) and their
+ * summary.
+ */
+export function billZip(date: string, lines: BillLine[]): Buffer {
+  const user = '20885106898758880156';
+  const day = date.replaceAll('-', '');
+  const [y, m, d] = date.split('-');
+  const pad = (fields: string[]) => fields.map((f) => `${f}\t`).join(',');
+  const header = '支付宝交易号,商户订单号,业务类型,商品名称,创建时间,完成时间,门店编号,门店名称,操作员,终端号,对方账户,订单金额（元）,商家实收（元）,支付宝红包（元）,集分宝（元）,支付宝优惠（元）,商家优惠（元）,券核销金额（元）,券名称,商家红包消费金额（元）,卡消费金额（元）,退款批次号/请求号,服务费（元）,分润（元）,备注';
+  const rows = lines.map((l) => {
+    const received = l.kind === '退款' ? `-${l.total_amount}` : l.total_amount;
+    return pad([l.trade_no, l.out_trade_no, l.kind ?? '交易', 'gem_60', `${date} 10:00:00`, `${date} 10:00:05`, '', '', '', '', 'buy***@example.com', l.total_amount, received, '0.00', '0.00', '0.00', '0.00', '0.00', '', '0.00', '0.00', '', '0.00', '0.00', '']);
+  });
+  const details = [
+    '#支付宝业务明细查询',
+    `#账号：[${user}]`,
+    `#起始日期：[${y}年${m}月${d}日 00:00:00]   终止日期：[${y}年${m}月${d}日 23:59:59]`,
+    '#-----------------------------------------业务明细列表----------------------------------------',
+    header,
+    ...rows,
+    '#-----------------------------------------业务明细列表结束------------------------------------',
+    `#交易合计：${lines.filter((l) => l.kind !== '退款').length}笔`,
+    `#导出时间：[${y}年${m}月${d}日 23:59:59]`,
+  ].join('\r\n');
+  const summary = ['#支付宝业务汇总查询', '门店编号,门店名称,交易订单总笔数,退款订单总笔数,订单金额（元）', `合计,,${lines.length},0,0.00`].join('\r\n');
+  const gbk = (text: string) => new Uint8Array(iconv.encode(text, 'gbk'));
+  return Buffer.from(zipSync({ [`${user}_${day}_业务明细(汇总).csv`]: gbk(summary), [`${user}_${day}_业务明细.csv`]: gbk(details) }));
 }

@@ -145,7 +145,7 @@ export const GUIDES: Record<string, { shBlocks: number; test: string }> = {
   'docs/guides/game-backend.md': { shBlocks: 5, test: 'test/docs-examples.test.ts' },
   'docs/guides/partners.md': { shBlocks: 8, test: 'test/docs-partners.test.ts' },
   'docs/guides/operators.md': { shBlocks: 16, test: 'test/docs-operators.test.ts' },
-  'docs/guides/payments.md': { shBlocks: 8, test: 'test/docs-payments.test.ts' },
+  'docs/guides/payments.md': { shBlocks: 9, test: 'test/docs-payments.test.ts' },
   'docs/guides/payments-alipay.md': { shBlocks: 2, test: 'test/docs-payments-alipay.test.ts' },
 };
 

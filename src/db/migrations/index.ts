@@ -20,7 +20,8 @@ import * as m0016 from './0016_games_gm_last_error.js';
 import * as m0017 from './0017_sealing_keys.js';
 import * as m0018 from './0018_orders_drop_request_hash.js';
 import * as m0019 from './0019_games_last_used_key.js';
-import * as m0020 from './0020_operator_accounts.js';
+import * as m0020 from './0020_reconciliation_schedule.js';
+import * as m0021 from './0021_operator_accounts.js';
 
 /**
  * Versioned migrations, applied in name order, forward only. Add a new file
@@ -48,5 +49,6 @@ export const migrations: Record<string, Migration> = {
   '0017_sealing_keys': m0017,
   '0018_orders_drop_request_hash': m0018,
   '0019_games_last_used_key': m0019,
-  '0020_operator_accounts': m0020,
+  '0020_reconciliation_schedule': m0020,
+  '0021_operator_accounts': m0021,
 };

@@ -25,7 +25,8 @@ export class AlipayClients {
   private readonly clients = new Map<string, AlipaySdk>();
 
   constructor(
-    private readonly gateway: string,
+    /** ALIPAY_GATEWAY_URL. */
+    readonly gateway: string,
     private readonly now: () => number,
   ) {}
 

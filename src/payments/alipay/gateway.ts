@@ -1,4 +1,5 @@
-import type { GameChannel, PayableOrder, ProviderGateway, ProviderPaymentState, RefundRequest, RefundState } from '../provider.js';
+import type { GameChannel, PayableOrder, ProviderGateway, ProviderPaymentState, RefundRequest, RefundState, StatementEntry } from '../provider.js';
+import { downloadBill, parseAlipayBill } from './bill.js';
 import { AlipayCallError, fen, yuan, type AlipayAnswer, type AlipayClients } from './client.js';
 import type { AlipaySettings } from './settings.js';
 
@@ -16,6 +17,7 @@ const RETRIED = new Set(['ACQ.SYSTEM_ERROR']);
  * alipay.trade.refund of the whole trade with out_request_no = our refund id, and
  * alipay.trade.fastpay.refund.query to follow it. Alipay refunds are idempotent by
  * out_request_no: a refund Alipay has no record of is requested again under the same number.
+ * The day's statement is the trade bill of alipay.data.dataservice.bill.downloadurl.query (bill.ts).
  * A call without a verified answer (network, gateway error, signature) throws: asked again later.
  */
 export class AlipayGateway implements ProviderGateway {
@@ -60,6 +62,18 @@ export class AlipayGateway implements ProviderGateway {
     if (a.refund_status === 'REFUND_SUCCESS') return { state: 'succeeded' };
     // No such refund at Alipay (the request never arrived, or it was refused): ask again.
     return this.requestRefund(channel, refund);
+  }
+
+  /** The trade bill of `date` (Beijing time): its trades; none when Alipay has no bill (isp.bill_not_exist). */
+  async statement(channel: GameChannel, date: string): Promise<StatementEntry[]> {
+    const method = 'alipay.data.dataservice.bill.downloadurl.query';
+    const a = await this.call(channel, method, { bill_type: 'trade', bill_date: date });
+    if (a.code !== SUCCESS) {
+      if (a.sub_code === 'isp.bill_not_exist') return [];
+      throw refusal(method, a);
+    }
+    if (typeof a.bill_download_url !== 'string' || !a.bill_download_url) throw new AlipayCallError(`${method}: the answer has no bill_download_url`);
+    return parseAlipayBill(await downloadBill(this.clients.gateway, a.bill_download_url));
   }
 
   private call(channel: GameChannel, method: string, biz: Record<string, unknown>): Promise<AlipayAnswer> {

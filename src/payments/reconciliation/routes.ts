@@ -42,7 +42,7 @@ export function registerReconciliationRoutes(app: FastifyInstance, service: Reco
   const admin = { auth: 'admin' as const };
   app.post('/admin/v1/reconciliations', {
     config: admin,
-    schema: { tags: ['admin'], summary: "Reconcile a channel's statement of a day with the stored payments (wechat)", body: RunBody, response: responses({ 200: Reconciliation }, [401, 404, 429]) },
+    schema: { tags: ['admin'], summary: "Reconcile a channel's statement of a day with the stored payments (wechat, alipay)", body: RunBody, response: responses({ 200: Reconciliation }, [401, 404, 429]) },
     handler: async (req) => {
       const b = req.body as Static<typeof RunBody>;
       return toView(await service.run(b.channel, b.game_id, b.date, actorOf(req)));

@@ -5,7 +5,9 @@ import { Errors } from '../../errors.js';
 import { BEIJING_OFFSET_MS } from '../../lib/beijing-time.js';
 import type { Clock } from '../../lib/clock.js';
 import { prefixedId, type IdGenerator } from '../../lib/ids.js';
+import type { OrderStore } from '../../orders/store.js';
 import type { ChannelService } from '../channel-service.js';
+import type { StatementEntry } from '../provider.js';
 import type { PaymentService } from '../service.js';
 import type { ProviderPayments } from '../provider-payments/service.js';
 
@@ -16,6 +18,7 @@ export interface ReconciliationDeps {
   payments: PaymentService;
   providerPayments: ProviderPayments;
   channels: ChannelService;
+  orders: OrderStore;
   clock: Clock;
   ids: IdGenerator;
 }
@@ -56,7 +59,7 @@ export class ReconciliationService {
     if (!Number.isFinite(start) || start + DAY_MS > clock.now()) throw Errors.invalidRequest(`date ${date} is not a past day (Beijing time)`);
     const row: ReconciliationRow = { reconciliation_id: prefixedId('rec', ids), channel, game_id: gameId, date, status: 'failed', counts: null, differences: null, error: null, actor, created_at: clock.now() };
     try {
-      const statement = await gateway.gateway.statement(settings, date);
+      const statement = await this.ofGame(gameId, await gateway.gateway.statement(settings, date));
       const differences: Difference[] = [];
       const listed = new Set<string>();
       for (const e of statement) {
@@ -85,6 +88,17 @@ export class ReconciliationService {
       await recordAudit(trx, ids, row.created_at, { actor, action: 'reconciliation.run', target: `${gameId}/${channel}/${date}`, detail: { status: row.status } });
     });
     return row;
+  }
+
+  /**
+   * The entries of a statement that are this game's: a merchant account may serve several
+   * games (and other systems), and its statement lists them all. An order of another game is
+   * left to that game's reconciliation; an order unknown here stays (applied, it is flagged).
+   */
+  private async ofGame(gameId: string, statement: StatementEntry[]): Promise<StatementEntry[]> {
+    const { orders } = this.d;
+    const games = await orders.gamesOf(orders.db, [...new Set(statement.map((e) => e.order_id))]);
+    return statement.filter((e) => (games.get(e.order_id) ?? gameId) === gameId);
   }
 
   /** Newest first. */
