@@ -9,6 +9,7 @@ import { keysCommand } from './cli/keys.js';
 import { listenCommand } from './cli/listen.js';
 import { migrateCommand } from './cli/migrate.js';
 import { nppaTestCommand } from './cli/nppa-test.js';
+import { apiKeysCommand, operatorsCommand } from './cli/operators.js';
 import { rotateSecretsCommand } from './cli/rotate-secrets.js';
 import { notifyCommand } from './cli/notify.js';
 import { notificationsCommand } from './cli/notifications.js';
@@ -24,14 +25,14 @@ import { packageVersion } from './lib/package-info.js';
  * command group under src/cli/. Exit status: 0 done, 1 the command failed (API error,
  * unreachable service, receiver refused), 2 wrong usage or configuration.
  */
-const COMMANDS: Command[] = [gamesCommand, keysCommand, productsCommand, channelsCommand, apiCommand, ordersCommand, reconcileCommand, signCommand, notifyCommand, notificationsCommand, listenCommand, migrateCommand, backupCommand, rotateSecretsCommand, nppaTestCommand];
+const COMMANDS: Command[] = [gamesCommand, keysCommand, productsCommand, channelsCommand, apiCommand, ordersCommand, reconcileCommand, signCommand, notifyCommand, notificationsCommand, listenCommand, migrateCommand, backupCommand, rotateSecretsCommand, nppaTestCommand, operatorsCommand, apiKeysCommand];
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
   return (
     'usage: combo-platform <command> [arguments] [--help]\n\ncommands:\n' +
     COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}\n`).join('') +
-    '\nAdmin commands read COMBO_URL and ADMIN_TOKEN from the environment (or --url, --token).\n' +
+    '\nAdmin commands read COMBO_URL and ADMIN_TOKEN (the admin token or an API key) from the environment (or --url, --token).\n' +
     'Full reference: docs/cli.md; the API itself: GET /docs on the service.\n'
   );
 }

@@ -51,6 +51,10 @@ export const Errors = {
   // 'none': routes with a bearer token of their own (/metrics with METRICS_TOKEN).
   unauthorized: make(401, 'unauthorized', { always: BEARER_CHALLENGE, audience: ['admin', 'none'] }),
   invalidToken: make(401, 'invalid_token', { audience: ['client', 'provider'] }),
+  /** An operator whose role or scope does not allow the action (operators.md 1), or a cookie-signed write without its CSRF token. */
+  forbidden: make(403, 'forbidden', { audience: ['admin'] }),
+  /** Sign-in with a password is right but the account needs its TOTP code (POST /admin/v1/session, auth none). */
+  totpRequired: make(401, 'totp_required', { audience: ['none'] }),
   gameIapDisabled: make(403, 'game_iap_disabled', { audience: ['game'] }),
   accountBanned: make(403, 'account_banned', { audience: ['game'] }),
   rechargeLimitExceeded: make(403, 'recharge_limit_exceeded', { audience: ['game'] }),

@@ -77,6 +77,7 @@ import { NppaUploader } from './compliance/uploader.js';
 import { registerAuditRoutes } from './admin/audit-routes.js';
 import { registerComplianceRoutes } from './compliance/routes.js';
 import type { ApiApp } from './http/route-info.js';
+import { createOperators } from './operators/index.js';
 
 export interface ServiceOptions {
   config: Config;
@@ -370,6 +371,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     clientOf: clientAddressOf(config.trustProxy),
   });
   metrics.watchAdmission({ limit: () => shedding.currentLimit, inProgress: () => shedding.inProgress });
+  const operators = createOperators({ db: database.db, transaction: database.transaction, clock, ids, secrets, limiter, publicBaseUrl: config.publicBaseUrl, settings: config.operators, adminToken: authenticateAdmin, onLimited });
   const app = createFastify({
     logger,
     clock,
@@ -388,7 +390,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
         if (kind === 'game' || kind === 'partner') return screenSignedRequest(req, directory, kind, clock.now());
       },
       authenticate: (req: FastifyRequest, kind: AuthKind) => {
-        if (kind === 'admin') return authenticateAdmin(req);
+        if (kind === 'admin') return operators.authenticate(req);
         if (kind === 'game' || kind === 'partner') {
           const caller = verifySignedRequest(req, directory, kind, clock.now());
           const attach = (c: { record: unknown }) => void (req.caller = c.record);
@@ -398,6 +400,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     },
   });
 
+  // Operator scope checks apply to every operator route: installed before any is registered.
+  operators.install(app);
   // The OpenAPI generator listens to route registration: it goes first.
   await registerOpenApi(app, { publicBaseUrl: config.publicBaseUrl, version: packageVersion() });
   registerApiDocsRoutes(app);
@@ -469,6 +473,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   registerNotificationRoutes(app, notifications);
   registerComplianceRoutes(app, players);
   registerAuditRoutes(app, database.db);
+  operators.register(app);
   registerConsoleRoutes(app, { dir: defaultConsoleDir() });
 
   const jobs: BackgroundJob[] = [

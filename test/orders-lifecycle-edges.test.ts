@@ -69,13 +69,13 @@ describe('an operator cancel (created -> canceled)', () => {
     expect(events.map((e) => [e.from_status, e.to_status, e.at])).toEqual([['created', 'canceled', canceledAt]]);
   });
 
-  it("the cancel event's detail records who canceled and why (actor from X-Operator, reason)", async () => {
+  it("the cancel event's detail records who canceled and why (the authenticated actor, never X-Operator; reason)", async () => {
     const [event] = await eventsOf(t, orderId);
-    expect(JSON.parse(event!.detail!)).toEqual({ actor: 'admin:alice', reason: 'player asked' });
+    expect(JSON.parse(event!.detail!)).toEqual({ actor: 'ADMIN_TOKEN', reason: 'player asked' });
     const d = (await admin(t, 'GET', `/admin/v1/orders/${orderId}`)).body;
     expect(d.events.map((e: { from_status: string | null; to_status: string; detail: unknown }) => [e.from_status, e.to_status, e.detail])).toEqual([
       [null, 'created', null],
-      ['created', 'canceled', { actor: 'admin:alice', reason: 'player asked' }],
+      ['created', 'canceled', { actor: 'ADMIN_TOKEN', reason: 'player asked' }],
     ]);
   });
 
@@ -91,7 +91,7 @@ describe('an operator cancel (created -> canceled)', () => {
   it('writes one audit entry: order.cancel, the actor, from/to and the reason', async () => {
     const audit = await auditOf(orderId);
     expect(audit).toHaveLength(1);
-    expect(audit[0]).toMatchObject({ action: 'order.cancel', actor: 'admin:alice', target: orderId, at: canceledAt });
+    expect(audit[0]).toMatchObject({ action: 'order.cancel', actor: 'ADMIN_TOKEN', target: orderId, at: canceledAt });
     expect(JSON.parse(audit[0]!.detail!)).toEqual({ from: 'created', to: 'canceled', reason: 'player asked' });
   });
 });

@@ -11,7 +11,7 @@ import type { ApiApp } from '../http/route-info.js';
 const AuditQuery = Type.Object({
   action: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'e.g. game.update, order.refund' })),
   target: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'exact target, e.g. a game id or game/key' })),
-  actor: Type.Optional(Type.String({ minLength: 1, maxLength: 80 })),
+  actor: Type.Optional(Type.String({ minLength: 1, maxLength: 264 })),
   limit: PageLimit,
   cursor: PageCursor,
 }, { additionalProperties: false });
@@ -20,7 +20,7 @@ type AuditQuery = Static<typeof AuditQuery>;
 const AuditEntry = Type.Object({
   audit_id: Type.String(),
   at: Type.Integer({ description: 'Unix ms' }),
-  actor: Type.String({ description: '"admin", or "admin:<name>" from the X-Operator header; "cli" for rotate-secrets' }),
+  actor: Type.String({ description: 'the authenticated caller: an account\'s email, "api-key:<name>", "ADMIN_TOKEN"; "cli" for rotate-secrets' }),
   action: Type.String(),
   target: Type.String(),
   detail: Type.Unknown({ description: 'what was changed (secrets never appear)' }),

@@ -37,7 +37,7 @@ export const SECURITY_SCHEMES = {
   adminBearer: {
     type: 'http',
     scheme: 'bearer',
-    description: 'The operator token (`ADMIN_TOKEN`): `Authorization: Bearer <token>`.',
+    description: 'An operator credential: `Authorization: Bearer <ADMIN_TOKEN or an API key ak_...>`, or a console session cookie (writes with X-CSRF-Token); docs/guides/operators.md.',
   },
 } as const;
 

@@ -12,8 +12,9 @@ export const ADMIN_OPTIONS: Options = {
 
 export const ADMIN_OPTIONS_HELP = `connection (every admin command):
   --url URL         the service (env COMBO_URL, default http://localhost:8080)
-  --token TOKEN     the admin token (env ADMIN_TOKEN; prefer the env: argv is visible to others)
-  --operator NAME   your name for the audit log (env COMBO_OPERATOR), sent as X-Operator (any script)
+  --token TOKEN     ADMIN_TOKEN or an API key ak_... (env ADMIN_TOKEN; prefer the env: argv is visible to others)
+  --operator NAME   sent as X-Operator (env COMBO_OPERATOR); informational: the audit log records the
+                    credential (ADMIN_TOKEN, or the API key's name)
   --json            print the API's JSON answer instead of a table
   --timeout SEC     give up on a request after SEC seconds (default 30)`;
 

@@ -23,6 +23,20 @@ export interface Config {
   /** true when ADMIN_TOKEN was not set and one was generated for this run. */
   adminTokenGenerated: boolean;
   adminToken: string;
+  /** Operator accounts (operators.md 1; src/operators). */
+  operators: {
+    /** ADMIN_TOKEN_DISABLED: ADMIN_TOKEN is refused (accounts and API keys only). */
+    adminTokenDisabled: boolean;
+    /** OPERATOR_SESSION_IDLE_MINUTES, in ms. */
+    sessionIdleMs: number;
+    /** OPERATOR_COOKIE_SECURE; unset: on when TLS_CERT is set or PUBLIC_BASE_URL is https. */
+    secure: boolean;
+    failuresPerAccount: number;
+    failuresPerAddress: number;
+    authFailuresPerMinute: number;
+    /** OIDC_ISSUER, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET; null: no OpenID Connect sign-in. */
+    oidc: { issuer: string; clientId: string; clientSecret: string } | null;
+  };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   tls: { cert: Buffer; key: Buffer } | null;
   publicBaseUrl: string;
@@ -248,6 +262,11 @@ export function loadConfig(env: Env = process.env): Config {
   const trustProxy = parseTrustProxy(str('TRUST_PROXY', '0'));
   if (trustProxy === null) problems.push('TRUST_PROXY must be 0, 1/true, a hop count "hops:<n>", or comma-separated proxy addresses/CIDRs');
 
+  const oidcVars = ['OIDC_ISSUER', 'OIDC_CLIENT_ID', 'OIDC_CLIENT_SECRET'].filter((n) => env[n]);
+  if (oidcVars.length !== 0 && oidcVars.length !== 3) problems.push('OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET must be set together');
+  const oidcIssuer = oidcVars.length === 3 ? url('OIDC_ISSUER', '') : null;
+  if (oidcIssuer && oidcIssuer.startsWith('http:') && !/^http:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?(\/|$)/.test(oidcIssuer)) problems.push('OIDC_ISSUER must be https (http only on a loopback address)');
+
   const warnings: string[] = [];
   const nodeEnv = str('NODE_ENV', 'development');
   if (!['production', 'development', 'test'].includes(nodeEnv)) {
@@ -263,6 +282,15 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     adminToken,
     adminTokenGenerated: adminTokenRaw === '',
+    operators: {
+      adminTokenDisabled: flag('ADMIN_TOKEN_DISABLED'),
+      sessionIdleMs: int('OPERATOR_SESSION_IDLE_MINUTES', 720, 1, 30 * 1440) * 60_000,
+      secure: env.OPERATOR_COOKIE_SECURE ? flag('OPERATOR_COOKIE_SECURE') : tls !== null || str('PUBLIC_BASE_URL', '').startsWith('https:'),
+      failuresPerAccount: int('OPERATOR_SIGN_IN_FAILURES_PER_HOUR', 10, 1, 1_000_000),
+      failuresPerAddress: int('OPERATOR_SIGN_IN_FAILURES_PER_HOUR_PER_ADDRESS', 100, 1, 1_000_000),
+      authFailuresPerMinute: int('ADMIN_AUTH_FAILURES_PER_MINUTE', 10, 0, 1_000_000),
+      oidc: oidcIssuer ? { issuer: oidcIssuer, clientId: env.OIDC_CLIENT_ID as string, clientSecret: env.OIDC_CLIENT_SECRET as string } : null,
+    },
     logLevel: oneOf('LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
     tls,
     publicBaseUrl: url('PUBLIC_BASE_URL', `${tls ? 'https' : 'http'}://localhost:${port}`),

@@ -12,6 +12,7 @@ export const SEALED_COLUMNS: readonly { table: keyof DB; id: string; column: str
   { table: 'game_keys', id: 'key_id', column: 'secret_enc' },
   { table: 'partner_keys', id: 'key_id', column: 'secret_enc' },
   { table: 'games', id: 'game_id', column: 'nppa_secret_enc' },
+  { table: 'operators', id: 'operator_id', column: 'totp_secret' },
   // Keyed by (game_id, channel): the update's guard on the sealed value (random IV, so unique)
   // picks the one row of the game.
   { table: 'game_channels', id: 'game_id', column: 'secrets_enc' },

@@ -144,7 +144,7 @@ export const GUIDES: Record<string, { shBlocks: number; test: string }> = {
   'docs/architecture.md': { shBlocks: 8, test: 'test/docs-architecture.test.ts' },
   'docs/guides/game-backend.md': { shBlocks: 5, test: 'test/docs-examples.test.ts' },
   'docs/guides/partners.md': { shBlocks: 8, test: 'test/docs-partners.test.ts' },
-  'docs/guides/operators.md': { shBlocks: 15, test: 'test/docs-operators.test.ts' },
+  'docs/guides/operators.md': { shBlocks: 17, test: 'test/docs-operators.test.ts' },
   'docs/guides/payments.md': { shBlocks: 9, test: 'test/docs-payments.test.ts' },
   'docs/guides/payments-alipay.md': { shBlocks: 2, test: 'test/docs-payments-alipay.test.ts' },
 };

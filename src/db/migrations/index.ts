@@ -22,6 +22,7 @@ import * as m0018 from './0018_orders_drop_request_hash.js';
 import * as m0019 from './0019_games_last_used_key.js';
 import * as m0020 from './0020_reconciliation_schedule.js';
 import * as m0021 from './0021_notification_attempts_at.js';
+import * as m0022 from './0022_operator_accounts.js';
 
 /**
  * Versioned migrations, applied in name order, forward only. Add a new file
@@ -51,4 +52,5 @@ export const migrations: Record<string, Migration> = {
   '0019_games_last_used_key': m0019,
   '0020_reconciliation_schedule': m0020,
   '0021_notification_attempts_at': m0021,
+  '0022_operator_accounts': m0022,
 };
