@@ -93,24 +93,33 @@ async function identify(o: GuardOptions, req: FastifyRequest): Promise<Principal
 
 /**
  * The scope check (404 outside an account's games), after validation, and the games listing
- * cut to an account's games. Installed before any route is registered.
+ * cut to an account's games. Attached to the operator routes only (other routes get no hook,
+ * so no extra promise on their path, and an unmatched request's 404 is written at once).
+ * Installed before any route is registered.
  */
 export function installScopeHooks(app: FastifyInstance, lookups: GameLookups): void {
-  app.addHook('preHandler', async (req: FastifyRequest) => {
-    if ((routeOf(req).config.auth as AuthKind | undefined) !== 'admin') return;
+  const checkScopeHook = async (req: FastifyRequest): Promise<void> => {
     const principal = principals.get(req);
     if (!principal || principal.games === null) return;
     const rule = ACCESS_RULES[ruleKey(req.method === 'HEAD' ? 'GET' : req.method, routeOf(req).url ?? '')];
     if (!rule) throw Errors.internal('no access rule for this route');
     await checkScope(principal, rule, { params: req.params as Record<string, string>, query: req.query as Record<string, unknown>, body: req.body }, lookups);
-  });
-  app.addHook('preSerialization', async (req: FastifyRequest, _reply: FastifyReply, payload: unknown) => {
+  };
+  const cutGames = async (req: FastifyRequest, _reply: FastifyReply, payload: unknown): Promise<unknown> => {
     const principal = principals.get(req);
-    if (!principal || principal.games === null || routeOf(req).config.auth !== 'admin') return payload;
-    const rule = ACCESS_RULES[ruleKey(req.method === 'HEAD' ? 'GET' : req.method, routeOf(req).url ?? '')];
-    if (rule?.scope !== 'games') return payload;
     const page = payload as { data?: { game_id: string }[] };
-    if (!Array.isArray(page.data)) return payload;
+    if (!principal || principal.games === null || !Array.isArray(page.data)) return payload;
     return { ...page, data: page.data.filter((g) => principal.games!.includes(g.game_id)) };
+  };
+  app.addHook('onRoute', (route) => {
+    if ((route.config as { auth?: AuthKind } | undefined)?.auth !== 'admin') return;
+    route.preHandler = [...hooksOf(route.preHandler), checkScopeHook];
+    const method = [route.method].flat()[0] === 'HEAD' ? 'GET' : String([route.method].flat()[0]);
+    if (ACCESS_RULES[ruleKey(method, route.url)]?.scope === 'games') route.preSerialization = [...hooksOf(route.preSerialization), cutGames];
   });
+}
+
+/** A route's own hooks of one kind, as a list. */
+function hooksOf<T>(h: T | T[] | undefined): T[] {
+  return h === undefined ? [] : Array.isArray(h) ? h : [h];
 }
