@@ -90,12 +90,12 @@ describe('games (frozen clock)', () => {
     const secret = added.body.secret_key as string;
     const created = await auditOf(t, `${g.gameId}/${added.body.key_id}`, 'game.key.create');
     expect(created).toHaveLength(1);
-    expect(created[0]).toMatchObject({ actor: 'admin', action: 'game.key.create', target: `${g.gameId}/${added.body.key_id}`, at: clock.now() });
+    expect(created[0]).toMatchObject({ actor: 'ADMIN_TOKEN', action: 'game.key.create', target: `${g.gameId}/${added.body.key_id}`, at: clock.now() });
 
     expect((await admin(t, 'DELETE', `/admin/v1/games/${g.gameId}/keys/${g.keyId}`)).status).toBe(200);
     const deleted = await auditOf(t, `${g.gameId}/${g.keyId}`, 'game.key.delete');
     expect(deleted).toHaveLength(1);
-    expect(deleted[0]).toMatchObject({ actor: 'admin', action: 'game.key.delete', target: `${g.gameId}/${g.keyId}` });
+    expect(deleted[0]).toMatchObject({ actor: 'ADMIN_TOKEN', action: 'game.key.delete', target: `${g.gameId}/${g.keyId}` });
 
     const rows = await t.service.database.db.selectFrom('audit_log').selectAll().where('target', 'like', `${g.gameId}%`).execute();
     const text = JSON.stringify(rows);

@@ -169,7 +169,7 @@ describe('operator refund and cancel', () => {
     expect((await notificationsOf(t, o.order_id)).map((n) => n.type)).toEqual(['ship_order', 'refund']);
     const audit = await t.service.database.db.selectFrom('audit_log').selectAll().where('target', '=', o.order_id).execute();
     expect(audit).toHaveLength(1);
-    expect(audit[0]).toMatchObject({ action: 'order.refund', actor: 'admin' });
+    expect(audit[0]).toMatchObject({ action: 'order.refund', actor: 'ADMIN_TOKEN' });
     expect(JSON.parse(audit[0]!.detail!)).toEqual({ from: 'paid', to: 'refunded', reason: 'player asked' });
     const last = (await eventsOf(t, o.order_id)).at(-1)!;
     expect(last).toMatchObject({ from_status: 'paid', to_status: 'refunded' });
