@@ -226,7 +226,7 @@ describe('GET /admin/v1/orders/:order_id', () => {
       ['paid', 'refunded'],
     ]);
     expect(d.events[0]).toEqual({ from_status: null, to_status: 'created', at: d.created_at, detail: null });
-    expect(d.events[2].detail).toEqual({ actor: 'admin' });
+    expect(d.events[2].detail).toEqual({ actor: 'ADMIN_TOKEN' });
     expect(d.payments).toHaveLength(1);
     expect(d.payments[0]).toMatchObject({ provider: 'sandbox', provider_txn_id: `sbx_${o.order_id}`, status: 'accepted', amount: 600, late: false });
     expect(d.notifications.map((n: { type: string }) => n.type)).toEqual(['ship_order', 'refund']);

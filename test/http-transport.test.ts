@@ -538,7 +538,7 @@ describe('bad input is refused and stores nothing', () => {
 
   it('a wrong method in absolute form is 405 with Allow, as in origin form', async () => {
     // The client API also answers browsers' CORS preflight (OPTIONS).
-    for (const [target, allow] of [[`${t.url}/v1/client/order`, 'POST, OPTIONS'], [`HTTP://X/admin/v1/games/g/keys`, 'POST']]) {
+    for (const [target, allow] of [[`${t.url}/v1/client/order`, 'POST, OPTIONS'], [`HTTP://X/admin/v1/games/g/keys`, 'POST']] as const) {
       const r = await rawRequest(t, head('GET', target, [], 0));
       expectErrorResponse(r, 405, 'method_not_allowed');
       expect(r.headers['allow']).toBe(allow);
