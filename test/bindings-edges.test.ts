@@ -253,7 +253,7 @@ describe('operator API: partners', () => {
     const k = await admin(t, 'POST', `/admin/v1/partners/${partner.partnerId}/keys`, {});
     expect(k.status).toBe(201);
     const created = await admin(t, 'GET', `/admin/v1/audit?target=${encodeURIComponent(`${partner.partnerId}/${k.body.key_id}`)}`);
-    expect(created.body.data.map((a: { action: string; actor: string }) => [a.action, a.actor])).toEqual([['partner.key.create', 'admin']]);
+    expect(created.body.data.map((a: { action: string; actor: string }) => [a.action, a.actor])).toEqual([['partner.key.create', 'ADMIN_TOKEN']]);
     expect(JSON.stringify(created.body.data)).not.toContain(k.body.secret_key);
     const d = await admin(t, 'DELETE', `/admin/v1/partners/${partner.partnerId}/keys/${partner.keyId}`);
     expect(d.status).toBe(200);

@@ -172,7 +172,7 @@ describe.skipIf(!haveChromium)('console: WeChat Pay and Alipay (headless Chromiu
     await page.getByRole('button', { name: 'Reconcile' }).click();
     await page.getByTestId('reconcile-result').getByText(`wechat ${g.gameId} ${before}: matched, 0 difference(s)`).waitFor();
     await expect.poll(() => runs.count()).toBe(2);
-    expect(await runs.first().textContent()).toMatch(new RegExp(`${before}matched0 / 0admin.*none$`));
+    expect(await runs.first().textContent()).toMatch(new RegExp(`${before}matched0 / 0ADMIN_TOKEN.*none$`));
     expect(await runs.nth(1).textContent()).toContain(`${yesterday}differences1 / 0`);
     await browser.shot('reconciliations');
     // The list is the API's, filtered by channel too.

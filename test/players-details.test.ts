@@ -29,9 +29,9 @@ describe('player records: the audit log, the birth_date bound, unknown players a
     expect(r.text).not.toContain(PI);
     // newest first: the ban, the pi cleared, the pi set (that it changed, not what to)
     expect(r.body.data.map((e: any) => [e.action, e.actor, e.detail])).toEqual([
-      ['player.put', 'admin', { banned: true }],
-      ['player.put', 'admin', { pi: null }],
-      ['player.put', 'admin', { pi: '***', birth_date: '2000-01-01', banned: false }],
+      ['player.put', 'ADMIN_TOKEN', { banned: true }],
+      ['player.put', 'ADMIN_TOKEN', { pi: null }],
+      ['player.put', 'ADMIN_TOKEN', { pi: '***', birth_date: '2000-01-01', banned: false }],
     ]);
     // nor in the stored log itself
     const rows = await t.service.database.db.selectFrom('audit_log').select(['detail']).where('action', '=', 'player.put').execute();
