@@ -50,7 +50,7 @@ export class AdminClient {
     // audit log without a word. Names in other scripts than ASCII travel encoded (RFC 8187).
     const header = operator ? encodeOperatorName(operator) : undefined;
     if (header === null) {
-      throw new UsageError('--operator (or COMBO_OPERATOR) must be 1 to 64 characters, without spaces at either end and none of them control or invisible ones: it names you in the audit log');
+      throw new UsageError('--operator (or COMBO_OPERATOR) must be 1 to 64 characters, without spaces at either end and none of them control or invisible ones (it is sent as the X-Operator header)');
     }
     return new AdminClient(base, token, header, Number(timeout) * 1000);
   }
