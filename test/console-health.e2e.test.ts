@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrder } from './helpers/orders.js';
 import type { Page } from 'playwright-core';
-import { haveChromium, openConsoleBrowser, pageOverflow, signIn, type ConsoleBrowser } from './helpers/console-browser.js';
+import { haveChromium, openSignedInConsole, pageOverflow, type ConsoleBrowser } from './helpers/console-browser.js';
 import { notificationRow, paidOrder } from './helpers/paid-orders.js';
 import { Receiver, ok, status, until } from './helpers/receiver.js';
 import { admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
@@ -22,11 +22,8 @@ describe.skipIf(!haveChromium)('console: delivery health, game switcher, search,
   beforeAll(async () => {
     receiver = await new Receiver({ keys, now: () => Date.now() }).start();
     t = await startService({ env: { NOTIFY_RETRY_BASE_MS: '600000' } });
-    browser = await openConsoleBrowser();
+    browser = await openSignedInConsole(t.url);
     page = browser.page;
-    await go('/');
-    await signIn(page);
-    await page.getByRole('heading', { name: /^Overview/ }).waitFor();
   }, 240_000);
 
   afterAll(async () => {

@@ -2,7 +2,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { beijingDate } from '../src/lib/beijing-time.js';
 import { makeAlipayApp } from './helpers/alipay.js';
-import { haveChromium, openConsoleBrowser, signIn, type ConsoleBrowser } from './helpers/console-browser.js';
+import { haveChromium, openSignedInConsole, type ConsoleBrowser } from './helpers/console-browser.js';
 import { Receiver, until } from './helpers/receiver.js';
 import { admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
 import { useWechat, wechatPaidOrder } from './helpers/wechat-orders.js';
@@ -36,11 +36,8 @@ describe.skipIf(!haveChromium)('console: WeChat Pay and Alipay (headless Chromiu
     receiver = await new Receiver({ keys, now: () => Date.now() }).start();
     t = await startService({ env: { WECHATPAY_BASE_URL: wx.url, PUBLIC_BASE_URL: PUBLIC, NOTIFY_POLL_INTERVAL_MS: '50' } });
     wx.deliverTo = (u) => t.url + new URL(u).pathname;
-    browser = await openConsoleBrowser();
+    browser = await openSignedInConsole(t.url);
     page = browser.page;
-    await go('/');
-    await signIn(page);
-    await page.getByRole('heading', { name: /^Overview/ }).waitFor();
   }, 240_000);
 
   afterAll(async () => {

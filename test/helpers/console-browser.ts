@@ -93,6 +93,15 @@ export async function signIn(page: Page, token = ADMIN_TOKEN): Promise<void> {
   await page.getByRole('button', { name: 'Sign in' }).click();
 }
 
+/** Opens the console of the service at `url` and signs in with ADMIN_TOKEN, up to its overview. */
+export async function openSignedInConsole(url: string): Promise<ConsoleBrowser> {
+  const browser = await openConsoleBrowser();
+  await browser.page.goto(`${url}/console/`);
+  await signIn(browser.page);
+  await browser.page.getByRole('heading', { name: /^Overview/ }).waitFor();
+  return browser;
+}
+
 /** How far the page itself scrolls sideways (0: it fits the viewport). */
 export function pageOverflow(page: Page): Promise<number> {
   return page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
