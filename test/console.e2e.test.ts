@@ -410,7 +410,7 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
       const answered = page.waitForResponse((r) => new URL(r.url()).pathname.startsWith('/admin/'));
       await signIn();
       expect((await answered).status()).toBe(429);
-      await page.getByRole('button', { name: 'Sign in' }).waitFor();
+      await page.getByRole('button', { name: 'Sign in with the token' }).waitFor();
       await page.getByRole('alert').getByText(/too many wrong admin tokens from this address; retry after \d+ s/).waitFor();
       expect(await page.evaluate(() => sessionStorage.getItem('combo.console.token'))).toBeNull();
     } finally {

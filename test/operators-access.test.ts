@@ -12,8 +12,8 @@ import { createOrder } from './helpers/orders.js';
 import { paidOrder } from './helpers/paid-orders.js';
 import { ADMIN_TOKEN, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
 
-/** Operator-API paths callable without an operator credential: sign-in and invitations. */
-const PUBLIC = new Set(['POST /admin/v1/session', 'GET /admin/v1/invitations/:token', 'POST /admin/v1/invitations/:token', 'GET /admin/v1/oidc/start', 'GET /admin/v1/oidc/callback']);
+/** Operator-API paths callable without an operator credential: sign-in (and its options) and invitations. */
+const PUBLIC = new Set(['GET /admin/v1/sign-in-options', 'POST /admin/v1/session', 'GET /admin/v1/invitations/:token', 'POST /admin/v1/invitations/:token', 'GET /admin/v1/oidc/start', 'GET /admin/v1/oidc/callback']);
 const ROLE_REFUSAL = /^this needs the [a-z]+ role or higher/;
 
 let t: TestService;

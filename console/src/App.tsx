@@ -1,5 +1,9 @@
-import { useEffect, useState, type FormEvent } from 'react';
-import { api, onUnauthorized, session } from './api';
+import { useCallback, useEffect, useState } from 'react';
+import { onUnauthorized, operatorsApi, rememberAccount, session, type Me } from './api';
+import { AccountsPage, ApiKeysPage } from './Accounts';
+import { MyAccountPage } from './MyAccount';
+import { MeContext, may, type Role } from './me';
+import { InvitePage, SignIn } from './SignIn';
 import { GameDetail, Games } from './Games';
 import { NotificationsPage } from './Notifications';
 import { OrderDetailPage, OrdersPage } from './Orders';
@@ -11,62 +15,84 @@ import { ReconciliationsPage } from './Reconciliations';
 import { Link, match, navigate, useRoute } from './router';
 import { SearchPage } from './Search';
 import { SessionsPage } from './Sessions';
-import { ErrorBox, Field, useAction } from './ui';
-import { isOperatorName } from '../../src/lib/operator-name';
 
-const NAV: [string, string][] = [
-  ['/', 'Overview'],
-  ['/games', 'Games'],
-  ['/search', 'Search'],
-  ['/orders', 'Orders'],
-  ['/notifications', 'Failed notifications'],
-  ['/sessions', 'Sessions'],
-  ['/partners', 'Partners'],
-  ['/payments', 'Payments'],
-  ['/reconciliations', 'Reconciliation'],
-  ['/audit', 'Audit log'],
+/** The pages: path, label, and who sees them (the least role; global: not for an account limited to some games). */
+const NAV: { path: string; label: string; role?: Role; global?: boolean; accountOnly?: boolean }[] = [
+  { path: '/', label: 'Overview' },
+  { path: '/games', label: 'Games' },
+  { path: '/search', label: 'Search' },
+  { path: '/orders', label: 'Orders' },
+  { path: '/notifications', label: 'Failed notifications' },
+  { path: '/sessions', label: 'Sessions' },
+  { path: '/partners', label: 'Partners', global: true },
+  { path: '/payments', label: 'Payments' },
+  { path: '/reconciliations', label: 'Reconciliation' },
+  { path: '/audit', label: 'Audit log', global: true },
+  { path: '/accounts', label: 'Accounts', role: 'admin', global: true },
+  { path: '/api-keys', label: 'API keys', role: 'admin', global: true },
+  { path: '/account', label: 'My account', accountOnly: true },
 ];
+
+const visible = (me: Me, n: (typeof NAV)[number]) => may(me, n.role ?? 'viewer', n.global) && (!n.accountOnly || me.kind === 'account');
 
 export function App() {
   const { path, query } = useRoute();
-  const [signedIn, setSignedIn] = useState(() => session.token() !== null);
-
-  useEffect(() => {
-    // Any 401 (token revoked, service restarted with another ADMIN_TOKEN): back to sign-in.
-    onUnauthorized(() => setSignedIn(false));
+  // undefined: still asking who is signed in (a token of this tab, or the session cookie).
+  const [me, setMe] = useState<Me | null | undefined>(undefined);
+  const load = useCallback(() => {
+    operatorsApi.me().then(
+      (m) => (rememberAccount(m), setMe(m)),
+      () => (rememberAccount(null), setMe(null)),
+    );
   }, []);
 
-  if (!signedIn || path === '/signin') {
-    return <SignIn onSignedIn={() => (setSignedIn(true), path === '/signin' && navigate('/', true))} expired={!signedIn && path !== '/signin'} />;
+  useEffect(() => {
+    // Any 401 (session ended, token revoked, service restarted with another ADMIN_TOKEN): back to sign-in.
+    onUnauthorized(() => (rememberAccount(null), setMe(null)));
+    load();
+  }, [load]);
+
+  const invite = match('/invite/:token', path);
+  if (invite) return <InvitePage token={invite.token as string} onSignedIn={load} />;
+  if (me === undefined) return <p className="muted signin">Loading…</p>;
+  if (me === null || path === '/signin') {
+    return <SignIn onSignedIn={() => (load(), path === '/signin' && navigate('/', true))} expired={me === null && path !== '/signin' && session.token() === null} />;
   }
-  const section = NAV.slice(1).find(([p]) => path === p || path.startsWith(p + '/'))?.[0] ?? '/';
+  const signOut = async () => {
+    if (me.kind === 'account') await operatorsApi.signOut().catch(() => undefined);
+    session.signOut();
+    rememberAccount(null);
+    setMe(null);
+  };
+  const nav = NAV.filter((n) => visible(me, n));
+  const section = nav.slice(1).find((n) => path === n.path || path.startsWith(n.path + '/'))?.path ?? '/';
+  const allowed = NAV.every((n) => !(path === n.path || path.startsWith(n.path + '/')) || visible(me, n));
   return (
-    <div className="layout">
-      <nav className="sidebar">
-        <div className="brand">Combo platform</div>
-        {NAV.map(([p, label]) => (
-          <Link key={p} to={p} className={section === p ? 'active' : ''}>
-            {label}
-          </Link>
-        ))}
-        <a className="external" href="/docs" target="_blank" rel="noreferrer">
-          API reference
-        </a>
-        <button
-          className="signout"
-          onClick={() => {
-            session.signOut();
-            setSignedIn(false);
-          }}
-        >
-          Sign out
-        </button>
-      </nav>
-      <main>
-        {/* Keyed by the query too: a link to the same page with other filters starts it afresh. */}
-        <Page key={path + '?' + query.toString()} path={path} />
-      </main>
-    </div>
+    <MeContext.Provider value={me}>
+      <div className="layout">
+        <nav className="sidebar">
+          <div className="brand">Combo platform</div>
+          {nav.map((n) => (
+            <Link key={n.path} to={n.path} className={section === n.path ? 'active' : ''}>
+              {n.label}
+            </Link>
+          ))}
+          <a className="external" href="/docs" target="_blank" rel="noreferrer">
+            API reference
+          </a>
+          <div className="whoami" data-testid="whoami">
+            {me.actor} · {me.role}
+          </div>
+          <button className="signout" onClick={signOut}>
+            Sign out
+          </button>
+        </nav>
+        <main>
+          {/* Keyed by the query too: a link to the same page with other filters starts it afresh. */}
+          {allowed ? <Page key={path + '?' + query.toString()} path={path} /> : <NotFound path={path} />}
+        </main>
+      </div>
+    </MeContext.Provider>
   );
 }
 
@@ -85,52 +111,19 @@ function Page({ path }: { path: string }) {
   if (path === '/payments') return <PaymentsPage />;
   if (path === '/reconciliations') return <ReconciliationsPage />;
   if (path === '/audit') return <AuditPage />;
+  if (path === '/accounts') return <AccountsPage />;
+  if (path === '/api-keys') return <ApiKeysPage />;
+  if (path === '/account') return <MyAccountPage />;
+  return <NotFound path={path} />;
+}
+
+function NotFound({ path }: { path: string }) {
   return (
     <div className="card">
       <h2>Not found</h2>
       <p>
         No console page at {path}. <Link to="/">Go to the overview</Link>.
       </p>
-    </div>
-  );
-}
-
-function SignIn({ onSignedIn, expired }: { onSignedIn: () => void; expired: boolean }) {
-  const [token, setToken] = useState('');
-  const [operator, setOperator] = useState(() => session.operator() ?? '');
-  const action = useAction();
-  const submit = async (e: FormEvent) => {
-    e.preventDefault();
-    const ok = await action.run(async () => {
-      // A name the audit log cannot hold would be left out of every change without a word.
-      if (operator.trim() && !isOperatorName(operator.trim())) {
-        throw new Error('Your name must be 1 to 64 characters, without control or invisible characters');
-      }
-      await api.checkToken(token.trim());
-      return true;
-    });
-    if (ok) {
-      session.signIn(token.trim(), operator.trim());
-      onSignedIn();
-    }
-  };
-  return (
-    <div className="signin">
-      <form className="card" onSubmit={submit}>
-        <h1>Combo platform console</h1>
-        <p className="muted">Sign in with the service's operator token (ADMIN_TOKEN). It is kept in this browser tab only.</p>
-        {expired && session.token() === null && <p className="muted">Your session ended or the token was not accepted.</p>}
-        <Field label="Admin token">
-          <input type="password" name="token" autoComplete="current-password" value={token} onChange={(e) => setToken(e.target.value)} autoFocus />
-        </Field>
-        <Field label="Your name (optional)" hint="recorded in the audit log as admin:<name>">
-          <input name="operator" maxLength={64} value={operator} onChange={(e) => setOperator(e.target.value)} />
-        </Field>
-        <ErrorBox error={action.error} />
-        <button type="submit" className="primary" disabled={!token.trim() || action.busy}>
-          {action.busy ? 'Checking…' : 'Sign in'}
-        </button>
-      </form>
     </div>
   );
 }

@@ -2,6 +2,7 @@ import { useState, type FormEvent } from 'react';
 import { api, type Channel } from './api';
 import { FilterCard, PagedTable, SelectFilter, TextFilter, useUrlFilters, usePaged } from './lists';
 import { PROVIDER_CHANNELS, PROVIDER_LABELS, useProviderForm } from './ProviderChannels';
+import { useCan } from './me';
 import { Link } from './router';
 import { Card, ConfirmButton, ErrorBox, Field, Json, Switch, money, time, useAction, useLoad } from './ui';
 
@@ -12,6 +13,7 @@ const settingsOf = (c: Channel) => Object.fromEntries(Object.entries(c).filter((
 export function Channels({ gameId }: { gameId: string }) {
   const list = useLoad(() => api.channels(gameId), [gameId]);
   const action = useAction();
+  const edits = useCan()('developer');
   const [channel, setChannel] = useState<string>('apple');
   const [apple, setApple] = useState({ enabled: true, bundle_id: '', app_apple_id: '', accept_sandbox: true });
   const [googleJson, setGoogleJson] = useState('{"enabled": true, "package_name": "", "service_account": {"client_email": "", "private_key": ""}}');
@@ -55,14 +57,14 @@ export function Channels({ gameId }: { gameId: string }) {
               <td className="mono small">{c.callback_url ?? '-'}</td>
               <td className="nowrap">{time(c.updated_at)}</td>
               <td className="right">
-                <ConfirmButton label="Remove" question={`Remove the ${c.channel} channel? Players can no longer pay through it.`} onConfirm={() => void remove(c.channel)} danger />
+                {edits && <ConfirmButton label="Remove" question={`Remove the ${c.channel} channel? Players can no longer pay through it.`} onConfirm={() => void remove(c.channel)} danger />}
               </td>
             </tr>
           ))}
         </tbody>
       </table>
-      <h3>Set a channel</h3>
-      <form className="grid-form" onSubmit={save} noValidate>
+      {edits && <h3>Set a channel</h3>}
+      {edits && <form className="grid-form" onSubmit={save} noValidate>
         <Field label="Channel">
           <select name="channel" value={channel} onChange={(e) => setChannel(e.target.value)}>
             <option value="apple">apple (App Store)</option>
@@ -92,7 +94,7 @@ export function Channels({ gameId }: { gameId: string }) {
         <button type="submit" className="primary" disabled={action.busy}>
           Save channel
         </button>
-      </form>
+      </form>}
       {list.data?.raw !== undefined && <Json value={list.data.raw} label="Unrecognised answer" open />}
     </Card>
   );

@@ -1,16 +1,19 @@
 import { useState, type FormEvent } from 'react';
 import { api, recentGames } from './api';
+import { useMe } from './me';
 import { useLoad } from './ui';
 
 /**
  * The game switcher: a game id field suggesting the games used recently in this browser
- * (remembered in localStorage, newest first) and the service's games. Without a game chosen
+ * (remembered in localStorage per person, newest first) and the service's games. Without a game chosen
  * yet, the games are listed to pick from instead of an empty field alone.
  */
 export function GamePicker({ gameId, onPick }: { gameId: string; onPick: (gameId: string) => void }) {
   const [input, setInput] = useState(gameId);
   const games = useLoad(() => api.games(), []);
-  const recent = recentGames.list();
+  const me = useMe();
+  // An account limited to some games is offered only those.
+  const recent = recentGames.list().filter((g) => !me?.games || me.games.includes(g));
   const known = (games.data?.data ?? []).filter((g) => !recent.includes(g.game_id));
   const pick = (id: string) => {
     const v = id.trim();

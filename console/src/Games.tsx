@@ -3,6 +3,7 @@ import { useEffect, useState, type FormEvent } from 'react';
 import { api, recentGames, type Game, type GamePatch, type NewSecret, type Product } from './api';
 import { PagedTable, usePaged } from './lists';
 import { Link, navigate } from './router';
+import { useCan } from './me';
 import { Card, ConfirmButton, ErrorBox, Field, Json, SecretOnce, Switch, money, time, useAction, useLoad, Unloaded } from './ui';
 
 /** Every game, page by page in id order; with many games, open one by id (recent ids are remembered). */
@@ -10,6 +11,7 @@ export function Games() {
   const [id, setId] = useState('');
   const [recent, setRecent] = useState(recentGames.list());
   const all = usePaged((cursor) => api.games(cursor), []);
+  const can = useCan();
   const open = (e: FormEvent) => {
     e.preventDefault();
     if (id.trim()) navigate(`/games/${encodeURIComponent(id.trim())}`);
@@ -65,7 +67,7 @@ export function Games() {
           </tr>
         )}
       />
-      <CreateGame onCreated={all.reload} />
+      {can('admin', true) && <CreateGame onCreated={all.reload} />}
     </>
   );
 }
@@ -141,6 +143,7 @@ function Settings({ game, onSaved }: { game: Game; onSaved: (g: Game) => void })
   const [gmUrl, setGmUrl] = useState(game.gm_url ?? '');
   const [rate, setRate] = useState(String(game.rate_limit_per_second));
   const [name, setName] = useState(game.name);
+  const edits = useCan()('developer');
   const patch = async (p: GamePatch) => {
     const g = await action.run(() => api.patchGame(game.game_id, p));
     if (g) onSaved(g);
@@ -157,18 +160,18 @@ function Settings({ game, onSaved }: { game: Game; onSaved: (g: Game) => void })
   return (
     <Card title="Settings">
       <div className="switches">
-        <Switch label="In-app purchases enabled" testId="iap-switch" checked={game.iap_enabled} disabled={action.busy} onChange={(v) => patch({ iap_enabled: v })} />
+        <Switch label="In-app purchases enabled" testId="iap-switch" checked={game.iap_enabled} disabled={action.busy || !edits} onChange={(v) => patch({ iap_enabled: v })} />
         <Switch
           label="Sandbox payments allowed"
           testId="sandbox-switch"
           checked={game.sandbox_payments}
-          disabled={action.busy}
+          disabled={action.busy || !edits}
           onChange={(v) => patch({ sandbox_payments: v })}
         />
       </div>
       <form className="grid-form" onSubmit={save} noValidate>
         <Field label="Name">
-          <input name="name" value={name} onChange={(e) => setName(e.target.value)} />
+          <input name="name" readOnly={!edits} value={name} onChange={(e) => setName(e.target.value)} />
         </Field>
         <Field label="Order TTL (seconds)" hint="60 to 2592000">
           <input name="order_ttl_seconds" type="number" min={60} max={2592000} value={ttl} onChange={(e) => setTtl(e.target.value)} />
@@ -180,9 +183,11 @@ function Settings({ game, onSaved }: { game: Game; onSaved: (g: Game) => void })
           <input name="rate_limit_per_second" type="number" min={1} value={rate} onChange={(e) => setRate(e.target.value)} />
         </Field>
         <ErrorBox error={action.error} />
-        <button type="submit" className="primary" disabled={action.busy}>
-          Save settings
-        </button>
+        {edits && (
+          <button type="submit" className="primary" disabled={action.busy}>
+            Save settings
+          </button>
+        )}
       </form>
       <p className="muted small">
         Created {time(game.created_at)} · updated {time(game.updated_at)}
@@ -205,6 +210,7 @@ function Settings({ game, onSaved }: { game: Game; onSaved: (g: Game) => void })
 function Keys({ game, onChanged }: { game: Game; onChanged: () => void }) {
   const action = useAction();
   const [fresh, setFresh] = useState<NewSecret>();
+  const edits = useCan()('developer');
   const create = async () => {
     const k = await action.run(() => api.createGameKey(game.game_id));
     if (k) {
@@ -217,7 +223,7 @@ function Keys({ game, onChanged }: { game: Game; onChanged: () => void }) {
     onChanged();
   };
   return (
-    <Card title="Signing keys" actions={<button onClick={create} disabled={action.busy}>Create key</button>} id="keys">
+    <Card title="Signing keys" actions={edits && <button onClick={create} disabled={action.busy}>Create key</button>} id="keys">
       {fresh && <SecretOnce secret={fresh} onDone={() => setFresh(undefined)} />}
       <p className="muted">
         Notifications and GM calls are signed with the key the game last signed a request with (its oldest key until it has used
@@ -238,7 +244,7 @@ function Keys({ game, onChanged }: { game: Game; onChanged: () => void }) {
               <td className="mono">{k}</td>
               <td>{k === game.signing_key_id ? <span className="badge badge-paid">signs notifications and GM calls</span> : ''}</td>
               <td className="right">
-                <ConfirmButton label="Delete" danger question={`Delete key ${k}? Requests signed with it will fail.`} onConfirm={() => remove(k)} />
+                {edits && <ConfirmButton label="Delete" danger question={`Delete key ${k}? Requests signed with it will fail.`} onConfirm={() => remove(k)} />}
               </td>
             </tr>
           ))}
@@ -255,6 +261,7 @@ function Products({ gameId }: { gameId: string }) {
   const [form, setForm] = useState(EMPTY_PRODUCT);
   const [editing, setEditing] = useState(false);
   const action = useAction();
+  const edits = useCan()('developer');
   const save = async (e: FormEvent) => {
     e.preventDefault();
     const p = await action.run(() =>
@@ -291,17 +298,19 @@ function Products({ gameId }: { gameId: string }) {
               <td className="right">{money(p.price, p.currency)}</td>
               <td>{p.active ? 'yes' : 'no'}</td>
               <td className="right">
-                <button className="link" onClick={() => edit(p)}>
-                  Edit
-                </button>
+                {edits && (
+                  <button className="link" onClick={() => edit(p)}>
+                    Edit
+                  </button>
+                )}
               </td>
             </tr>
           ))}
         </tbody>
       </table>
       {list.data?.raw !== undefined && <Json value={list.data.raw} label="Unrecognised answer" open />}
-      <h3>{editing ? `Edit ${form.product_id}` : 'Add a product'}</h3>
-      <form className="grid-form" onSubmit={save} noValidate>
+      {edits && <h3>{editing ? `Edit ${form.product_id}` : 'Add a product'}</h3>}
+      {edits && <form className="grid-form" onSubmit={save} noValidate>
         <Field label="Product id">
           <input name="product_id" value={form.product_id} disabled={editing} onChange={(e) => setForm({ ...form, product_id: e.target.value })} />
         </Field>
@@ -326,7 +335,7 @@ function Products({ gameId }: { gameId: string }) {
             </button>
           )}
         </div>
-      </form>
+      </form>}
     </Card>
   );
 }

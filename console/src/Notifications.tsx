@@ -2,6 +2,7 @@ import { useState } from 'react';
 import { NOTIFICATION_STATUSES, api, notificationType, recentGames, type Notification } from './api';
 import { FilterCard, PagedTable, SelectFilter, TextFilter, useUrlFilters, usePaged } from './lists';
 import { Link } from './router';
+import { useCan } from './me';
 import { Card, ConfirmButton, ErrorBox, Field, StatusBadge, time, useAction } from './ui';
 
 /** "YYYY-MM-DDTHH:MM" (UTC) for a datetime-local input: the console shows all times in UTC. */
@@ -19,6 +20,7 @@ export function NotificationsPage() {
   const filters = useUrlFilters('/notifications', { game_id: recentGames.current(), status: 'failed' }, { keepEmpty: true });
   const { game_id: gameId, status } = filters.applied;
   const list = usePaged((cursor) => api.notifications({ status: status || undefined, game_id: gameId || undefined, cursor }), [filters.key]);
+  const can = useCan();
   return (
     <>
       <h1>{TITLES[status] ?? 'Notifications'}</h1>
@@ -26,12 +28,12 @@ export function NotificationsPage() {
         <TextFilter filters={filters} name="game_id" label="Game id" />
         <SelectFilter filters={filters} name="status" label="Status" options={NOTIFICATION_STATUSES} />
       </FilterCard>
-      {gameId && (
+      {gameId && can('support') && (
         <Card title={`Retry the failing notifications of ${gameId}`}>
           <RetryFailing gameId={gameId} onDone={list.reload} />
         </Card>
       )}
-      {gameId && <BulkRedeliver gameId={gameId} onDone={list.reload} />}
+      {gameId && can('support') && <BulkRedeliver gameId={gameId} onDone={list.reload} />}
       <PagedTable
         title="Notifications (newest first)"
         list={list}
@@ -46,6 +48,7 @@ export function NotificationsPage() {
 
 function Row({ n, onChanged }: { n: Notification; onChanged: () => void }) {
   const action = useAction();
+  const can = useCan();
   return (
     <tr>
       <td className="mono">{n.notification_id}</td>
@@ -62,7 +65,7 @@ function Row({ n, onChanged }: { n: Notification; onChanged: () => void }) {
       </td>
       <td className="nowrap">{time(n.created_at)}</td>
       <td className="right">
-        {BEING_DELIVERED.has(n.status) ? (
+        {!can('support') ? null : BEING_DELIVERED.has(n.status) ? (
           <button
             disabled={action.busy}
             onClick={async () => {
@@ -93,6 +96,7 @@ export const BEING_DELIVERED = new Set(['pending', 'failing']);
 export function RetryFailing({ gameId, onDone }: { gameId: string; onDone: () => void }) {
   const [result, setResult] = useState<number>();
   const action = useAction();
+  const can = useCan();
   const run = async () => {
     const r = await action.run(() => api.retryFailing(gameId));
     if (r) {
@@ -100,6 +104,7 @@ export function RetryFailing({ gameId, onDone }: { gameId: string; onDone: () =>
       onDone();
     }
   };
+  if (!can('support')) return null;
   return (
     <div className="row">
       <button disabled={action.busy} onClick={run}>

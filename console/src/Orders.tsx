@@ -4,6 +4,7 @@ import { FilterCard, PagedTable, SelectFilter, TextFilter, useUrlFilters, usePag
 import { BEING_DELIVERED } from './Notifications';
 import { RefundState, paidBy, refundPrompt, useSettling } from './Refunds';
 import { Link } from './router';
+import { useCan } from './me';
 import { Card, ConfirmButton, ErrorBox, Field, Json, StatusBadge, money, time, useAction, useLoad, Unloaded } from './ui';
 
 export const ORDER_HEADERS: Header[] = ['Order', 'Created', 'Game', 'Reference', 'Combo id', 'Product', { label: 'Amount', className: 'right' }, 'Status'];
@@ -83,6 +84,7 @@ export function OrderDetailPage({ orderId }: { orderId: string }) {
   const order = useLoad(() => api.order(orderId), [orderId]);
   useSettling(order);
   const action = useAction();
+  const can = useCan();
   const [reason, setReason] = useState('');
   if (!order.data) return <Unloaded loaded={order} title={`Order ${orderId}`} back={{ to: '/orders', label: 'Back to orders' }} />;
   const o = order.data;
@@ -100,8 +102,8 @@ export function OrderDetailPage({ orderId }: { orderId: string }) {
     // A 409: the order changed meanwhile (refunded, paid, canceled elsewhere): show it as it is now.
     if (done !== undefined || conflict) order.reload();
   };
-  const canRefund = o.status === 'paid' || o.status === 'delivered' || o.status === 'refund_failed';
-  const canCancel = o.status === 'created';
+  const canRefund = (o.status === 'paid' || o.status === 'delivered' || o.status === 'refund_failed') && can('finance');
+  const canCancel = o.status === 'created' && can('support');
   const paid = paidBy(o);
   const prompt = refundPrompt(o);
   return (
@@ -253,6 +255,7 @@ export function NotificationBlock({ n, onChanged }: { n: Notification; onChanged
     if ((await action.run(() => api.retry(n.notification_id))) !== undefined) onChanged();
   };
   const delivering = BEING_DELIVERED.has(n.status);
+  const can = useCan();
   return (
     <div className="notification" data-testid="notification">
       <div className="row spread">
@@ -264,7 +267,7 @@ export function NotificationBlock({ n, onChanged }: { n: Notification; onChanged
             {delivering && n.next_attempt_at ? ` · next attempt ${time(n.next_attempt_at)}` : ''}
           </div>
         </div>
-        {delivering ? (
+        {!can('support') ? null : delivering ? (
           <button disabled={action.busy} onClick={retry}>
             Retry now
           </button>

@@ -2,6 +2,7 @@ import { useState, type FormEvent } from 'react';
 import { api, type NewSecret, type Partner } from './api';
 import { Link, navigate } from './router';
 import { PagedTable, usePaged } from './lists';
+import { useCan } from './me';
 import { Card, ConfirmButton, ErrorBox, Field, Json, SecretOnce, Switch, time, useAction, useLoad, Unloaded } from './ui';
 
 const splitIds = (s: string) =>
@@ -12,6 +13,7 @@ const splitIds = (s: string) =>
 
 export function Partners() {
   const list = usePaged((cursor) => api.partners(cursor), []);
+  const can = useCan();
   return (
     <>
       <h1>Partners</h1>
@@ -32,7 +34,7 @@ export function Partners() {
           </tr>
         )}
       />
-      <CreatePartner onCreated={list.reload} />
+      {can('admin', true) && <CreatePartner onCreated={list.reload} />}
     </>
   );
 }
@@ -80,6 +82,7 @@ export function PartnerDetail({ partnerId }: { partnerId: string }) {
   const action = useAction();
   const [fresh, setFresh] = useState<NewSecret>();
   const [addGame, setAddGame] = useState('');
+  const edits = useCan()('admin', true);
   if (!partner.data) return <Unloaded loaded={partner} title={`Partner ${partnerId}`} back={{ to: '/partners', label: 'Back to partners' }} />;
   const p = partner.data;
   const patch = async (change: Partial<Pick<Partner, 'enabled' | 'games'>>) => {
@@ -106,7 +109,7 @@ export function PartnerDetail({ partnerId }: { partnerId: string }) {
       </h1>
       <ErrorBox error={action.error} />
       <Card title="Status">
-        <Switch label="Enabled" testId="partner-enabled" checked={p.enabled} disabled={action.busy} onChange={(v) => patch({ enabled: v })} />
+        <Switch label="Enabled" testId="partner-enabled" checked={p.enabled} disabled={action.busy || !edits} onChange={(v) => patch({ enabled: v })} />
         <p className="muted small">
           Rate limit {p.rate_limit_per_second}/s · created {time(p.created_at)} · updated {time(p.updated_at)}
         </p>
@@ -120,20 +123,20 @@ export function PartnerDetail({ partnerId }: { partnerId: string }) {
                   <Link to={`/games/${encodeURIComponent(g)}`}>{g}</Link>
                 </td>
                 <td className="right">
-                  <ConfirmButton label="Revoke" danger question={`Revoke ${g}?`} onConfirm={() => patch({ games: p.games.filter((x) => x !== g) })} />
+                  {edits && <ConfirmButton label="Revoke" danger question={`Revoke ${g}?`} onConfirm={() => patch({ games: p.games.filter((x) => x !== g) })} />}
                 </td>
               </tr>
             ))}
           </tbody>
         </table>
-        <form className="row" onSubmit={grant}>
+        {edits && <form className="row" onSubmit={grant}>
           <input name="grant_game" placeholder="game id" aria-label="Game id to grant" value={addGame} onChange={(e) => setAddGame(e.target.value)} />
           <button type="submit" disabled={!addGame.trim() || action.busy}>
             Grant
           </button>
-        </form>
+        </form>}
       </Card>
-      <Card title="Signing keys" actions={<button onClick={newKey} disabled={action.busy}>Create key</button>}>
+      <Card title="Signing keys" actions={edits && <button onClick={newKey} disabled={action.busy}>Create key</button>}>
         {fresh && <SecretOnce secret={fresh} onDone={() => setFresh(undefined)} />}
         <table>
           <tbody>
@@ -141,7 +144,7 @@ export function PartnerDetail({ partnerId }: { partnerId: string }) {
               <tr key={k}>
                 <td className="mono">{k}</td>
                 <td className="right">
-                  <ConfirmButton
+                  {edits && <ConfirmButton
                     label="Delete"
                     danger
                     question={`Delete key ${k}?`}
@@ -149,7 +152,7 @@ export function PartnerDetail({ partnerId }: { partnerId: string }) {
                       await action.run(() => api.deletePartnerKey(p.partner_id, k));
                       partner.reload();
                     }}
-                  />
+                  />}
                 </td>
               </tr>
             ))}

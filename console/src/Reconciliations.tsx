@@ -1,3 +1,4 @@
+import { useCan } from './me';
 import { useState, type FormEvent } from 'react';
 import { beijingDate } from '../../src/lib/beijing-time';
 import { api, recentGames, type Reconciliation } from './api';
@@ -16,6 +17,7 @@ export function ReconciliationsPage() {
   const filters = useUrlFilters('/reconciliations', { game_id: recentGames.current(), channel: '' });
   const { applied } = filters;
   const list = usePaged(() => api.reconciliations({ game_id: applied.game_id || undefined, channel: applied.channel || undefined }), [filters.key]);
+  const can = useCan();
   return (
     <>
       <h1>Reconciliation</h1>
@@ -23,7 +25,7 @@ export function ReconciliationsPage() {
         <TextFilter filters={filters} name="game_id" label="Game id" />
         <SelectFilter filters={filters} name="channel" label="Channel" options={PROVIDER_CHANNELS} />
       </FilterCard>
-      <RunForm gameId={applied.game_id} onRan={list.reload} />
+      {can('finance') && <RunForm gameId={applied.game_id} onRan={list.reload} />}
       <PagedTable
         title="Runs (newest first)"
         list={list}

@@ -9,6 +9,7 @@ import type { Partner as PartnerSchema } from '../../src/partners/schemas';
 import type { SessionView } from '../../src/sessions/schemas';
 import type { AdminOrder, NotificationAttempt, OrderEvent as OrderEventSchema } from '../../src/orders/admin-schemas';
 import { encodeOperatorName } from '../../src/lib/operator-name';
+import type { ApiKey as ApiKeySchema, Me as MeSchema, NewApiKey as NewApiKeySchema, Operator as OperatorSchema, OperatorWithInvitation, SessionView as OperatorSessionSchema, SignInOptions as SignInOptionsSchema, TotpSetup as TotpSetupSchema } from '../../src/operators/schemas';
 
 const TOKEN_KEY = 'combo.console.token';
 const OPERATOR_KEY = 'combo.console.operator';
@@ -59,6 +60,8 @@ async function request(method: string, path: string, body?: unknown, token = ses
   const operator = session.operator();
   const named = operator ? encodeOperatorName(operator) : null;
   if (named) headers['x-operator'] = named;
+  // A console session's writes carry its CSRF token (the cookie goes by itself).
+  if (method !== 'GET' && !token && account.csrf) headers['x-csrf-token'] = account.csrf;
   const hasBody = method !== 'GET' && method !== 'DELETE';
   // The API parses every POST/PUT/PATCH body as a JSON object: send {} when there is nothing.
   if (hasBody) headers['content-type'] = 'application/json';
@@ -333,10 +336,13 @@ export const api = {
 
 // ---------------------------------------------------------------- recently used games
 
+/** Each person's own list: an account's key has its id; ADMIN_TOKEN sign-ins share the plain key. */
+const recentGamesKey = (): string => (account.operatorId ? `${RECENT_GAMES_KEY}.${account.operatorId}` : RECENT_GAMES_KEY);
+
 export const recentGames = {
   list(): string[] {
     try {
-      const v = JSON.parse(localStorage.getItem(RECENT_GAMES_KEY) ?? '[]') as unknown;
+      const v = JSON.parse(localStorage.getItem(recentGamesKey()) ?? '[]') as unknown;
       return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
     } catch {
       return [];
@@ -348,9 +354,60 @@ export const recentGames = {
   },
   use(id: string): void {
     const next = [id, ...recentGames.list().filter((g) => g !== id)].slice(0, 10);
-    localStorage.setItem(RECENT_GAMES_KEY, JSON.stringify(next));
+    localStorage.setItem(recentGamesKey(), JSON.stringify(next));
   },
   forget(id: string): void {
-    localStorage.setItem(RECENT_GAMES_KEY, JSON.stringify(recentGames.list().filter((g) => g !== id)));
+    localStorage.setItem(recentGamesKey(), JSON.stringify(recentGames.list().filter((g) => g !== id)));
   },
+};
+
+// ---------------------------------------------------------------- operator accounts (operators.md 1)
+
+/** The console session of an account signed in with a password or OIDC (none for ADMIN_TOKEN). */
+export const account: { operatorId: string | null; csrf: string | null } = { operatorId: null, csrf: null };
+
+export type Me = Static<typeof MeSchema>;
+export type SignInOptions = Static<typeof SignInOptionsSchema>;
+export type OperatorAccount = Static<typeof OperatorSchema>;
+export type NewOperatorAccount = Static<typeof OperatorWithInvitation>;
+export type ApiKey = Static<typeof ApiKeySchema>;
+export type NewApiKey = Static<typeof NewApiKeySchema>;
+export type OperatorSession = Static<typeof OperatorSessionSchema>;
+export type TotpSetup = Static<typeof TotpSetupSchema>;
+export type Invitation = { email: string; name: string; expires_at: number };
+
+/** Remembers who is signed in: their CSRF token and the key of their recently used games. */
+export function rememberAccount(me: Me | null): void {
+  account.operatorId = me?.kind === 'account' ? (me.operator?.operator_id ?? null) : null;
+  account.csrf = me?.csrf_token ?? null;
+}
+
+export const operatorsApi = {
+  /** Who the caller is; with no token, the console session's cookie (401 without one). */
+  me: (token = session.token()) => call<Me>('GET', '/admin/v1/me', undefined, token),
+  signInOptions: () => call<SignInOptions>('GET', '/admin/v1/sign-in-options', undefined, null),
+  signIn: (body: { email: string; password: string; totp?: string }) => call<{ csrf_token: string }>('POST', '/admin/v1/session', body, null),
+  signOut: () => call('DELETE', '/admin/v1/session', undefined, null),
+  invitation: (token: string) => call<Invitation>('GET', `/admin/v1/invitations/${enc(token)}`, undefined, null),
+  acceptInvitation: (token: string, password: string) => call<OperatorAccount>('POST', `/admin/v1/invitations/${enc(token)}`, { password }, null),
+
+  async operators(): Promise<Page<OperatorAccount>> {
+    return asPage<OperatorAccount>(await call('GET', '/admin/v1/operators'));
+  },
+  invite: (body: { email: string; name: string; role: string; games?: string[] | null }) => call<NewOperatorAccount>('POST', '/admin/v1/operators', body),
+  patchOperator: (id: string, patch: { role?: string; games?: string[] | null; disabled?: boolean }) => call<OperatorAccount>('PATCH', `/admin/v1/operators/${enc(id)}`, patch),
+
+  async apiKeys(): Promise<Page<ApiKey>> {
+    return asPage<ApiKey>(await call('GET', '/admin/v1/api-keys'));
+  },
+  createApiKey: (body: { name: string; role: string; games?: string[] | null; expires_at?: number | null }) => call<NewApiKey>('POST', '/admin/v1/api-keys', body),
+  revokeApiKey: (keyId: string) => call('DELETE', `/admin/v1/api-keys/${enc(keyId)}`),
+
+  async mySessions(): Promise<Page<OperatorSession>> {
+    return asPage<OperatorSession>(await call('GET', '/admin/v1/me/sessions'));
+  },
+  revokeMySession: (id: string) => call('DELETE', `/admin/v1/me/sessions/${enc(id)}`),
+  startTotp: () => call<TotpSetup>('POST', '/admin/v1/me/totp'),
+  verifyTotp: (code: string) => call('POST', '/admin/v1/me/totp/verify', { code }),
+  removeTotp: () => call('DELETE', '/admin/v1/me/totp'),
 };

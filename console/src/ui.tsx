@@ -153,24 +153,31 @@ export function ConfirmButton(props: { label: string; question: string; onConfir
 
 /** A new secret, shown once: it is not stored anywhere and the API never returns it again. */
 export function SecretOnce({ secret, onDone }: { secret: { key_id: string; secret_key: string }; onDone: () => void }) {
+  return (
+    <ShownOnce title={`New secret for key ${secret.key_id}.`} value={secret.secret_key} onDone={onDone} testId="secret-once" valueTestId="secret-value" />
+  );
+}
+
+/** A value shown only this once (a secret, an API key, an invitation link), with a Copy button. */
+export function ShownOnce(props: { title: string; value: string; onDone: () => void; testId: string; valueTestId: string; note?: string }) {
   const [copied, setCopied] = useState(false);
   const copy = async () => {
     try {
-      await navigator.clipboard.writeText(secret.secret_key);
+      await navigator.clipboard.writeText(props.value);
       setCopied(true);
     } catch {
       setCopied(false);
     }
   };
   return (
-    <div className="secret" role="status" data-testid="secret-once">
+    <div className="secret" role="status" data-testid={props.testId}>
       <p>
-        <strong>New secret for key {secret.key_id}.</strong> Copy it now: it is shown only this once.
+        <strong>{props.title}</strong> {props.note ?? 'Copy it now: it is shown only this once.'}
       </p>
-      <code data-testid="secret-value">{secret.secret_key}</code>
+      <code data-testid={props.valueTestId}>{props.value}</code>
       <div className="row">
         <button onClick={copy}>{copied ? 'Copied' : 'Copy'}</button>
-        <button onClick={onDone}>I have stored it</button>
+        <button onClick={props.onDone}>I have stored it</button>
       </div>
     </div>
   );

@@ -13,6 +13,7 @@ import type { GameLookups } from './access.js';
 import { installScopeHooks, operatorGuard, type CookieSettings } from './guard.js';
 import { registerOidcRoutes, type OidcSettings } from './oidc.js';
 import { registerOperatorRoutes } from './routes.js';
+import type { SignInOptions } from './schemas.js';
 import { AccountService } from './service.js';
 import { SignInService, type SignInSettings } from './sign-in.js';
 import { OperatorStore } from './store.js';
@@ -73,8 +74,14 @@ export function createOperators(o: OperatorsOptions): Operators {
     authenticate,
     install: (app) => installScopeHooks(app, lookups),
     register: (app) => {
-      registerOperatorRoutes(app, accounts, signIn, o.settings);
+      registerOperatorRoutes(app, accounts, signIn, o.settings, signInOptions(o.settings));
       if (o.settings.oidc) registerOidcRoutes(app, { settings: o.settings.oidc, signIn, secrets: o.secrets, cookie: o.settings, clock: o.clock, publicBaseUrl: o.publicBaseUrl });
     },
   };
+}
+
+/** What the console's sign-in page offers (GET /admin/v1/sign-in-options). */
+function signInOptions(s: OperatorSettings): SignInOptions {
+  const oidc = s.oidc ? { provider: new URL(s.oidc.issuer).host, start_url: '/admin/v1/oidc/start' } : null;
+  return { password: true, oidc, admin_token: !s.adminTokenDisabled };
 }

@@ -6,7 +6,7 @@ import { EmptyObject, responses } from '../http/errors-schema.js';
 import type { Principal } from './roles.js';
 import {
   AcceptInvitationBody, ApiKey, ApiKeyParams, CreateApiKeyBody, CreateOperatorBody, Invitation, InvitationInfo, InvitationParams, Me, NewApiKey, Operator,
-  OperatorParams, OperatorWithInvitation, PasswordBody, PatchOperatorBody, SessionParams, SessionView, SignedIn, SignInBody, TotpCodeBody, TotpSetup,
+  OperatorParams, OperatorWithInvitation, PasswordBody, PatchOperatorBody, SessionParams, SessionView, SignedIn, SignInBody, SignInOptions, TotpCodeBody, TotpSetup,
 } from './schemas.js';
 import { csrfTokenOfRequest, principalOf, sessionCookie, type CookieSettings } from './guard.js';
 import type { AccountService } from './service.js';
@@ -30,7 +30,12 @@ export function sendSession(reply: FastifyReply, cookie: CookieSettings, s: Star
 }
 
 /** Sign-in, the caller's own account, operator accounts, invitations and API keys (operators.md 1). */
-export function registerOperatorRoutes(app: ApiApp, accounts: AccountService, signIn: SignInService, cookie: CookieSettings): void {
+export function registerOperatorRoutes(app: ApiApp, accounts: AccountService, signIn: SignInService, cookie: CookieSettings, options: SignInOptions): void {
+  app.get('/admin/v1/sign-in-options', {
+    config: none,
+    schema: { tags, summary: 'How the console may sign in: password, the OpenID Connect provider, ADMIN_TOKEN', response: responses({ 200: SignInOptions }, []) },
+    handler: async () => options,
+  });
   app.post('/admin/v1/session', {
     config: none,
     schema: { tags, summary: 'Console sign-in with email and password (and TOTP): sets the session cookie', body: SignInBody, response: responses({ 200: SignedIn }, [Errors.unauthorized, Errors.totpRequired, Errors.rateLimited]) },

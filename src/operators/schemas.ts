@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { GameId } from '../games/schemas.js';
 import { ROLES } from './roles.js';
-import { MIN_PASSWORD_LENGTH } from './secrets.js';
+import { MIN_PASSWORD_LENGTH } from './password-rules.js';
 
 export const RoleName = Type.Enum([...ROLES], { description: 'operators.md 1: viewer < support < developer < finance < admin < owner' });
 const Games = Type.Array(GameId, { minItems: 1, maxItems: 1000, uniqueItems: true, description: 'the games the account may see; absent or null: every game' });
@@ -98,3 +98,15 @@ export const CreateApiKeyBody = Type.Object(
 );
 export type CreateApiKeyBody = Static<typeof CreateApiKeyBody>;
 export const ApiKeyParams = Type.Object({ key_id: Type.String({ minLength: 1, maxLength: 64 }) });
+
+export const SignInOptions = Type.Object({
+  password: Type.Boolean({ description: 'email and password (and TOTP when enrolled): always on' }),
+  oidc: Nullable(
+    Type.Object({
+      provider: Type.String({ description: "the provider's name for the button: the host of OIDC_ISSUER" }),
+      start_url: Type.String({ description: 'where the button goes: GET /admin/v1/oidc/start' }),
+    }),
+  ),
+  admin_token: Type.Boolean({ description: 'ADMIN_TOKEN is taken (false with ADMIN_TOKEN_DISABLED=1)' }),
+});
+export type SignInOptions = Static<typeof SignInOptions>;

@@ -9,7 +9,7 @@ import { createHash, createHmac, randomBytes, scrypt, timingSafeEqual, type Scry
 const COST = { N: 32768, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
 const KEY_LENGTH = 32;
 
-export const MIN_PASSWORD_LENGTH = 12;
+export { MIN_PASSWORD_LENGTH } from './password-rules.js';
 
 function derive(password: string, salt: Buffer, o: ScryptOptions): Promise<Buffer> {
   return new Promise((resolve, reject) => scrypt(password.normalize('NFKC'), salt, KEY_LENGTH, o, (err, key) => (err ? reject(err) : resolve(key))));

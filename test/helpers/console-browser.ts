@@ -87,10 +87,10 @@ export async function openConsoleBrowser(viewport = { width: 1280, height: 900 }
   };
 }
 
-/** Signs in on the sign-in page with `token`. */
+/** Signs in on the sign-in page with `token` (its break-glass form). */
 export async function signIn(page: Page, token = ADMIN_TOKEN): Promise<void> {
   await page.getByLabel('Admin token').fill(token);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign in with the token' }).click();
 }
 
 /** Opens the console of the service at `url` and signs in with ADMIN_TOKEN, up to its overview. */

@@ -1,0 +1,124 @@
+import { useState, type FormEvent } from 'react';
+import { operatorsApi, type TotpSetup } from './api';
+import { useMe } from './me';
+import { Card, ConfirmButton, ErrorBox, Field, time, useAction, useLoad } from './ui';
+
+/** The signed-in account's own page: who it is, TOTP, its open console sessions. */
+export function MyAccountPage() {
+  const me = useMe();
+  const [totpOn, setTotpOn] = useState(me?.operator?.totp_enabled ?? false);
+  if (!me?.operator) return null;
+  const o = me.operator;
+  return (
+    <>
+      <h1>My account</h1>
+      <Card title={o.email}>
+        <dl className="facts">
+          <dt>Name</dt>
+          <dd>{o.name}</dd>
+          <dt>Role</dt>
+          <dd data-testid="my-role">{o.role}</dd>
+          <dt>Games</dt>
+          <dd>{o.games?.join(', ') ?? 'every game'}</dd>
+        </dl>
+      </Card>
+      <Totp on={totpOn} onChange={setTotpOn} />
+      <MySessions />
+    </>
+  );
+}
+
+function Totp({ on, onChange }: { on: boolean; onChange: (on: boolean) => void }) {
+  const [setup, setSetup] = useState<TotpSetup>();
+  const [code, setCode] = useState('');
+  const action = useAction();
+  const start = async () => setSetup(await action.run(() => operatorsApi.startTotp()));
+  const verify = async (e: FormEvent) => {
+    e.preventDefault();
+    if ((await action.run(() => operatorsApi.verifyTotp(code.trim()))) !== undefined) {
+      setSetup(undefined);
+      setCode('');
+      onChange(true);
+    }
+  };
+  const remove = async () => {
+    if ((await action.run(() => operatorsApi.removeTotp())) !== undefined) onChange(false);
+  };
+  return (
+    <Card title="Two-step sign-in (TOTP)">
+      {on ? (
+        <div className="row">
+          <span data-testid="totp-state">TOTP is on: sign-in asks for a code.</span>
+          <ConfirmButton label="Turn TOTP off" danger question="Sign in without a code from now on?" onConfirm={remove} />
+        </div>
+      ) : !setup ? (
+        <div className="row">
+          <span data-testid="totp-state">TOTP is off.</span>
+          <button onClick={start} disabled={action.busy}>
+            Set up TOTP
+          </button>
+        </div>
+      ) : (
+        <form className="totp-setup" onSubmit={verify}>
+          <p>Add this account to your authenticator app (scan or paste the link, or type the secret), then enter the code it shows.</p>
+          <Field label="otpauth link">
+            <code data-testid="totp-uri" className="wrap">
+              {setup.otpauth_url}
+            </code>
+          </Field>
+          <Field label="Secret">
+            <code data-testid="totp-secret">{setup.secret}</code>
+          </Field>
+          <div className="row">
+            <Field label="Code">
+              <input name="code" inputMode="numeric" autoComplete="one-time-code" maxLength={6} value={code} onChange={(e) => setCode(e.target.value)} />
+            </Field>
+            <button type="submit" className="primary" disabled={!/^\d{6}$/.test(code.trim()) || action.busy}>
+              Turn TOTP on
+            </button>
+          </div>
+        </form>
+      )}
+      <ErrorBox error={action.error} />
+    </Card>
+  );
+}
+
+function MySessions() {
+  const sessions = useLoad(() => operatorsApi.mySessions(), []);
+  const action = useAction();
+  const revoke = async (id: string) => {
+    if ((await action.run(() => operatorsApi.revokeMySession(id))) !== undefined) sessions.reload();
+  };
+  return (
+    <Card title="Signed-in sessions" actions={<button onClick={sessions.reload}>Refresh</button>}>
+      <ErrorBox error={sessions.error ?? action.error} />
+      <div className="table-box">
+        <table data-testid="my-sessions">
+          <thead>
+            <tr>
+              <th>Signed in</th>
+              <th>Last seen</th>
+              <th>How</th>
+              <th>From</th>
+              <th />
+            </tr>
+          </thead>
+          <tbody>
+            {(sessions.data?.data ?? []).map((s) => (
+              <tr key={s.session_id}>
+                <td className="nowrap">{time(s.created_at)}</td>
+                <td className="nowrap">{time(s.last_seen_at)}</td>
+                <td>{s.method}</td>
+                <td className="small">
+                  {s.address} {s.user_agent}
+                </td>
+                <td>{s.current ? <span className="muted">this one</span> : <ConfirmButton label="Revoke" danger question="End this session?" onConfirm={() => void revoke(s.session_id)} />}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </Card>
+  );
+}
