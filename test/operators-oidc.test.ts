@@ -3,50 +3,25 @@
  * `oidc-provider` package) on loopback: authorization code with PKCE, the account matched by
  * the provider's verified email, an unknown email refused.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import Provider from 'oidc-provider';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startOidcProvider, type OidcProvider } from './helpers/oidc-provider.js';
 import { call, createAccount } from './helpers/operators.js';
 import { startService, type TestService } from './helpers/service.js';
 
-const CLIENT = { client_id: 'combo-console', client_secret: 'combo-console-secret-0123456789' };
 const PUBLIC_BASE_URL = 'http://console.example.test';
-/** The provider's users: who signs in, and whether the provider vouches for the email. */
-const USERS: Record<string, { email: string; email_verified: boolean }> = {
-  ann: { email: 'Ann@Studio.example', email_verified: true },
-  eve: { email: 'eve@elsewhere.example', email_verified: true },
-  unverified: { email: 'ann@studio.example', email_verified: false },
-};
 
 let issuer: string;
-let server: http.Server;
+let provider: OidcProvider;
 let t: TestService;
 beforeAll(async () => {
-  server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const provider = new Provider(issuer, {
-    clients: [{ ...CLIENT, redirect_uris: [`${PUBLIC_BASE_URL}/admin/v1/oidc/callback`], grant_types: ['authorization_code'], response_types: ['code'] }],
-    claims: { openid: ['sub'], email: ['email', 'email_verified'] },
-    findAccount: async (_ctx, id) => (USERS[id] ? { accountId: id, claims: async () => ({ sub: id, ...USERS[id] }) } : undefined),
-    // Consent is taken as given: the test signs in, it does not click through a consent page.
-    loadExistingGrant: async (ctx) => {
-      const grant = new ctx.oidc.provider.Grant({ clientId: ctx.oidc.client!.clientId, accountId: ctx.oidc.session!.accountId! });
-      grant.addOIDCScope('openid email profile');
-      await grant.save();
-      return grant;
-    },
-    cookies: { keys: ['oidc-provider-test-cookie-key'] },
-    ttl: { Interaction: 600, Grant: 600, Session: 600, AccessToken: 600, IdToken: 600 },
-  });
-  server.on('request', provider.callback());
-  t = await startService({ env: { OIDC_ISSUER: issuer, OIDC_CLIENT_ID: CLIENT.client_id, OIDC_CLIENT_SECRET: CLIENT.client_secret, PUBLIC_BASE_URL } });
+  provider = await startOidcProvider(PUBLIC_BASE_URL);
+  issuer = provider.issuer;
+  t = await startService({ env: provider.env });
   await createAccount(t, 'ann@studio.example', 'finance', null);
 }, 180_000);
 afterAll(async () => {
   await t?.stop();
-  server?.close();
+  provider?.close();
 });
 
 /** Follows the browser's way: service -> provider (sign in as `user`) -> service's callback. */
@@ -85,6 +60,11 @@ async function signInThrough(user: string) {
 }
 
 describe('OpenID Connect sign-in', () => {
+  it('is offered on the sign-in page: GET /admin/v1/sign-in-options names the provider', async () => {
+    const r = await call(t, 'GET', '/admin/v1/sign-in-options', {});
+    expect(r.body).toEqual({ password: true, oidc: { provider: new URL(issuer).host, start_url: '/admin/v1/oidc/start' }, admin_token: true });
+  });
+
   it('signs an account in by its verified email: a session cookie, then the console', async () => {
     const back = await signInThrough('ann');
     expect(back.status, back.text).toBe(302);

@@ -185,6 +185,14 @@ describe('API keys', () => {
   });
 });
 
+describe('sign-in options', () => {
+  it('tell the console which ways to sign in are on, without a credential', async () => {
+    const r = await call(t, 'GET', '/admin/v1/sign-in-options', {});
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ password: true, oidc: null, admin_token: true });
+  });
+});
+
 describe('ADMIN_TOKEN', () => {
   it('is an owner recorded as ADMIN_TOKEN; ADMIN_TOKEN_DISABLED turns it off', async () => {
     expect((await admin(t, 'GET', '/admin/v1/me')).body).toMatchObject({ kind: 'token', actor: 'ADMIN_TOKEN', role: 'owner', games: null, operator: null });
@@ -193,6 +201,8 @@ describe('ADMIN_TOKEN', () => {
       const r = await admin(off, 'GET', '/admin/v1/me');
       expect(r.status).toBe(401);
       expect(r.body.message).toMatch(/ADMIN_TOKEN_DISABLED/);
+      // The console's sign-in page then offers no token form.
+      expect((await call(off, 'GET', '/admin/v1/sign-in-options', {})).body).toEqual({ password: true, oidc: null, admin_token: false });
     } finally {
       await off.stop();
     }

@@ -120,7 +120,7 @@ function AccountRow({ account: a, onChanged }: { account: OperatorAccount; onCha
       <td>{a.email}</td>
       <td>{a.name}</td>
       <td>{editable ? <RoleSelect label={`Role of ${a.email}`} value={role} roles={roles} onChange={setRole} /> : a.role}</td>
-      <td>{editable ? <input name="games" aria-label={`Games of ${a.email}`} placeholder="every game" value={games} onChange={(e) => setGames(e.target.value)} /> : showGames(a.games) || 'every game'}</td>
+      <td>{editable ? <input name="account_games" aria-label={`Games of ${a.email}`} placeholder="every game" value={games} onChange={(e) => setGames(e.target.value)} /> : showGames(a.games) || 'every game'}</td>
       <td>
         <StatusBadge status={a.status} />
       </td>
