@@ -110,6 +110,16 @@ describe.skipIf(!haveChromium)('console for a team (headless Chromium)', () => {
     expect(await page.getByTestId('whoami').count()).toBe(0);
   });
 
+  it('returns to the sign-in page, saying so, when the session ends', async () => {
+    const who = email('viewer');
+    await createAccount(t, who, 'viewer');
+    await as(who);
+    await browser.ctx.clearCookies();
+    await nav('Orders').click();
+    await page.getByText('Your session ended or the token was not accepted.').waitFor();
+    await page.getByLabel('Email').waitFor();
+  });
+
   it('enrols TOTP on the account page, then asks for the code at sign-in', async () => {
     const who = email('support');
     await createAccount(t, who, 'support');

@@ -119,7 +119,7 @@ function AccountRow({ account: a, onChanged }: { account: OperatorAccount; onCha
     <tr data-testid={`account-${a.email}`}>
       <td>{a.email}</td>
       <td>{a.name}</td>
-      <td>{editable ? <RoleSelect label={`Role of ${a.email}`} value={role} roles={roles} onChange={setRole} /> : a.role}</td>
+      <td className="nowrap">{editable ? <RoleSelect label={`Role of ${a.email}`} value={role} roles={roles} onChange={setRole} /> : a.role}</td>
       <td>{editable ? <input name="account_games" aria-label={`Games of ${a.email}`} placeholder="every game" value={games} onChange={(e) => setGames(e.target.value)} /> : showGames(a.games) || 'every game'}</td>
       <td>
         <StatusBadge status={a.status} />
@@ -186,13 +186,13 @@ export function ApiKeysPage() {
                   <td>
                     {k.name} <span className="mono muted">{k.key_id}</span>
                   </td>
-                  <td>{k.role}</td>
+                  <td className="nowrap">{k.role}</td>
                   <td>{showGames(k.games) || 'every game'}</td>
                   <td>{k.created_by}</td>
                   <td className="nowrap">{time(k.created_at)}</td>
                   <td className="nowrap">{k.expires_at ? time(k.expires_at) : 'never'}</td>
                   <td className="nowrap">{k.last_used_at ? time(k.last_used_at) : 'never'}</td>
-                  <td>{k.revoked_at ? <span className="muted">revoked {time(k.revoked_at)}</span> : <RevokeKey keyId={k.key_id} name={k.name} onDone={keys.reload} />}</td>
+                  <td className="nowrap">{k.revoked_at ? <span className="muted">revoked {time(k.revoked_at)}</span> : <RevokeKey keyId={k.key_id} name={k.name} onDone={keys.reload} />}</td>
                 </tr>
               ))}
             </tbody>

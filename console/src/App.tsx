@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useEffect, useRef, useState } from 'react';
 import { onUnauthorized, operatorsApi, rememberAccount, session, type Me } from './api';
 import { AccountsPage, ApiKeysPage } from './Accounts';
 import { MyAccountPage } from './MyAccount';
@@ -39,16 +39,24 @@ export function App() {
   const { path, query } = useRoute();
   // undefined: still asking who is signed in (a token of this tab, or the session cookie).
   const [me, setMe] = useState<Me | null | undefined>(undefined);
+  // Whether a sign-in of this page ended (a 401 while signed in): the sign-in page says so.
+  const [ended, setEnded] = useState(false);
+  const signedIn = useRef(false);
+  signedIn.current = Boolean(me);
   const load = useCallback(() => {
     operatorsApi.me().then(
-      (m) => (rememberAccount(m), setMe(m)),
+      (m) => (rememberAccount(m), setEnded(false), setMe(m)),
       () => (rememberAccount(null), setMe(null)),
     );
   }, []);
 
   useEffect(() => {
     // Any 401 (session ended, token revoked, service restarted with another ADMIN_TOKEN): back to sign-in.
-    onUnauthorized(() => (rememberAccount(null), setMe(null)));
+    onUnauthorized(() => {
+      if (signedIn.current) setEnded(true);
+      rememberAccount(null);
+      setMe(null);
+    });
     load();
   }, [load]);
 
@@ -56,12 +64,13 @@ export function App() {
   if (invite) return <InvitePage token={invite.token as string} onSignedIn={load} />;
   if (me === undefined) return <p className="muted signin">Loading…</p>;
   if (me === null || path === '/signin') {
-    return <SignIn onSignedIn={() => (load(), path === '/signin' && navigate('/', true))} expired={me === null && path !== '/signin' && session.token() === null} />;
+    return <SignIn onSignedIn={() => (load(), path === '/signin' && navigate('/', true))} expired={ended} />;
   }
   const signOut = async () => {
     if (me.kind === 'account') await operatorsApi.signOut().catch(() => undefined);
     session.signOut();
     rememberAccount(null);
+    setEnded(false);
     setMe(null);
   };
   const nav = NAV.filter((n) => visible(me, n));
