@@ -1,7 +1,8 @@
 import { useState, type FormEvent } from 'react';
 import { operatorsApi, type NewApiKey, type NewOperatorAccount, type OperatorAccount } from './api';
 import { grantableRoles, useMe, type Role } from './me';
-import { Card, ConfirmButton, ErrorBox, Field, ShownOnce, StatusBadge, time, useAction, useLoad } from './ui';
+import { PagedTable, usePaged } from './lists';
+import { Card, ConfirmButton, ErrorBox, Field, ShownOnce, StatusBadge, time, useAction } from './ui';
 
 /** "a, b c" -> ["a", "b", "c"]; nothing -> null (every game). */
 const parseGames = (text: string): string[] | null => {
@@ -24,7 +25,7 @@ function RoleSelect({ value, onChange, roles, label }: { value: string; onChange
 
 /** Operator accounts (admin and owner): list, invite, change role and games, disable. */
 export function AccountsPage() {
-  const accounts = useLoad(() => operatorsApi.operators(), []);
+  const accounts = usePaged(() => operatorsApi.operators(), []);
   const [invited, setInvited] = useState<NewOperatorAccount>();
   return (
     <>
@@ -40,29 +41,14 @@ export function AccountsPage() {
           valueTestId="invitation-link"
         />
       )}
-      <Card title="People" actions={<button onClick={accounts.reload}>Refresh</button>}>
-        <ErrorBox error={accounts.error} />
-        <div className="table-box">
-          <table data-testid="accounts">
-            <thead>
-              <tr>
-                <th>Email</th>
-                <th>Name</th>
-                <th>Role</th>
-                <th>Games</th>
-                <th>Status</th>
-                <th>TOTP</th>
-                <th />
-              </tr>
-            </thead>
-            <tbody>
-              {(accounts.data?.data ?? []).map((a) => (
-                <AccountRow key={`${a.operator_id}:${a.updated_at}`} account={a} onChanged={accounts.reload} />
-              ))}
-            </tbody>
-          </table>
-        </div>
-      </Card>
+      <PagedTable
+        title="People"
+        list={accounts}
+        testId="accounts"
+        headers={['Email', 'Name', 'Role', 'Games', 'Status', 'TOTP', '']}
+        empty="No accounts yet: invite the first person."
+        row={(a) => <AccountRow key={`${a.operator_id}:${a.updated_at}`} account={a} onChanged={accounts.reload} />}
+      />
     </>
   );
 }
@@ -148,7 +134,7 @@ function AccountRow({ account: a, onChanged }: { account: OperatorAccount; onCha
 
 /** API keys for automation (admin and owner): create (the key shown once), list, revoke. */
 export function ApiKeysPage() {
-  const keys = useLoad(() => operatorsApi.apiKeys(), []);
+  const keys = usePaged(() => operatorsApi.apiKeys(), []);
   const [created, setCreated] = useState<NewApiKey>();
   return (
     <>
@@ -164,41 +150,27 @@ export function ApiKeysPage() {
           valueTestId="api-key-value"
         />
       )}
-      <Card title="Keys" actions={<button onClick={keys.reload}>Refresh</button>}>
-        <ErrorBox error={keys.error} />
-        <div className="table-box">
-          <table data-testid="api-keys">
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>Role</th>
-                <th>Games</th>
-                <th>Made by</th>
-                <th>Created</th>
-                <th>Expires</th>
-                <th>Last used</th>
-                <th />
-              </tr>
-            </thead>
-            <tbody>
-              {(keys.data?.data ?? []).map((k) => (
-                <tr key={k.key_id} data-testid={`api-key-${k.name}`}>
-                  <td>
-                    {k.name} <span className="mono muted">{k.key_id}</span>
-                  </td>
-                  <td className="nowrap">{k.role}</td>
-                  <td>{showGames(k.games) || 'every game'}</td>
-                  <td>{k.created_by}</td>
-                  <td className="nowrap">{time(k.created_at)}</td>
-                  <td className="nowrap">{k.expires_at ? time(k.expires_at) : 'never'}</td>
-                  <td className="nowrap">{k.last_used_at ? time(k.last_used_at) : 'never'}</td>
-                  <td className="nowrap">{k.revoked_at ? <span className="muted">revoked {time(k.revoked_at)}</span> : <RevokeKey keyId={k.key_id} name={k.name} onDone={keys.reload} />}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      </Card>
+      <PagedTable
+        title="Keys"
+        list={keys}
+        testId="api-keys"
+        headers={['Name', 'Role', 'Games', 'Made by', 'Created', 'Expires', 'Last used', '']}
+        empty="No API keys."
+        row={(k) => (
+          <tr key={k.key_id} data-testid={`api-key-${k.name}`}>
+            <td>
+              {k.name} <span className="mono muted">{k.key_id}</span>
+            </td>
+            <td className="nowrap">{k.role}</td>
+            <td>{showGames(k.games) || 'every game'}</td>
+            <td>{k.created_by}</td>
+            <td className="nowrap">{time(k.created_at)}</td>
+            <td className="nowrap">{k.expires_at ? time(k.expires_at) : 'never'}</td>
+            <td className="nowrap">{k.last_used_at ? time(k.last_used_at) : 'never'}</td>
+            <td className="nowrap">{k.revoked_at ? <span className="muted">revoked {time(k.revoked_at)}</span> : <RevokeKey keyId={k.key_id} name={k.name} onDone={keys.reload} />}</td>
+          </tr>
+        )}
+      />
     </>
   );
 }

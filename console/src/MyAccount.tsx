@@ -1,7 +1,8 @@
 import { useState, type FormEvent } from 'react';
 import { operatorsApi, type TotpSetup } from './api';
 import { useMe } from './me';
-import { Card, ConfirmButton, ErrorBox, Field, time, useAction, useLoad } from './ui';
+import { PagedTable, usePaged } from './lists';
+import { Card, ConfirmButton, ErrorBox, Field, time, useAction } from './ui';
 
 /** The signed-in account's own page: who it is, TOTP, its open console sessions. */
 export function MyAccountPage() {
@@ -85,40 +86,32 @@ function Totp({ on, onChange }: { on: boolean; onChange: (on: boolean) => void }
 }
 
 function MySessions() {
-  const sessions = useLoad(() => operatorsApi.mySessions(), []);
+  const sessions = usePaged(() => operatorsApi.mySessions(), []);
   const action = useAction();
   const revoke = async (id: string) => {
     if ((await action.run(() => operatorsApi.revokeMySession(id))) !== undefined) sessions.reload();
   };
   return (
-    <Card title="Signed-in sessions" actions={<button onClick={sessions.reload}>Refresh</button>}>
-      <ErrorBox error={sessions.error ?? action.error} />
-      <div className="table-box">
-        <table data-testid="my-sessions">
-          <thead>
-            <tr>
-              <th>Signed in</th>
-              <th>Last seen</th>
-              <th>How</th>
-              <th>From</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {(sessions.data?.data ?? []).map((s) => (
-              <tr key={s.session_id}>
-                <td className="nowrap">{time(s.created_at)}</td>
-                <td className="nowrap">{time(s.last_seen_at)}</td>
-                <td>{s.method}</td>
-                <td className="small">
-                  {s.address} {s.user_agent}
-                </td>
-                <td>{s.current ? <span className="muted">this one</span> : <ConfirmButton label="Revoke" danger question="End this session?" onConfirm={() => void revoke(s.session_id)} />}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-    </Card>
+    <>
+      <ErrorBox error={action.error} />
+      <PagedTable
+        title="Signed-in sessions"
+        list={sessions}
+        testId="my-sessions"
+        headers={['Signed in', 'Last seen', 'How', 'From', '']}
+        empty="No open session."
+        row={(s) => (
+          <tr key={s.session_id}>
+            <td className="nowrap">{time(s.created_at)}</td>
+            <td className="nowrap">{time(s.last_seen_at)}</td>
+            <td>{s.method}</td>
+            <td className="small">
+              {s.address} {s.user_agent}
+            </td>
+            <td>{s.current ? <span className="muted">this one</span> : <ConfirmButton label="Revoke" danger question="End this session?" onConfirm={() => void revoke(s.session_id)} />}</td>
+          </tr>
+        )}
+      />
+    </>
   );
 }
