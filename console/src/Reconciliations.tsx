@@ -1,8 +1,8 @@
-import { useCan } from './me';
 import { useState, type FormEvent } from 'react';
 import { beijingDate } from '../../src/lib/beijing-time';
 import { api, recentGames, type Reconciliation } from './api';
 import { FilterCard, PagedTable, SelectFilter, TextFilter, useUrlFilters, usePaged } from './lists';
+import { useCan } from './me';
 import { PROVIDER_CHANNELS } from './ProviderChannels';
 import { Link } from './router';
 import { Card, ErrorBox, Field, StatusBadge, money, time, useAction } from './ui';
