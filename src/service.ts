@@ -97,9 +97,10 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const limits = requestLimits(config, limiter, metrics);
   const infra: Infra = { config, logger, clock, ids, secrets, database, metrics, refuseInternalUrls: config.production && !config.allowPrivateUrls };
 
-  // Each domain is built after the domains it is built from; the few it uses that are built
-  // after it (the payments and checkout domains) are read through functions, called only once
-  // requests and jobs run.
+  // Each domain is built after the domains it is built from. What one uses of a domain built
+  // after it is a function, called only once requests and jobs run: compliance reads games and
+  // sessions, orders' refunds go through payments, payments wake notifications and check an
+  // order_token through checkout.
   const compliance = createCompliance({
     ...infra,
     games: (id) => games.service.snapshot(id),
