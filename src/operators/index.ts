@@ -1,13 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Kysely } from 'kysely';
-import type { TransactionRunner } from '../db/group-commit.js';
-import type { DB } from '../db/schema.js';
+import { registerAuditRoutes } from '../admin/audit-routes.js';
 import { Errors } from '../errors.js';
 import { addressGroup } from '../lib/address-group.js';
-import type { Clock } from '../lib/clock.js';
-import type { IdGenerator } from '../lib/ids.js';
 import { isPromise } from '../lib/maybe-promise.js';
-import type { SecretBox } from '../lib/secret-box.js';
+import type { DomainModule, Infra } from '../wiring/infra.js';
 import type { RateLimiter, RateLimitPolicy } from '../ratelimit/limiter.js';
 import type { GameLookups } from './access.js';
 import { installScopeHooks, operatorGuard, type CookieSettings } from './guard.js';
@@ -26,39 +22,36 @@ export interface OperatorSettings extends SignInSettings, CookieSettings {
   oidc: OidcSettings | null;
 }
 
-export interface OperatorsOptions {
-  db: Kysely<DB>;
-  transaction: TransactionRunner;
-  clock: Clock;
-  ids: IdGenerator;
-  secrets: SecretBox;
+export interface OperatorsOptions extends Infra {
   limiter: RateLimiter;
-  publicBaseUrl: string;
-  settings: OperatorSettings;
   /** The ADMIN_TOKEN check with its guessing limit (http/bearer-guard.ts). */
   adminToken: (req: FastifyRequest) => void | Promise<void>;
   onLimited?(policy: RateLimitPolicy): void;
 }
 
-export interface Operators {
+export interface Operators extends DomainModule {
   /** The `admin` auth step of every operator route. */
   authenticate(req: FastifyRequest): Promise<void>;
   /** The scope hooks: call before any route is registered. */
   install(app: FastifyInstance): void;
-  /** The operators domain's own routes. */
-  register(app: FastifyInstance): void;
 }
 
-/** Operator accounts, sessions, API keys and the access rules of the operator API (operators.md 1). */
+/**
+ * Operator accounts, sessions, API keys and the access rules of the operator API (operators.md 1),
+ * and the audit log of operator actions.
+ */
 export function createOperators(o: OperatorsOptions): Operators {
-  const store = new OperatorStore(o.db, o.transaction);
-  const accounts = new AccountService({ store, clock: o.clock, ids: o.ids, publicBaseUrl: o.publicBaseUrl });
-  const signIn = new SignInService({ store, clock: o.clock, ids: o.ids, secrets: o.secrets, limiter: o.limiter, settings: o.settings, onLimited: o.onLimited });
+  const { database, config } = o;
+  const settings = config.operators;
+  const publicBaseUrl = config.publicBaseUrl;
+  const store = new OperatorStore(database.db, database.transaction);
+  const accounts = new AccountService({ store, clock: o.clock, ids: o.ids, publicBaseUrl });
+  const signIn = new SignInService({ store, clock: o.clock, ids: o.ids, secrets: o.secrets, limiter: o.limiter, settings, onLimited: o.onLimited });
   const lookups: GameLookups = {
     orderGame: (id) => store.gameOf(store.db, 'orders', id),
     notificationGame: (id) => store.gameOf(store.db, 'notifications', id),
   };
-  const perMinute = o.settings.authFailuresPerMinute;
+  const perMinute = settings.authFailuresPerMinute;
   const wrongKey = async (req: FastifyRequest): Promise<void> => {
     if (perMinute === 0) return;
     const policy: RateLimitPolicy = { key: `admin-auth:${addressGroup(req.ip)}`, perSecond: perMinute / 60, burst: perMinute };
@@ -69,14 +62,16 @@ export function createOperators(o: OperatorsOptions): Operators {
     const retryAfter = Math.max(1, Math.ceil(r.retryAfterMs / 1000));
     throw Errors.rateLimited(`too many wrong API keys from this address; retry after ${retryAfter} s`, { 'retry-after': String(retryAfter) });
   };
-  const authenticate = operatorGuard({ signIn, cookie: o.settings, adminToken: o.settings.adminTokenDisabled ? null : o.adminToken, wrongKey, lookups });
+  const authenticate = operatorGuard({ signIn, cookie: settings, adminToken: settings.adminTokenDisabled ? null : o.adminToken, wrongKey, lookups });
   return {
     authenticate,
     install: (app) => installScopeHooks(app, lookups),
-    register: (app) => {
-      registerOperatorRoutes(app, accounts, signIn, o.settings, signInOptions(o.settings));
-      if (o.settings.oidc) registerOidcRoutes(app, { settings: o.settings.oidc, signIn, secrets: o.secrets, cookie: o.settings, clock: o.clock, publicBaseUrl: o.publicBaseUrl });
+    registerRoutes: (app) => {
+      registerAuditRoutes(app, database.db);
+      registerOperatorRoutes(app, accounts, signIn, settings, signInOptions(settings));
+      if (settings.oidc) registerOidcRoutes(app, { settings: settings.oidc, signIn, secrets: o.secrets, cookie: settings, clock: o.clock, publicBaseUrl });
     },
+    jobs: [],
   };
 }
 

@@ -1,6 +1,4 @@
-import type { TransactionRunner } from '../db/group-commit.js';
-import type { Kysely } from 'kysely';
-import type { DB } from '../db/schema.js';
+import type { Database } from '../db/index.js';
 import type { Logger } from 'pino';
 import type { Clock } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
@@ -29,15 +27,22 @@ import { SandboxProvider } from './sandbox/index.js';
 import { WechatCallbacks } from './wechat/callbacks.js';
 import { WechatProvider } from './wechat/index.js';
 import { registerWechatRoutes } from './wechat/routes.js';
-import type { PaymentService } from './service.js';
+import { PaymentService } from './service.js';
 import { PaymentStore } from './store.js';
-import type { ProviderPayments } from './provider-payments/service.js';
+import { ProviderPayments } from './provider-payments/service.js';
+import { ProviderPaymentJob } from './provider-payments/job.js';
+import { createGoogleRuntime } from './google/runtime.js';
+import { registerReconciliationRoutes } from './reconciliation/routes.js';
+import { ReconciliationSchedule } from './reconciliation/schedule.js';
+import { ReconciliationService } from './reconciliation/service.js';
+import type { OrderPayments } from '../orders/index.js';
+import type { OrderLifecycle } from '../orders/lifecycle.js';
+import type { DomainModule, Infra } from '../wiring/infra.js';
 import { ProviderPaymentStore } from './provider-payments/store.js';
 import type { ApiApp } from '../http/route-info.js';
 
-export interface PaymentChannelsDeps {
-  db: Kysely<DB>;
-  transaction: TransactionRunner;
+interface PaymentChannelsDeps {
+  database: Database;
   clock: Clock;
   ids: IdGenerator;
   secrets: SecretBox;
@@ -66,10 +71,11 @@ export interface PaymentChannels {
 }
 
 /** Every channel this service offers, one folder each (payments.md 1). */
-export function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
-  const store = new PaymentStore(d.db, d.transaction);
-  const tokens = new AppAccountTokens(d.db);
-  const google = { api: new PlayApi({ baseUrl: d.google.apiBaseUrl, timeoutMs: d.google.timeoutMs, log: d.log }), purchases: new GooglePurchaseStore(d.db) };
+function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
+  const { db, transaction } = d.database;
+  const store = new PaymentStore(db, transaction);
+  const tokens = new AppAccountTokens(db);
+  const google = { api: new PlayApi({ baseUrl: d.google.apiBaseUrl, timeoutMs: d.google.timeoutMs, log: d.log }), purchases: new GooglePurchaseStore(db) };
   const alipay = new AlipayClients(d.alipayGatewayUrl, () => d.clock.now());
   const providers: PaymentProvider[] = [
     new SandboxProvider(),
@@ -79,17 +85,17 @@ export function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
     new WechatProvider({ baseUrl: d.wechatpayBaseUrl, clock: d.clock, callbackUrl: (gameId) => `${d.publicBaseUrl}/v1/callbacks/wechat/${encodeURIComponent(gameId)}` }),
   ];
   const channels = new ChannelService({
-    store: new ChannelStore(d.db, d.transaction),
+    store: new ChannelStore(db, transaction),
     providers,
     secrets: d.secrets,
     clock: d.clock,
     ids: d.ids,
     publicBaseUrl: d.publicBaseUrl,
   });
-  return { providers, channels, store, tokens, verifiers: new AppleVerifiers(d.appleRootCerts), google, open: new ProviderPaymentStore(d.db, d.transaction), alipay };
+  return { providers, channels, store, tokens, verifiers: new AppleVerifiers(d.appleRootCerts), google, open: new ProviderPaymentStore(db, transaction), alipay };
 }
 
-export interface PaymentRouteDeps {
+interface PaymentRouteDeps {
   clock: Clock;
   payments: PaymentService;
   providerPayments: ProviderPayments;
@@ -101,7 +107,7 @@ export interface PaymentRouteDeps {
 }
 
 /** The admin API of channel settings and each channel's client and callback routes. */
-export function registerPaymentRoutes(app: ApiApp, p: PaymentChannels, d: PaymentRouteDeps): AppleTransactions {
+function registerPaymentRoutes(app: ApiApp, p: PaymentChannels, d: PaymentRouteDeps): AppleTransactions {
   registerChannelRoutes(app, p.channels, p.providers);
   registerPaymentAdminRoutes(app, p.store);
   const transactions = new AppleTransactions({ payments: d.payments, channels: p.channels, tokens: p.tokens, orders: d.orders, verifiers: p.verifiers, authorize: d.authorize, clientStatus: d.clientStatus });
@@ -111,4 +117,110 @@ export function registerPaymentRoutes(app: ApiApp, p: PaymentChannels, d: Paymen
   const wechat = p.providers.find((x): x is WechatProvider => x instanceof WechatProvider);
   if (wechat) registerWechatRoutes(app, new WechatCallbacks({ provider: wechat, channels: p.channels, providerPayments: d.providerPayments, clock: d.clock }));
   return transactions;
+}
+
+/** How often the reconciliation schedule looks for a day to reconcile (two reads when nothing is due). */
+const RECONCILE_CHECK_MS = 60_000;
+
+/** The client API's view of an order behind its order_token (the checkout domain). */
+export interface ClientOrders {
+  /** 401 invalid_token for an unknown, forged or tampered token. */
+  authorize(orderToken: string): Promise<OrderRow>;
+  clientStatus(order: OrderRow): string;
+}
+
+export interface PaymentsDeps extends Infra {
+  orders: { store: OrderStore; lifecycle: OrderLifecycle };
+  /** Wakes the notification dispatcher after a commit that queued a notification. */
+  notify: () => void;
+  /** The checkout domain, which is built from this one: read when a request comes. */
+  client: () => ClientOrders;
+  limitToken: TokenLimit;
+}
+
+export interface Payments extends DomainModule {
+  /** Games' payment channel settings. */
+  channels: ChannelService;
+  /** Payment confirmations enter here (provider callbacks; tests drive the provider interface). */
+  service: PaymentService;
+  /** Queries open WeChat Pay/Alipay payments and pending refunds (lost callbacks). */
+  providerPaymentJob: ProviderPaymentJob;
+  /** Reconciles the previous day of every game's wechat and alipay channels. */
+  reconciliationSchedule: ReconciliationSchedule;
+  /** The refunds and cancels of the operator API (the orders domain). */
+  orderPayments: OrderPayments;
+}
+
+/** Payment channels, payments and refunds at providers, reconciliation, and their routes. */
+export function createPayments(d: PaymentsDeps): Payments {
+  const { database, config, clock, ids, logger, notify, limitToken } = d;
+  const { store: orders, lifecycle } = d.orders;
+  const p = createPaymentChannels({
+    database,
+    clock,
+    ids,
+    secrets: d.secrets,
+    publicBaseUrl: config.publicBaseUrl,
+    appleRootCerts: config.appleRootCerts,
+    google: config.google,
+    log: logger,
+    alipayGatewayUrl: config.alipayGatewayUrl,
+    wechatpayBaseUrl: config.wechatpayBaseUrl,
+  });
+  const { channels } = p;
+  const service = new PaymentService({ payments: p.store, orders, lifecycle, providers: p.providers, open: p.open, clock, ids, onPaid: notify, onRefunded: notify, metrics: d.metrics });
+  const providerPayments = new ProviderPayments({ store: p.open, payments: service, channels, orders, lifecycle, clock, ids, onRefunded: notify });
+  const providerPaymentJob = new ProviderPaymentJob({ store: p.open, service: providerPayments, orders, clock, logger: logger.child({ job: 'provider-payments' }), intervalMs: config.sweepIntervalMs });
+  const authorize = (token: string) => d.client().authorize(token);
+  const google = createGoogleRuntime({
+    api: p.google.api,
+    store: p.google.purchases,
+    payments: service,
+    orders,
+    channels,
+    clock,
+    log: logger,
+    pushJwksUrl: config.google.pushJwksUrl,
+    timeoutMs: config.google.timeoutMs,
+    authorize,
+    limitToken,
+    consumeIntervalMs: Math.max(config.sweepIntervalMs, 5000),
+  });
+  const reconciliations = new ReconciliationService({ db: database.db, payments: service, providerPayments, channels, orders, clock, ids });
+  const reconciliationSchedule = new ReconciliationSchedule({
+    db: database.db,
+    service: reconciliations,
+    channels: p.providers.filter((x) => x.gateway?.statement).map((x) => x.name),
+    clock,
+    logger: logger.child({ job: 'reconciliation' }),
+    hour: config.reconcile.hour,
+    intervalMs: RECONCILE_CHECK_MS,
+  });
+  const orderPayments: OrderPayments = {
+    onRefunded: notify,
+    checkRefund: (orderId) => service.checkOperatorRefund(orderId),
+    // WeChat Pay and Alipay refunds settle later (refund_pending); Google Play's is made at once
+    // before the order is refunded here; the sandbox's needs no provider.
+    providerRefund: async (orderId, actor, reason) => {
+      const requested = await providerPayments.requestRefund(orderId, actor, reason);
+      if (requested) return requested;
+      const current = await orders.findById(orders.db, orderId);
+      if (current) await service.refundAtProvider(current, (id) => channels.forGame(id));
+      return null;
+    },
+    onCanceled: (orderId) => void providerPayments.checkSoon(orderId).catch((err: unknown) => logger.warn({ err, order_id: orderId }, 'the provider payment of a canceled order is closed by the next check')),
+  };
+  return {
+    channels,
+    service,
+    providerPaymentJob,
+    reconciliationSchedule,
+    orderPayments,
+    registerRoutes: (app) => {
+      registerReconciliationRoutes(app, reconciliations);
+      registerPaymentRoutes(app, p, { clock, payments: service, providerPayments, orders, authorize, clientStatus: (order) => d.client().clientStatus(order), limitToken });
+      google.register(app);
+    },
+    jobs: [providerPaymentJob, ...(config.reconcile.schedule ? [reconciliationSchedule] : []), google.consumer],
+  };
 }
