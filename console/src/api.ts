@@ -4,6 +4,7 @@
  * show the raw JSON of anything else, so a renamed field degrades the view instead of breaking it.
  */
 import type { Static } from 'typebox';
+import type { AuditEntry as AuditEntrySchema } from '../../src/admin/audit-schemas';
 import type { Game as GameSchema, NewKey, Product as ProductSchema } from '../../src/games/schemas';
 import type { Partner as PartnerSchema } from '../../src/partners/schemas';
 import type { SessionView } from '../../src/sessions/schemas';
@@ -243,14 +244,7 @@ export interface SessionPage extends Page<GameSession> {
   online_days?: { date: string; online_seconds: number }[];
 }
 
-export interface AuditEntry {
-  audit_id: string;
-  at: number;
-  actor: string;
-  action: string;
-  target: string;
-  detail?: unknown;
-}
+export type AuditEntry = Static<typeof AuditEntrySchema>;
 
 // ---------------------------------------------------------------- calls
 
