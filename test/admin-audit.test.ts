@@ -8,6 +8,14 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.stop());
 
+/** Renames a game with ADMIN_TOKEN and these headers besides. */
+const rename = (on: TestService, gameId: string, headers: Record<string, string>) =>
+  fetch(`${on.url}/admin/v1/games/${gameId}`, {
+    method: 'PATCH',
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ name: 'Renamed' }),
+  });
+
 describe('GET /admin/v1/audit', () => {
   it('lists operator changes newest first, with who, what and when; filters; cursor paging; never a secret', async () => {
     const before = Date.now();
@@ -43,12 +51,7 @@ describe('GET /admin/v1/audit', () => {
   // operators.md 1: the audit log records the authenticated actor, never a name the caller claims.
   it.each(['alice', "UTF-8''%E6%9D%8E%E9%9B%B7", 'x'.repeat(65)])('X-Operator %s is not taken: the actor is ADMIN_TOKEN', async (header) => {
     const game = await createGame(t);
-    const r = await fetch(`${t.url}/admin/v1/games/${game.gameId}`, {
-      method: 'PATCH',
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json', 'x-operator': header },
-      body: JSON.stringify({ name: 'Renamed' }),
-    });
-    expect(r.status).toBe(200);
+    expect((await rename(t, game.gameId, { 'x-operator': header })).status).toBe(200);
     const updates = await admin(t, 'GET', `/admin/v1/audit?action=game.update&target=${game.gameId}`);
     expect(updates.body.data.map((e: { actor: string }) => e.actor)).toEqual(['ADMIN_TOKEN']);
   });
@@ -69,8 +72,35 @@ describe('GET /admin/v1/audit', () => {
     expect((await admin(t, 'PATCH', '/admin/v1/games/no_such_game', {})).status).toBe(404);
   });
 
+  // operators.md 1: the audit log records the caller's address; X-Forwarded-For only with TRUST_PROXY.
+  it('records the client address of each change and the game it is about; filters by game_id', async () => {
+    const game = await createGame(t);
+    expect((await rename(t, game.gameId, { 'x-forwarded-for': '203.0.113.9' })).status).toBe(200);
+    const entries = await admin(t, 'GET', `/admin/v1/audit?game_id=${game.gameId}`);
+    expect(entries.body.data.map((e: { action: string; address: string; game_id: string }) => [e.action, e.address, e.game_id])).toEqual([
+      ['game.update', '127.0.0.1', game.gameId],
+      ['product.put', '127.0.0.1', game.gameId],
+      ['game.create', '127.0.0.1', game.gameId],
+    ]);
+    const partner = await createPartner(t, [game.gameId]);
+    const aboutNoGame = await admin(t, 'GET', `/admin/v1/audit?target=${partner.partnerId}`);
+    expect(aboutNoGame.body.data[0]).toMatchObject({ action: 'partner.create', address: '127.0.0.1', game_id: null });
+  });
+
+  it('with TRUST_PROXY, the address is the forwarded client address', async () => {
+    const behind = await startService({ env: { TRUST_PROXY: '127.0.0.1' } });
+    try {
+      const game = await createGame(behind);
+      expect((await rename(behind, game.gameId, { 'x-forwarded-for': '203.0.113.9, 127.0.0.1' })).status).toBe(200);
+      const updates = await admin(behind, 'GET', `/admin/v1/audit?action=game.update&target=${game.gameId}`);
+      expect(updates.body.data.map((e: { address: string }) => e.address)).toEqual(['203.0.113.9']);
+    } finally {
+      await behind.stop();
+    }
+  });
+
   // bm9wZQ: not JSON; the other: another listing's cursor (a JSON notification id).
-  it.each([['limit=0'], ['limit=201'], ['cursor=bm9wZQ'], [`cursor=${Buffer.from('"ntf_0000000000000abcd"').toString('base64url')}`], [`action=${'x'.repeat(65)}`]])('400 invalid_request for %s', async (q) => {
+  it.each([['limit=0'], ['limit=201'], ['cursor=bm9wZQ'], [`cursor=${Buffer.from('"ntf_0000000000000abcd"').toString('base64url')}`], [`action=${'x'.repeat(65)}`], ['game_id='], [`game_id=${'g'.repeat(65)}`]])('400 invalid_request for %s', async (q) => {
     const r = await admin(t, 'GET', `/admin/v1/audit?${q}`);
     expect(r.status).toBe(400);
     expect(r.body.error).toBe('invalid_request');

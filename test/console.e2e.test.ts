@@ -77,6 +77,8 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
     const entry = page.getByTestId('audit-table').locator('tbody tr').first();
     await entry.getByText('ADMIN_TOKEN').waitFor();
     expect(await entry.textContent()).toContain('"iap_enabled":false');
+    // And the address the change came from.
+    expect(await entry.textContent()).toContain('127.0.0.1');
     await shot('audit');
   });
 

@@ -130,4 +130,40 @@ describe('upgrading a database left at an earlier set of migrations', () => {
     await db.insertInto('payments').values({ ...payment('p4', 'o2', 'flagged', null), provider_txn_id: 't_p1' }).execute();
     await expect(db.insertInto('payments').values({ ...payment('p5', 'o2', 'flagged', null), provider_txn_id: 't_p1' }).execute()).rejects.toThrow();
   });
+
+  it('to 0023: the audit log\'s entries get the game they are about (from their targets), no address', async () => {
+    tdb = await createTestDatabase();
+    database = openDatabase(tdb.url);
+    await migrateToLatest(database, Object.fromEntries(Object.keys(migrations).filter((name) => name < '0023').map((name) => [name, migrations[name]!])));
+    const db = database.db as unknown as Kysely<any>;
+    const game = (game_id: string) => ({
+      game_id, name: game_id, iap_enabled: 1, sandbox_payments: 0, order_ttl_seconds: 1800, gm_url: null, rate_limit_per_second: 10,
+      nppa_app_id: null, nppa_biz_id: null, nppa_secret_enc: null, created_at: 1, updated_at: 2,
+    });
+    // g_1's id is a prefix of g_10's: each target names one game.
+    await db.insertInto('games').values([game('g_1'), game('g_10')]).execute();
+    await db.insertInto('orders').values({
+      order_id: 'o1', game_id: 'g_10', reference_id: 'r', combo_id: 'c', product_id: 'p', platform: 'ios', notify_url: 'http://x/n',
+      quantity: 1, meta: null, context: null, amount: 600, currency: 'CNY', status: 'paid', token_secret: 's', is_sandbox: 1,
+      late_payment: 0, created_at: 1, expires_at: 2, updated_at: 1, paid_at: 1, delivered_at: null, expired_at: null, canceled_at: null, refunded_at: null,
+    }).execute();
+    await db.insertInto('notifications').values({
+      notification_id: 'n1', order_id: 'o1', game_id: 'g_10', type: 'ship_order', notify_url: 'http://x/n', body: '{}', status: 'failed', attempts: 1,
+      next_attempt_at: 0, locked_until: 0, locked_by: null, last_error: null, created_at: 1, updated_at: 1, delivered_at: null, window_started_at: null,
+    }).execute();
+    const entries: [string, string][] = [
+      ['game.create', 'g_1'], ['game.key.create', 'g_10/k1'], ['product.put', 'g_1/p'], ['game.channel.put', 'g_10/wechat'], ['player.put', 'g_1/c1'],
+      ['reconciliation.run', 'g_10/wechat/2026-01-01'], ['notification.retry_all', 'g_1'], ['order.refund', 'o1'], ['order.cancel', 'gone'],
+      ['notification.redeliver', 'n1'], ['partner.create', 'g_1'], ['operator.create', 'op_1'], ['secrets.rotate', 'key:k'],
+    ];
+    await db.insertInto('audit_log').values(entries.map(([action, target], i) => ({ audit_id: `aud_${i}`, at: i, actor: 'ADMIN_TOKEN', action, target, detail: null }))).execute();
+
+    await migrateToLatest(database);
+    const rows = await db.selectFrom('audit_log').select(['action', 'game_id', 'address']).orderBy('at').execute();
+    expect(rows.map((r) => [r.action, r.game_id, r.address])).toEqual([
+      ['game.create', 'g_1', null], ['game.key.create', 'g_10', null], ['product.put', 'g_1', null], ['game.channel.put', 'g_10', null], ['player.put', 'g_1', null],
+      ['reconciliation.run', 'g_10', null], ['notification.retry_all', 'g_1', null], ['order.refund', 'g_10', null], ['order.cancel', null, null],
+      ['notification.redeliver', 'g_10', null], ['partner.create', null, null], ['operator.create', null, null], ['secrets.rotate', null, null],
+    ]);
+  });
 });

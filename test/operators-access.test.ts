@@ -115,6 +115,25 @@ describe('scope', () => {
     expect(partners.body.message).toMatch(/limited to some games/);
   });
 
+  it('a viewer of game A reads the audit log of game A: not game B’s entries, nor those about no game', async () => {
+    const viewerA = await apiKey(t, 'viewer', [a.gameId]);
+    for (const g of [a, b]) expect((await call(t, 'PATCH', `/admin/v1/games/${g.gameId}`, bearer(ADMIN_TOKEN), { name: 'audited' })).status).toBe(200);
+    const mine = await call(t, 'GET', '/admin/v1/audit?limit=200', bearer(viewerA));
+    expect(mine.status).toBe(200);
+    expect(new Set(mine.body.data.map((e: { game_id: string }) => e.game_id))).toEqual(new Set([a.gameId]));
+    expect(mine.body.data.filter((e: { action: string }) => e.action === 'game.update').map((e: { target: string }) => e.target)).toEqual([a.gameId]);
+    expect((await call(t, 'GET', `/admin/v1/audit?game_id=${b.gameId}`, bearer(viewerA))).status).toBe(404);
+    // An account of every game reads them all, those about no game (the API keys made) too.
+    const all = await call(t, 'GET', '/admin/v1/audit?limit=200', bearer(keys.get('viewer')!));
+    const games = new Set(all.body.data.map((e: { game_id: string | null }) => e.game_id));
+    expect([games.has(a.gameId), games.has(b.gameId), games.has(null)]).toEqual([true, true, true]);
+    // One limited to several games names one of them, as in any listing.
+    const two = await apiKey(t, 'viewer', [a.gameId, b.gameId]);
+    expect((await call(t, 'GET', '/admin/v1/audit', bearer(two))).status).toBe(400);
+    const ofB = await call(t, 'GET', `/admin/v1/audit?game_id=${b.gameId}`, bearer(two));
+    expect(new Set(ofB.body.data.map((e: { game_id: string }) => e.game_id))).toEqual(new Set([b.gameId]));
+  });
+
   it('ADMIN_TOKEN is an owner of every game', async () => {
     expect((await call(t, 'GET', `/admin/v1/games/${b.gameId}`, bearer(ADMIN_TOKEN))).status).toBe(200);
   });

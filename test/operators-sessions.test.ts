@@ -143,10 +143,50 @@ describe('sign-in limits', () => {
     const noCode = await call(t, 'POST', '/admin/v1/session', {}, { email: e, password: PASSWORD });
     expect(noCode.status).toBe(401);
     expect(noCode.body.error).toBe('totp_required');
+    // The enrolment's code is taken: sign-in takes the next step's.
+    clock.advance(30_000);
     await signIn(t, e, PASSWORD, totp.generate({ timestamp: clock.now() }));
     const wrongCode = totp.generate({ timestamp: clock.now() + 3600_000 });
     for (let i = 0; i < 3; i++) expect((await call(t, 'POST', '/admin/v1/session', {}, { email: e, password: PASSWORD, totp: wrongCode })).status).toBe(401);
     expect((await call(t, 'POST', '/admin/v1/session', {}, { email: e, password: PASSWORD, totp: totp.generate({ timestamp: clock.now() }) })).status).toBe(429);
+  });
+});
+
+describe('TOTP codes', () => {
+  /** A new account with TOTP turned on; the code that turned it on. */
+  async function enrolled(what: string): Promise<{ e: string; totp: OTPAuth.TOTP; enrolment: string }> {
+    const e = email(what);
+    await createAccount(t, e, 'viewer');
+    const s = await signIn(t, e);
+    const setup = await call(t, 'POST', '/admin/v1/me/totp', withSession(s, true), {});
+    const totp = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(setup.body.secret) });
+    const enrolment = totp.generate({ timestamp: clock.now() });
+    expect((await call(t, 'POST', '/admin/v1/me/totp/verify', withSession(s, true), { code: enrolment })).status).toBe(200);
+    return { e, totp, enrolment };
+  }
+  const signInWith = (e: string, code: string) => call(t, 'POST', '/admin/v1/session', {}, { email: e, password: PASSWORD, totp: code });
+
+  it('sign in once: the same code again within its window is refused (401); the next step’s is taken', async () => {
+    const { e, totp, enrolment } = await enrolled('replay');
+    // The code that turned TOTP on cannot sign in.
+    expect((await signInWith(e, enrolment)).body).toEqual({ error: 'unauthorized', message: 'this TOTP code was used already: wait for the next one' });
+
+    clock.advance(30_000);
+    const code = totp.generate({ timestamp: clock.now() });
+    expect((await signInWith(e, code)).status).toBe(200);
+    // Still within its window, but taken.
+    clock.advance(10_000);
+    expect((await signInWith(e, code)).body.message).toBe('this TOTP code was used already: wait for the next one');
+    clock.advance(30_000);
+    expect((await signInWith(e, totp.generate({ timestamp: clock.now() }))).status).toBe(200);
+  });
+
+  it('taken by one of two sign-ins at once with the same code', async () => {
+    const { e, totp } = await enrolled('race');
+    clock.advance(30_000);
+    const code = totp.generate({ timestamp: clock.now() });
+    const both = await Promise.all([0, 1].map(() => signInWith(e, code)));
+    expect(both.map((r) => r.status).sort()).toEqual([200, 401]);
   });
 });
 

@@ -2,7 +2,7 @@ import { api } from './api';
 import { FilterCard, PagedTable, TextFilter, useUrlFilters, usePaged } from './lists';
 import { time } from './ui';
 
-/** GET /admin/v1/audit: who changed what, newest first. */
+/** GET /admin/v1/audit: who changed what, from which address, newest first. */
 export function AuditPage() {
   const filters = useUrlFilters('/audit', { action: '', target: '', actor: '' });
   const { applied } = filters;
@@ -22,12 +22,13 @@ export function AuditPage() {
         title="Changes (newest first)"
         list={list}
         testId="audit-table"
-        headers={['At', 'Actor', 'Action', 'Target', 'Detail']}
+        headers={['At', 'Actor', 'Address', 'Action', 'Target', 'Detail']}
         empty="Nothing recorded."
         row={(a) => (
           <tr key={a.audit_id}>
             <td className="nowrap">{time(a.at)}</td>
             <td>{a.actor}</td>
+            <td className="mono">{a.address ?? ''}</td>
             <td className="mono">{a.action}</td>
             <td className="mono">{a.target}</td>
             <td className="mono small snippet">{a.detail === undefined || a.detail === null ? '' : JSON.stringify(a.detail)}</td>

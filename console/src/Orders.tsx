@@ -1,5 +1,5 @@
 import { useState, type ReactNode } from 'react';
-import { ApiError, ORDER_STATUSES, api, notificationType, recentGames, type Notification, type Order, type OrderDetail } from './api';
+import { ApiError, ORDER_STATUSES, api, notificationType, recentGames, type Order, type OrderDetail, type OrderNotification } from './api';
 import { FilterCard, PagedTable, SelectFilter, TextFilter, useUrlFilters, usePaged, type Header } from './lists';
 import { BEING_DELIVERED } from './Notifications';
 import { RefundState, paidBy, refundPrompt, useSettling } from './Refunds';
@@ -246,7 +246,7 @@ function Timeline({ order }: { order: OrderDetail }) {
   );
 }
 
-export function NotificationBlock({ n, onChanged }: { n: Notification; onChanged: () => void }) {
+export function NotificationBlock({ n, onChanged }: { n: OrderNotification; onChanged: () => void }) {
   const action = useAction();
   const redeliver = async () => {
     if ((await action.run(() => api.redeliver(n.notification_id))) !== undefined) onChanged();

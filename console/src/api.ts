@@ -4,10 +4,20 @@
  * show the raw JSON of anything else, so a renamed field degrades the view instead of breaking it.
  */
 import type { Static } from 'typebox';
+import type { AuditEntry as AuditEntrySchema } from '../../src/admin/audit-schemas';
 import type { Game as GameSchema, NewKey, Product as ProductSchema } from '../../src/games/schemas';
+import type {
+  DeliveryHealth as DeliveryHealthSchema, DeliveryRate as DeliveryRateSchema, HostHealth as HostHealthSchema, Notification as NotificationSchema,
+  NotificationDetail as NotificationDetailSchema, RedeliverCount, RetryCount,
+} from '../../src/notifications/schemas';
 import type { Partner as PartnerSchema } from '../../src/partners/schemas';
-import type { SessionView } from '../../src/sessions/schemas';
-import type { AdminOrder, NotificationAttempt, OrderEvent as OrderEventSchema } from '../../src/orders/admin-schemas';
+import type { ChannelView } from '../../src/payments/channel-schemas';
+import type { Reconciliation as ReconciliationSchema, ReconciliationDifference as ReconciliationDifferenceSchema } from '../../src/payments/reconciliation/schemas';
+import type { ListedPayment as ListedPaymentSchema } from '../../src/payments/schemas';
+import type { SessionPage as SessionPageSchema, SessionView } from '../../src/sessions/schemas';
+import type {
+  AdminOrder, AdminOrderDetail, AdminPayment, NotificationAttempt, OrderEvent as OrderEventSchema, OrderNotification as OrderNotificationSchema,
+} from '../../src/orders/admin-schemas';
 import { encodeOperatorName } from '../../src/lib/operator-name';
 import type { ApiKey as ApiKeySchema, Me as MeSchema, NewApiKey as NewApiKeySchema, Operator as OperatorSchema, OperatorWithInvitation, SessionView as OperatorSessionSchema, SignInOptions as SignInOptionsSchema, TotpSetup as TotpSetupSchema } from '../../src/operators/schemas';
 
@@ -137,123 +147,44 @@ export type Order = Static<typeof AdminOrder>;
 
 export type OrderEvent = Static<typeof OrderEventSchema>;
 
-export interface Payment {
-  payment_id?: string;
-  order_id?: string;
-  game_id?: string | null;
-  provider?: string;
-  provider_txn_id?: string;
-  amount?: number;
-  currency?: string;
-  environment?: string | null;
-  store_amount?: number | null;
-  store_currency?: string | null;
-  status?: string;
-  reason?: string | null;
-  late?: boolean;
-  created_at?: number;
-}
+/** A payment of an order (GET /admin/v1/orders/:order_id). */
+export type Payment = Static<typeof AdminPayment>;
+/** A payment in the payments listing, with its order and game. */
+export type ListedPayment = Static<typeof ListedPaymentSchema>;
 
 /** A game's payment channel: its settings (secrets as "***") and the URL for the provider's console. */
-export interface Channel {
-  game_id: string;
-  channel: string;
-  enabled: boolean;
-  callback_url: string | null;
-  updated_at: number;
-  [setting: string]: unknown;
-}
+export type Channel = Static<typeof ChannelView> & Record<string, unknown>;
 
 /** A reconciliation run (payments.md 6): a channel's statement of one day against the payments. */
-export interface Reconciliation {
-  reconciliation_id: string;
-  channel: string;
-  game_id: string;
-  date: string;
-  status: string;
-  counts: { statement: number; recorded: number; differences: number } | null;
-  differences: ReconciliationDifference[];
-  error: string | null;
-  actor: string;
-  created_at: number;
-}
-
-export interface ReconciliationDifference {
-  kind: string;
-  provider_txn_id: string;
-  order_id: string;
-  statement_amount?: number;
-  recorded_amount?: number;
-  applied?: string;
-}
+export type Reconciliation = Static<typeof ReconciliationSchema>;
+export type ReconciliationDifference = Static<typeof ReconciliationDifferenceSchema>;
 
 export type Attempt = Static<typeof NotificationAttempt>;
 
 /** `failing`: its latest attempt failed and it will be retried (docs/notifications.md). */
 export const NOTIFICATION_STATUSES = ['pending', 'failing', 'succeeded', 'failed', 'gone'] as const;
 
-export interface DeliveryRate {
-  attempts: number;
-  succeeded: number;
-  success_rate: number | null;
-}
-
+export type DeliveryRate = Static<typeof DeliveryRateSchema>;
 /** One notify host of a game (GET /admin/v1/games/:game_id/delivery-health). */
-export interface HostHealth {
-  host: string;
-  last_hour: DeliveryRate;
-  last_day: DeliveryRate;
-  last_error: { at: number; notification_id: string; status_code: number | null; error: string | null } | null;
-  undelivered: { pending: number; failing: number; failed: number };
-  oldest_undelivered: { notification_id: string; status: string; created_at: number } | null;
-}
+export type HostHealth = Static<typeof HostHealthSchema>;
+export type DeliveryHealth = Static<typeof DeliveryHealthSchema>;
 
-export interface DeliveryHealth {
-  game_id: string;
-  at: number;
-  hosts: HostHealth[];
-}
+/** A notification in the notifications listing. */
+export type Notification = Static<typeof NotificationSchema>;
+/** One notification with its body and attempts (redeliver, retry). */
+export type NotificationDetail = Static<typeof NotificationDetailSchema>;
+/** A notification of an order, with its attempts (GET /admin/v1/orders/:order_id). */
+export type OrderNotification = Static<typeof OrderNotificationSchema>;
 
-export interface Notification {
-  notification_id: string;
-  order_id?: string;
-  game_id?: string;
-  /** `notification_type` in the notifications list, `type` inside an order: read with notificationType(). */
-  notification_type?: string;
-  type?: string;
-  status: string;
-  notify_url?: string;
-  attempt_count?: number;
-  next_attempt_at?: number | null;
-  last_error?: string | null;
-  created_at: number;
-  updated_at?: number;
-  delivered_at?: number | null;
-  attempts?: Attempt[];
-}
+/** `notification_type` in the notifications listing, `type` inside an order. */
+export const notificationType = (n: Notification | OrderNotification): string => ('notification_type' in n ? n.notification_type : n.type);
 
-export const notificationType = (n: Notification): string => n.notification_type ?? n.type ?? '?';
-
-export interface OrderDetail extends Order {
-  checkout_url?: string;
-  events?: OrderEvent[];
-  payments?: Payment[];
-  notifications?: Notification[];
-}
+export type OrderDetail = Static<typeof AdminOrderDetail>;
 
 export type GameSession = Static<typeof SessionView>;
-export interface SessionPage extends Page<GameSession> {
-  online_days?: { date: string; online_seconds: number }[];
-}
+export type SessionPage = Page<GameSession> & Pick<Static<typeof SessionPageSchema>, 'online_days'>;
 
-export interface AuditEntry {
-  audit_id: string;
-  at: number;
-  actor: string;
-  action: string;
-  target: string;
-  detail?: unknown;
-}
+export type AuditEntry = Static<typeof AuditEntrySchema>;
 
 // ---------------------------------------------------------------- calls
 
@@ -279,8 +210,8 @@ export const api = {
   },
   putChannel: (id: string, channel: string, body: Record<string, unknown>) => call<Channel>('PUT', `/admin/v1/games/${enc(id)}/channels/${enc(channel)}`, body),
   deleteChannel: (id: string, channel: string) => call('DELETE', `/admin/v1/games/${enc(id)}/channels/${enc(channel)}`),
-  async payments(f: { status?: string; game_id?: string; cursor?: string }): Promise<Page<Payment>> {
-    return asPage<Payment>(await call('GET', `/admin/v1/payments${query({ limit: 50, ...f })}`));
+  async payments(f: { status?: string; game_id?: string; cursor?: string }): Promise<Page<ListedPayment>> {
+    return asPage<ListedPayment>(await call('GET', `/admin/v1/payments${query({ limit: 50, ...f })}`));
   },
 
   async reconciliations(f: { game_id?: string; channel?: string }): Promise<Page<Reconciliation>> {
@@ -318,12 +249,12 @@ export const api = {
   async notifications(f: { status?: string; game_id?: string; limit?: number; cursor?: string }): Promise<Page<Notification>> {
     return asPage<Notification>(await call('GET', `/admin/v1/notifications${query({ limit: 50, ...f })}`));
   },
-  redeliver: (notificationId: string) => call<Notification>('POST', `/admin/v1/notifications/${enc(notificationId)}/redeliver`),
-  retry: (notificationId: string) => call<Notification>('POST', `/admin/v1/notifications/${enc(notificationId)}/retry`),
-  retryFailing: (gameId: string) => call<{ count: number }>('POST', `/admin/v1/games/${enc(gameId)}/notifications/retry`),
+  redeliver: (notificationId: string) => call<NotificationDetail>('POST', `/admin/v1/notifications/${enc(notificationId)}/redeliver`),
+  retry: (notificationId: string) => call<NotificationDetail>('POST', `/admin/v1/notifications/${enc(notificationId)}/retry`),
+  retryFailing: (gameId: string) => call<Static<typeof RetryCount>>('POST', `/admin/v1/games/${enc(gameId)}/notifications/retry`),
   deliveryHealth: (gameId: string) => call<DeliveryHealth>('GET', `/admin/v1/games/${enc(gameId)}/delivery-health`),
   redeliverSince: (gameId: string, since: number) =>
-    call<{ count: number }>('POST', `/admin/v1/games/${enc(gameId)}/notifications/redeliver`, { since }),
+    call<Static<typeof RedeliverCount>>('POST', `/admin/v1/games/${enc(gameId)}/notifications/redeliver`, { since }),
 
   async audit(f: { action?: string; target?: string; actor?: string; cursor?: string }): Promise<Page<AuditEntry>> {
     return asPage<AuditEntry>(await call('GET', `/admin/v1/audit${query({ limit: 50, ...f })}`));

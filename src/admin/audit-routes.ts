@@ -1,32 +1,16 @@
 import type { Kysely } from 'kysely';
-import { Type, type Static } from 'typebox';
 import type { DB } from '../db/schema.js';
 import { responses } from '../http/errors-schema.js';
-import { PageCursor, PageLimit } from '../http/paging.js';
 import { decodeCursor, encodeCursor } from '../lib/page-cursor.js';
 import { listAudit } from './audit.js';
+import { AuditPage, AuditQuery } from './audit-schemas.js';
 import { Errors } from '../errors.js';
 import type { ApiApp } from '../http/route-info.js';
 
-const AuditQuery = Type.Object({
-  action: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'e.g. game.update, order.refund' })),
-  target: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'exact target, e.g. a game id or game/key' })),
-  actor: Type.Optional(Type.String({ minLength: 1, maxLength: 264 })),
-  limit: PageLimit,
-  cursor: PageCursor,
-}, { additionalProperties: false });
-type AuditQuery = Static<typeof AuditQuery>;
-
-const AuditEntry = Type.Object({
-  audit_id: Type.String(),
-  at: Type.Integer({ description: 'Unix ms' }),
-  actor: Type.String({ description: 'the authenticated caller: an account\'s email, "api-key:<name>", "ADMIN_TOKEN"; "cli" for rotate-secrets' }),
-  action: Type.String(),
-  target: Type.String(),
-  detail: Type.Unknown({ description: 'what was changed (secrets never appear)' }),
-});
-
-/** The audit log of operator changes (who, what, when), newest first. */
+/**
+ * The audit log of operator changes (who, from where, what, when), newest first. An account
+ * limited to some games reads the entries about its games (operators.md 1).
+ */
 export function registerAuditRoutes(app: ApiApp, db: Kysely<DB>): void {
   app.get('/admin/v1/audit', {
     config: { auth: 'admin' },
@@ -34,7 +18,7 @@ export function registerAuditRoutes(app: ApiApp, db: Kysely<DB>): void {
       tags: ['admin'],
       summary: 'Audit log of operator changes, newest first',
       querystring: AuditQuery,
-      response: responses({ 200: Type.Object({ data: Type.Array(AuditEntry), next_cursor: Type.Union([Type.String(), Type.Null()]) }) }, [Errors.unauthorized, Errors.rateLimited]),
+      response: responses({ 200: AuditPage }, [Errors.unauthorized, Errors.forbidden, Errors.notFound, Errors.rateLimited]),
     },
     handler: async (req) => {
       const q = req.query;

@@ -1,5 +1,5 @@
 import type { Transaction } from 'kysely';
-import { recordAudit } from '../admin/audit.js';
+import { recordAudit, type Actor } from '../admin/audit.js';
 import type { DB } from '../db/schema.js';
 import { Errors } from '../errors.js';
 import type { GameSnapshot } from '../games/service.js';
@@ -27,7 +27,7 @@ const EVENT_ID = /^bev_[0-9A-Za-z]{1,60}$/;
 export class PlayerService {
   constructor(private readonly d: PlayerServiceDeps) {}
 
-  async put(gameId: string, comboId: string, body: PutPlayerBody, actor: string): Promise<Player> {
+  async put(gameId: string, comboId: string, body: PutPlayerBody, by: Actor): Promise<Player> {
     const { store, clock, ids } = this.d;
     await this.requireGame(gameId);
     const now = clock.now();
@@ -46,7 +46,7 @@ export class PlayerService {
       await store.upsertPlayer(trx, row);
       // pi identifies a person: the audit log records that it changed, not its value.
       const detail = { ...body, pi: body.pi === undefined ? undefined : body.pi === null ? null : '***' };
-      await recordAudit(trx, ids, now, { actor, action: 'player.put', target: `${gameId}/${comboId}`, detail });
+      await recordAudit(trx, ids, now, { by, game: gameId, action: 'player.put', target: `${gameId}/${comboId}`, detail });
     });
     return this.get(gameId, comboId);
   }

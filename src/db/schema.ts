@@ -338,6 +338,10 @@ export interface AuditLogTable {
   action: string;
   target: string;
   detail: string | null;
+  /** The client address of the request (TRUST_PROXY applied); null for the CLI (migration 0023). */
+  address: string | null;
+  /** The game the entry is about; null: none (partners, operators, secrets). */
+  game_id: string | null;
 }
 
 export interface ServiceStateTable {
@@ -419,6 +423,8 @@ export interface OperatorsTable {
   /** Sealed TOTP secret: set when enrolment starts, in force once totp_enabled_at is set. */
   totp_secret: string | null;
   totp_enabled_at: number | null;
+  /** The TOTP time step of the last accepted code: a code of this step or an earlier one is refused. */
+  totp_last_step: number | null;
   disabled_at: number | null;
   created_by: string;
   created_at: number;

@@ -4,7 +4,7 @@ import { Errors } from '../errors.js';
 import { decodeCursor, encodeCursor } from '../lib/page-cursor.js';
 import { SnapshotCache } from '../lib/snapshot-cache.js';
 import type { MaybePromise } from '../lib/maybe-promise.js';
-import { recordAudit } from '../admin/audit.js';
+import { recordAudit, type Actor } from '../admin/audit.js';
 import { withoutPassword } from '../lib/url-display.js';
 import type { Clock } from '../lib/clock.js';
 import { prefixedId, randomBase62, type IdGenerator } from '../lib/ids.js';
@@ -156,7 +156,7 @@ export class GameService {
     if (u.username || u.password) throw Errors.invalidRequest('gm_url must not carry a user name or password: GM requests are signed, never sent with URL credentials');
   }
 
-  async create(body: CreateGameBody, actor: string): Promise<Game & { key_id: string; secret_key: string }> {
+  async create(body: CreateGameBody, by: Actor): Promise<Game & { key_id: string; secret_key: string }> {
     const { store, clock, ids, secrets } = this.d;
     this.checkGmUrl(body.gm_url);
     const now = clock.now();
@@ -186,7 +186,7 @@ export class GameService {
       await store.insertKey(trx, { key_id: keyId, game_id: row.game_id, secret_enc: secrets.seal(secret), created_at: now });
       // A new game has no payment channel unless asked for (payments.md 1).
       if (body.sandbox_payments === true) await this.d.sandbox.setSandbox(trx, row.game_id, true, now);
-      await recordAudit(trx, ids, now, { actor, action: 'game.create', target: row.game_id, detail: { ...body, secret_key: undefined } });
+      await recordAudit(trx, ids, now, { by, game: row.game_id, action: 'game.create', target: row.game_id, detail: { ...body, secret_key: undefined } });
     }).catch(rethrowConflict(`game ${body.game_id} already exists`));
     this.invalidate(row.game_id);
     this.d.sandbox.invalidate(row.game_id);
@@ -216,7 +216,7 @@ export class GameService {
     return toGame(row, keys.map((k) => k.key_id), sandbox.has(gameId));
   }
 
-  async patch(gameId: string, body: PatchGameBody, actor: string): Promise<Game> {
+  async patch(gameId: string, body: PatchGameBody, by: Actor): Promise<Game> {
     const { store, clock, ids, secrets } = this.d;
     // Nothing to change: not a change (no updated_at bump, no audit entry).
     if (Object.keys(body).length === 0) return this.get(gameId);
@@ -239,14 +239,14 @@ export class GameService {
       await store.updateGame(trx, gameId, patch);
       if (body.sandbox_payments !== undefined) await this.d.sandbox.setSandbox(trx, gameId, body.sandbox_payments, now);
       const detail = { ...body, nppa: body.nppa ? { ...body.nppa, secret_key: '***' } : body.nppa };
-      await recordAudit(trx, ids, now, { actor, action: 'game.update', target: gameId, detail });
+      await recordAudit(trx, ids, now, { by, game: gameId, action: 'game.update', target: gameId, detail });
     });
     this.invalidate(gameId);
     this.d.sandbox.invalidate(gameId);
     return this.get(gameId);
   }
 
-  async addKey(gameId: string, actor: string): Promise<{ key_id: string; secret_key: string }> {
+  async addKey(gameId: string, by: Actor): Promise<{ key_id: string; secret_key: string }> {
     const { store, clock, ids, secrets } = this.d;
     const now = clock.now();
     const secret = generateSecretKey();
@@ -258,13 +258,13 @@ export class GameService {
         throw Errors.conflict(`game ${gameId} already has ${MAX_ACTIVE_KEYS} active keys; delete the old one first`);
       }
       await store.insertKey(trx, { key_id: keyId, game_id: gameId, secret_enc: secrets.seal(secret), created_at: now });
-      await recordAudit(trx, ids, now, { actor, action: 'game.key.create', target: `${gameId}/${keyId}` });
+      await recordAudit(trx, ids, now, { by, game: gameId, action: 'game.key.create', target: `${gameId}/${keyId}` });
     });
     this.invalidate(gameId);
     return { key_id: keyId, secret_key: secret };
   }
 
-  async deleteKey(gameId: string, keyId: string, actor: string): Promise<void> {
+  async deleteKey(gameId: string, keyId: string, by: Actor): Promise<void> {
     const { store, clock, ids } = this.d;
     const now = clock.now();
     await store.transaction(async (trx) => {
@@ -273,12 +273,12 @@ export class GameService {
       if (!keys.some((k) => k.key_id === keyId)) throw Errors.notFound(`key ${keyId} of game ${gameId} not found`);
       if (keys.length === 1) throw Errors.conflict('a game must keep one active key; create the new key first');
       await store.deleteKey(trx, gameId, keyId);
-      await recordAudit(trx, ids, now, { actor, action: 'game.key.delete', target: `${gameId}/${keyId}` });
+      await recordAudit(trx, ids, now, { by, game: gameId, action: 'game.key.delete', target: `${gameId}/${keyId}` });
     });
     this.invalidate(gameId);
   }
 
-  async putProduct(gameId: string, productId: string, body: PutProductBody, actor: string): Promise<Product> {
+  async putProduct(gameId: string, productId: string, body: PutProductBody, by: Actor): Promise<Product> {
     const { store, clock, ids } = this.d;
     const now = clock.now();
     let row: ProductRow | undefined;
@@ -297,7 +297,7 @@ export class GameService {
         updated_at: now,
       };
       await store.upsertProduct(trx, row);
-      await recordAudit(trx, ids, now, { actor, action: 'product.put', target: `${gameId}/${productId}`, detail: body });
+      await recordAudit(trx, ids, now, { by, game: gameId, action: 'product.put', target: `${gameId}/${productId}`, detail: body });
     });
     this.invalidate(gameId);
     return toProduct(row as ProductRow);

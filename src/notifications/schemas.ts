@@ -75,7 +75,8 @@ export const RedeliverCount = Type.Object({ count: Type.Integer() });
 
 export const RetryCount = Type.Object({ count: Type.Integer({ description: 'failing notifications made due now' }) });
 
-const Rate = Type.Object({
+/** Attempts to a notify host over a period, and how many of them succeeded. */
+export const DeliveryRate = Type.Object({
   attempts: Type.Integer(),
   succeeded: Type.Integer({ description: 'attempts answered 2xx' }),
   success_rate: Type.Union([Type.Number(), Type.Null()], { description: 'succeeded / attempts, 0..1; null without attempts' }),
@@ -83,8 +84,8 @@ const Rate = Type.Object({
 
 export const HostHealth = Type.Object({
   host: Type.String({ description: 'host[:port] of the notify URLs' }),
-  last_hour: Rate,
-  last_day: Rate,
+  last_hour: DeliveryRate,
+  last_day: DeliveryRate,
   last_error: Type.Union([
     Type.Object({
       at: Type.Integer(),

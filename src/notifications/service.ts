@@ -1,4 +1,4 @@
-import { recordAudit } from '../admin/audit.js';
+import { recordAudit, type Actor } from '../admin/audit.js';
 import type { NotificationStatus } from '../db/schema.js';
 import { Errors } from '../errors.js';
 import type { Clock } from '../lib/clock.js';
@@ -66,7 +66,7 @@ export class NotificationService {
    * Pending and due now, with a fresh retry window. 409 while it is still pending, and for the
    * ship_order of a refunded order (the game would grant goods the player was refunded for).
    */
-  async redeliver(notificationId: string, actor: string): Promise<NotificationDetail> {
+  async redeliver(notificationId: string, by: Actor): Promise<NotificationDetail> {
     const { store, clock, ids } = this.d;
     const now = clock.now();
     await store.transaction(async (trx) => {
@@ -78,7 +78,7 @@ export class NotificationService {
         throw Errors.invalidState(`notification ${notificationId} is the ship_order of order ${row.order_id}, which is refunded: sent again, the game would grant goods for a refunded order`);
       }
       if (changed === 0) throw Errors.invalidState(`notification ${notificationId} is ${shownStatus(row)}: it is already being delivered (retry sends it now)`);
-      await recordAudit(trx, ids, now, { actor, action: 'notification.redeliver', target: notificationId, detail: { previous_status: row.status } });
+      await recordAudit(trx, ids, now, { by, game: row.game_id, action: 'notification.redeliver', target: notificationId, detail: { previous_status: row.status } });
     });
     this.d.onRedeliver();
     return this.get(notificationId);
@@ -88,14 +88,14 @@ export class NotificationService {
    * Redelivers every failed notification of a game created at or after `since`, but not the
    * ship_order of a refunded order (see redeliver).
    */
-  async redeliverSince(gameId: string, since: number, actor: string): Promise<{ count: number }> {
+  async redeliverSince(gameId: string, since: number, by: Actor): Promise<{ count: number }> {
     const { store, clock, ids } = this.d;
     const now = clock.now();
     // Any number of notifications: on SQLite its journals must not be held in memory.
     const count = await store.transaction(async (trx) => {
       if (!(await store.gameExists(trx, gameId))) throw Errors.notFound(`game ${gameId} not found`);
       const n = await store.redeliver(trx, { gameId, createdSince: since, statuses: RETRIES_EXHAUSTED }, now);
-      await recordAudit(trx, ids, now, { actor, action: 'notification.redeliver_all', target: gameId, detail: { since, count: n } });
+      await recordAudit(trx, ids, now, { by, game: gameId, action: 'notification.redeliver_all', target: gameId, detail: { since, count: n } });
       return n;
     }, { large: true });
     if (count > 0) this.d.onRedeliver();
@@ -107,7 +107,7 @@ export class NotificationService {
    * retry window unchanged. 409 once it is no longer being delivered (redeliver sends it again).
    * One a dispatcher holds is being sent already: answered as it stands.
    */
-  async retry(notificationId: string, actor: string): Promise<NotificationDetail> {
+  async retry(notificationId: string, by: Actor): Promise<NotificationDetail> {
     const { store, clock, ids } = this.d;
     const now = clock.now();
     const changed = await store.transaction(async (trx) => {
@@ -115,7 +115,7 @@ export class NotificationService {
       if (!row) throw Errors.notFound(`notification ${notificationId} not found`);
       if (row.status !== 'pending') throw Errors.invalidState(`notification ${notificationId} is ${row.status}: redeliver sends it again`);
       const n = await retryNow(trx, { notificationId }, now);
-      await recordAudit(trx, ids, now, { actor, action: 'notification.retry', target: notificationId, detail: { status: shownStatus(row), sent_now: n === 1 } });
+      await recordAudit(trx, ids, now, { by, game: row.game_id, action: 'notification.retry', target: notificationId, detail: { status: shownStatus(row), sent_now: n === 1 } });
       return n;
     });
     if (changed > 0) this.d.onRedeliver();
@@ -123,13 +123,13 @@ export class NotificationService {
   }
 
   /** Sends every failing notification of a game now (see retry). */
-  async retryFailing(gameId: string, actor: string): Promise<{ count: number }> {
+  async retryFailing(gameId: string, by: Actor): Promise<{ count: number }> {
     const { store, clock, ids } = this.d;
     const now = clock.now();
     const count = await store.transaction(async (trx) => {
       if (!(await store.gameExists(trx, gameId))) throw Errors.notFound(`game ${gameId} not found`);
       const n = await retryNow(trx, { gameId }, now);
-      await recordAudit(trx, ids, now, { actor, action: 'notification.retry_all', target: gameId, detail: { count: n } });
+      await recordAudit(trx, ids, now, { by, game: gameId, action: 'notification.retry_all', target: gameId, detail: { count: n } });
       return n;
     }, { large: true });
     if (count > 0) this.d.onRedeliver();

@@ -8,9 +8,10 @@ import { hasRole, inScope, type Principal, type Role } from './roles.js';
  *   notification the path names;
  * - `body`: the body's `game_id`;
  * - `list`: a listing's `game_id` filter: an account limited to one game has it filled in, one
- *   limited to several must give it (400 otherwise);
+ *   limited to several must give it (400 otherwise); the audit log is such a listing (an entry
+ *   about no game is read only by accounts of every game);
  * - `games`: the games listing, which shows an account only its own;
- * - `global`: not about one game (partners, operators, API keys, the audit log): an account
+ * - `global`: not about one game (partners, operators, API keys): an account
  *   limited to some games is refused (403);
  * - `self`: the caller's own account (me, sign-out).
  */
@@ -72,7 +73,7 @@ export const ACCESS_RULES: Readonly<Record<string, AccessRule>> = {
   'PATCH /admin/v1/partners/:partner_id': rule('admin', 'global'),
   'POST /admin/v1/partners/:partner_id/keys': rule('admin', 'global'),
   'DELETE /admin/v1/partners/:partner_id/keys/:key_id': rule('admin', 'global'),
-  'GET /admin/v1/audit': rule('viewer', 'global'),
+  'GET /admin/v1/audit': rule('viewer', 'list'),
   // The operators domain's own routes.
   'GET /admin/v1/me': rule('viewer', 'self'),
   'DELETE /admin/v1/session': rule('viewer', 'self'),

@@ -29,6 +29,14 @@ export interface Principal {
   sessionId: string | null;
 }
 
+/**
+ * A principal and the client address its request came from (TRUST_PROXY applied): who the
+ * audit log records as having made a change.
+ */
+export interface Caller extends Principal {
+  address: string;
+}
+
 /** Whether a principal may see `gameId`. */
 export function inScope(p: Pick<Principal, 'games'>, gameId: string): boolean {
   return p.games === null || p.games.includes(gameId);

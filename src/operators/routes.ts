@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { Errors } from '../errors.js';
 import type { ApiApp } from '../http/route-info.js';
 import { EmptyObject, responses } from '../http/errors-schema.js';
-import type { Principal } from './roles.js';
+import type { Caller } from './roles.js';
 import {
   AcceptInvitationBody, ApiKey, ApiKeyParams, CreateApiKeyBody, CreateOperatorBody, Invitation, InvitationInfo, InvitationParams, Me, NewApiKey, Operator,
   OperatorParams, OperatorWithInvitation, PasswordBody, PatchOperatorBody, SessionParams, SessionView, SignedIn, SignInBody, SignInOptions, TotpCodeBody, TotpSetup,
@@ -19,7 +19,8 @@ const tags = ['admin'];
 const ERRORS = [Errors.unauthorized, Errors.forbidden, Errors.notFound, Errors.rateLimited];
 const Ok = Type.Object({});
 
-const me = (req: FastifyRequest): Principal => principalOf(req) as Principal;
+/** The caller of an operator route, with its client address for the audit log. */
+const me = (req: FastifyRequest): Caller => ({ ...principalOf(req)!, address: req.ip });
 const origin = (req: FastifyRequest) => ({ address: req.ip, userAgent: String(req.headers['user-agent'] ?? '') });
 
 /** Answers a new console session: its cookie, and its CSRF token in the body. */
@@ -148,7 +149,7 @@ export function registerOperatorRoutes(app: ApiApp, accounts: AccountService, si
   app.post('/admin/v1/invitations/:token', {
     config: none,
     schema: { tags, summary: 'Accept an invitation: set the password (the link works once)', params: InvitationParams, body: AcceptInvitationBody, response: responses({ 200: Operator }, [Errors.notFound]) },
-    handler: async (req) => accounts.accept(req.params.token, req.body.password),
+    handler: async (req) => accounts.accept(req.params.token, req.body.password, req.ip),
   });
 
   app.post('/admin/v1/api-keys', {

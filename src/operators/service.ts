@@ -3,7 +3,7 @@ import { Errors } from '../errors.js';
 import { rethrowConflict } from '../games/service.js';
 import type { Clock } from '../lib/clock.js';
 import { prefixedId, type IdGenerator } from '../lib/ids.js';
-import { hasRole, type Principal, type Role } from './roles.js';
+import { hasRole, type Caller, type Principal, type Role } from './roles.js';
 import type { ApiKey, CreateApiKeyBody, CreateOperatorBody, Operator, PatchOperatorBody } from './schemas.js';
 import { hashPassword, newToken, tokenHash } from './secrets.js';
 import type { ApiKeyRow, OperatorRow, OperatorStore } from './store.js';
@@ -58,7 +58,7 @@ function mayManage(by: Principal, role: Role): void {
 export class AccountService {
   constructor(private readonly d: AccountDeps) {}
 
-  async create(body: CreateOperatorBody, by: Principal) {
+  async create(body: CreateOperatorBody, by: Caller) {
     const { store, clock, ids } = this.d;
     mayManage(by, body.role);
     const now = clock.now();
@@ -71,6 +71,7 @@ export class AccountService {
       password_hash: null,
       totp_secret: null,
       totp_enabled_at: null,
+      totp_last_step: null,
       disabled_at: null,
       created_by: by.actor,
       created_at: now,
@@ -80,7 +81,7 @@ export class AccountService {
       .transaction(async (trx) => {
         if (await store.findByEmail(trx, row.email)) throw Errors.conflict(`an operator with email ${row.email} exists`);
         await store.insertOperator(trx, row);
-        await recordAudit(trx, ids, now, { actor: by.actor, action: 'operator.create', target: row.operator_id, detail: { email: row.email, name: row.name, role: row.role, games: parseGames(row.games) } });
+        await recordAudit(trx, ids, now, { by, game: null, action: 'operator.create', target: row.operator_id, detail: { email: row.email, name: row.name, role: row.role, games: parseGames(row.games) } });
         return this.invite(trx, row.operator_id, now);
       })
       .catch(rethrowConflict(`an operator with email ${row.email} exists`));
@@ -88,12 +89,12 @@ export class AccountService {
   }
 
   /** A new invitation link for an account (its earlier ones stop working); resets its password on use. */
-  async reinvite(operatorId: string, by: Principal) {
+  async reinvite(operatorId: string, by: Caller) {
     const { store, clock, ids } = this.d;
     const now = clock.now();
     return store.transaction(async (trx) => {
       const row = await this.manageable(trx, operatorId, by);
-      await recordAudit(trx, ids, now, { actor: by.actor, action: 'operator.invite', target: row.operator_id });
+      await recordAudit(trx, ids, now, { by, game: null, action: 'operator.invite', target: row.operator_id });
       return this.invite(trx, operatorId, now);
     });
   }
@@ -122,7 +123,7 @@ export class AccountService {
     return toOperator(row);
   }
 
-  async patch(operatorId: string, body: PatchOperatorBody, by: Principal): Promise<Operator> {
+  async patch(operatorId: string, body: PatchOperatorBody, by: Caller): Promise<Operator> {
     const { store, clock, ids } = this.d;
     if (body.role) mayManage(by, body.role);
     if (by.operatorId === operatorId && (body.role !== undefined || body.disabled !== undefined || body.games !== undefined)) {
@@ -141,7 +142,7 @@ export class AccountService {
         await store.revokeSessions(trx, operatorId, now);
         await store.closeInvitations(trx, operatorId, now);
       }
-      await recordAudit(trx, ids, now, { actor: by.actor, action: 'operator.update', target: operatorId, detail: body });
+      await recordAudit(trx, ids, now, { by, game: null, action: 'operator.update', target: operatorId, detail: body });
       return { ...current, ...patch };
     });
     if (body.disabled) this.d.onSessionsRevoked?.(operatorId);
@@ -159,7 +160,7 @@ export class AccountService {
   }
 
   /** Sets the account's password from an invitation; the link works once. */
-  async accept(token: string, password: string): Promise<Operator> {
+  async accept(token: string, password: string, address: string): Promise<Operator> {
     const { store, clock, ids } = this.d;
     const { row } = await this.invitation(token);
     const hash = await hashPassword(password);
@@ -168,13 +169,13 @@ export class AccountService {
       if (!(await store.useInvitation(trx, tokenHash(token), now))) throw Errors.notFound('this invitation link is unknown, used or expired: ask for a new one');
       await store.updateOperator(trx, row.operator_id, { password_hash: hash, updated_at: now });
       await store.revokeSessions(trx, row.operator_id, now);
-      await recordAudit(trx, ids, now, { actor: row.email, action: 'operator.accept_invitation', target: row.operator_id });
+      await recordAudit(trx, ids, now, { by: { actor: row.email, address }, game: null, action: 'operator.accept_invitation', target: row.operator_id });
     });
     this.d.onSessionsRevoked?.(row.operator_id);
     return toOperator({ ...row, password_hash: hash, updated_at: now });
   }
 
-  async createApiKey(body: CreateApiKeyBody, by: Principal) {
+  async createApiKey(body: CreateApiKeyBody, by: Caller) {
     const { store, clock, ids } = this.d;
     mayManage(by, body.role);
     const now = clock.now();
@@ -194,7 +195,7 @@ export class AccountService {
     };
     await store.transaction(async (trx) => {
       await store.insertApiKey(trx, row);
-      await recordAudit(trx, ids, now, { actor: by.actor, action: 'api_key.create', target: row.key_id, detail: { name: row.name, role: row.role, games: parseGames(row.games), expires_at: row.expires_at } });
+      await recordAudit(trx, ids, now, { by, game: null, action: 'api_key.create', target: row.key_id, detail: { name: row.name, role: row.role, games: parseGames(row.games), expires_at: row.expires_at } });
     });
     return { ...toApiKey(row), api_key: key };
   }
@@ -203,7 +204,7 @@ export class AccountService {
     return (await this.d.store.listApiKeys(this.d.store.db)).map(toApiKey);
   }
 
-  async revokeApiKey(keyId: string, by: Principal): Promise<void> {
+  async revokeApiKey(keyId: string, by: Caller): Promise<void> {
     const { store, clock, ids } = this.d;
     const now = clock.now();
     await store.transaction(async (trx) => {
@@ -211,7 +212,7 @@ export class AccountService {
       if (!row || row.revoked_at !== null) throw Errors.notFound(`API key ${keyId} not found`);
       mayManage(by, row.role as Role);
       await store.revokeApiKey(trx, keyId, now);
-      await recordAudit(trx, ids, now, { actor: by.actor, action: 'api_key.revoke', target: keyId, detail: { name: row.name } });
+      await recordAudit(trx, ids, now, { by, game: null, action: 'api_key.revoke', target: keyId, detail: { name: row.name } });
     });
   }
 }

@@ -7,7 +7,7 @@ import { prefixedId, type IdGenerator } from '../lib/ids.js';
 import { isPromise, type MaybePromise } from '../lib/maybe-promise.js';
 import type { SecretBox } from '../lib/secret-box.js';
 import type { RateLimiter, RateLimitPolicy, TakeResult } from '../ratelimit/limiter.js';
-import type { Principal, Role } from './roles.js';
+import type { Caller, Principal, Role } from './roles.js';
 import { normalEmail, parseGames, toOperator } from './service.js';
 import { csrfTokenOf, hashPassword, newToken, tokenHash, verifyPassword } from './secrets.js';
 import type { OperatorRow, OperatorStore, SessionRow } from './store.js';
@@ -48,6 +48,7 @@ export interface StartedSession {
 /** Sessions touched less often than this keep their last_seen_at (one write a minute at most). */
 const TOUCH_EVERY_MS = 60_000;
 const WRONG = 'email or password is wrong';
+const TOTP_USED = 'this TOTP code was used already: wait for the next one';
 /** Only so many seconds' codes either side of now are taken (clock drift of the phone). */
 const TOTP_WINDOW = 1;
 
@@ -86,14 +87,17 @@ export class SignInService {
       await this.limit(policies, true);
       throw Errors.unauthorized(WRONG);
     }
+    let totpStep: number | undefined;
     if (row.totp_enabled_at !== null) {
       if (totp === undefined) throw Errors.totpRequired('this account needs its TOTP code (totp)');
-      if (!this.totpMatches(row, totp)) {
+      const step = this.totpStep(row, totp);
+      if (step === null || (row.totp_last_step !== null && step <= row.totp_last_step)) {
         await this.limit(policies, true);
-        throw Errors.unauthorized('the TOTP code is wrong');
+        throw Errors.unauthorized(step === null ? 'the TOTP code is wrong' : TOTP_USED);
       }
+      totpStep = step;
     }
-    return this.startSession(row, 'password', origin);
+    return this.startSession(row, 'password', origin, totpStep);
   }
 
   /** Signs in an account found by an identity provider's verified email (OIDC). */
@@ -103,7 +107,8 @@ export class SignInService {
     return this.startSession(row, 'oidc', origin);
   }
 
-  private async startSession(row: OperatorRow, method: 'password' | 'oidc', origin: Origin): Promise<StartedSession> {
+  /** `totpStep`: the time step of the TOTP code the sign-in gave, taken once (a concurrent sign-in with it is refused). */
+  private async startSession(row: OperatorRow, method: 'password' | 'oidc', origin: Origin, totpStep?: number): Promise<StartedSession> {
     const { store, clock, ids } = this.d;
     const now = clock.now();
     const token = newToken('ses_');
@@ -119,8 +124,10 @@ export class SignInService {
       method,
     };
     await store.transaction(async (trx) => {
+      if (totpStep !== undefined && !(await store.useTotpStep(trx, row.operator_id, totpStep))) throw Errors.unauthorized(TOTP_USED);
       await store.insertSession(trx, session);
-      await recordAudit(trx, ids, now, { actor: row.email, action: 'operator.sign_in', target: row.operator_id, detail: { method, session_id: session.session_id, address: origin.address } });
+      const by = { actor: row.email, address: origin.address };
+      await recordAudit(trx, ids, now, { by, game: null, action: 'operator.sign_in', target: row.operator_id, detail: { method, session_id: session.session_id } });
     });
     return { token, session, operator: row, csrfToken: csrfTokenOf(token) };
   }
@@ -171,7 +178,7 @@ export class SignInService {
     if (!(await this.d.store.revokeSessions(this.d.store.db, row.operator_id, this.d.clock.now(), sessionId))) throw Errors.notFound(`session ${sessionId} not found`);
   }
 
-  async changePassword(p: Principal, current: string, next: string): Promise<void> {
+  async changePassword(p: Caller, current: string, next: string): Promise<void> {
     const { store, clock, ids } = this.d;
     const row = await this.account(p);
     const policies = [this.accountPolicy(row.email)];
@@ -186,7 +193,7 @@ export class SignInService {
       await store.updateOperator(trx, row.operator_id, { password_hash: hash, updated_at: now });
       // Every other session ends: whoever knew the old password is signed out.
       for (const s of await store.listSessions(trx, row.operator_id, 0)) if (s.session_id !== p.sessionId) await store.revokeSessions(trx, row.operator_id, now, s.session_id);
-      await recordAudit(trx, ids, now, { actor: row.email, action: 'operator.password', target: row.operator_id });
+      await recordAudit(trx, ids, now, { by: { actor: row.email, address: p.address }, game: null, action: 'operator.password', target: row.operator_id });
     });
   }
 
@@ -194,10 +201,13 @@ export class SignInService {
     return new OTPAuth.TOTP({ issuer: 'Combo platform', label: row.email, secret: OTPAuth.Secret.fromBase32(secret) });
   }
 
-  private totpMatches(row: OperatorRow, code: string): boolean {
-    if (!row.totp_secret) return false;
+  /** The time step of a TOTP code of the account's secret (null: not a code of now, within TOTP_WINDOW). */
+  private totpStep(row: OperatorRow, code: string): number | null {
+    if (!row.totp_secret) return null;
     const totp = this.totp(row, this.d.secrets.open(row.totp_secret));
-    return totp.validate({ token: code, timestamp: this.d.clock.now(), window: TOTP_WINDOW }) !== null;
+    const timestamp = this.d.clock.now();
+    const delta = totp.validate({ token: code, timestamp, window: TOTP_WINDOW });
+    return delta === null ? null : totp.counter({ timestamp }) + delta;
   }
 
   /** Starts TOTP enrolment: a new secret, in force once a code from it is verified. */
@@ -210,30 +220,32 @@ export class SignInService {
     return { secret, otpauth_url: this.totp(row, secret).toString() };
   }
 
-  async verifyTotp(p: Principal, code: string): Promise<void> {
+  async verifyTotp(p: Caller, code: string): Promise<void> {
     const { store, clock, ids } = this.d;
     const row = await this.account(p);
     if (!row.totp_secret || row.totp_enabled_at !== null) throw Errors.conflict('start TOTP enrolment first (POST /admin/v1/me/totp)');
     const policies = [hourly(`operator-totp:${row.operator_id}`, this.d.settings.failuresPerAccount)];
     await this.limit(policies, false);
-    if (!this.totpMatches(row, code)) {
+    const step = this.totpStep(row, code);
+    if (step === null) {
       await this.limit(policies, true);
       throw Errors.forbidden('the TOTP code is wrong');
     }
     const now = clock.now();
     await store.transaction(async (trx) => {
-      await store.updateOperator(trx, row.operator_id, { totp_enabled_at: now, updated_at: now });
-      await recordAudit(trx, ids, now, { actor: row.email, action: 'operator.totp.enable', target: row.operator_id });
+      // The enrolment's code is taken: it cannot also sign in.
+      await store.updateOperator(trx, row.operator_id, { totp_enabled_at: now, totp_last_step: step, updated_at: now });
+      await recordAudit(trx, ids, now, { by: { actor: row.email, address: p.address }, game: null, action: 'operator.totp.enable', target: row.operator_id });
     });
   }
 
-  async removeTotp(p: Principal): Promise<void> {
+  async removeTotp(p: Caller): Promise<void> {
     const { store, clock, ids } = this.d;
     const row = await this.account(p);
     const now = clock.now();
     await store.transaction(async (trx) => {
-      await store.updateOperator(trx, row.operator_id, { totp_secret: null, totp_enabled_at: null, updated_at: now });
-      await recordAudit(trx, ids, now, { actor: row.email, action: 'operator.totp.disable', target: row.operator_id });
+      await store.updateOperator(trx, row.operator_id, { totp_secret: null, totp_enabled_at: null, totp_last_step: null, updated_at: now });
+      await recordAudit(trx, ids, now, { by: { actor: row.email, address: p.address }, game: null, action: 'operator.totp.disable', target: row.operator_id });
     });
   }
 

@@ -39,6 +39,20 @@ export class OperatorStore {
     await q.updateTable('operators').set(patch).where('operator_id', '=', operatorId).execute();
   }
 
+  /**
+   * Takes a TOTP time step for an account: false when a code of this step or a later one was
+   * taken already (operators.md 1: a code signs in once).
+   */
+  async useTotpStep(q: Q, operatorId: string, step: number): Promise<boolean> {
+    const r = await q
+      .updateTable('operators')
+      .set({ totp_last_step: step })
+      .where('operator_id', '=', operatorId)
+      .where((w) => w.or([w('totp_last_step', 'is', null), w('totp_last_step', '<', step)]))
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  }
+
   async insertInvitation(q: Q, row: InvitationRow): Promise<void> {
     await q.insertInto('operator_invitations').values(row).execute();
   }

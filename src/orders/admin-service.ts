@@ -1,7 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Selectable } from 'kysely';
 import type { DB, PaymentsTable } from '../db/schema.js';
-import { recordAudit } from '../admin/audit.js';
+import { recordAudit, type Actor } from '../admin/audit.js';
 import { Errors } from '../errors.js';
 import type { Clock } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
@@ -30,7 +30,7 @@ export interface OrderAdminDeps {
    * is after (refund_pending, refunded or refund_failed), or null when its channel moves no
    * money back this way (sandbox: refunded at once here).
    */
-  providerRefund?: (orderId: string, actor: string, reason?: string) => Promise<OrderRow | null>;
+  providerRefund?: (orderId: string, by: Actor, reason?: string) => Promise<OrderRow | null>;
   /** Called after an order was canceled (e.g. close its payment at the provider). */
   onCanceled?: (orderId: string) => void;
 }
@@ -108,7 +108,7 @@ export class OrderAdminService {
    * the money, refund_pending until it confirms. Orders are refunded whole: `amount`, when
    * given, must be the order's (400 otherwise). 409 from any other state.
    */
-  async refund(orderId: string, actor: string, reason?: string, amount?: number): Promise<AdminOrder> {
+  async refund(orderId: string, by: Actor, reason?: string, amount?: number): Promise<AdminOrder> {
     if (amount !== undefined) {
       const { store } = this.d;
       const order = await store.findById(store.db, orderId);
@@ -116,23 +116,23 @@ export class OrderAdminService {
       if (amount !== order.amount) throw Errors.invalidRequest(`partial refunds are not supported: orders are refunded whole (amount must be ${order.amount}, the order's amount in minor units of ${order.currency}, or left out)`);
     }
     await this.d.checkRefund?.(orderId);
-    const viaProvider = await this.d.providerRefund?.(orderId, actor, reason);
+    const viaProvider = await this.d.providerRefund?.(orderId, by, reason);
     if (viaProvider) return toAdminOrder(viaProvider);
-    const by = { actor, reason };
-    const order = await this.act(orderId, by, 'order.refund', (trx, now) => this.d.lifecycle.refund(trx, orderId, now, by));
+    const change: OperatorAction = { actor: by.actor, reason };
+    const order = await this.act(orderId, by, change, 'order.refund', (trx, now) => this.d.lifecycle.refund(trx, orderId, now, change));
     this.d.onRefunded?.(orderId);
     return order;
   }
 
   /** created -> canceled. 409 from any other state. */
-  async cancel(orderId: string, actor: string, reason?: string): Promise<AdminOrder> {
-    const by = { actor, reason };
-    const order = await this.act(orderId, by, 'order.cancel', async (trx, now) => {
+  async cancel(orderId: string, by: Actor, reason?: string): Promise<AdminOrder> {
+    const change: OperatorAction = { actor: by.actor, reason };
+    const order = await this.act(orderId, by, change, 'order.cancel', async (trx, now) => {
       // Past expires_at an order is expired, recorded by the sweeper or not yet (clients already
       // see it so): it is expired here first, and the cancel then answers 409 (which rolls the
       // expiry back with it; the sweeper records it).
       await this.d.lifecycle.expire(trx, orderId, now);
-      return this.d.lifecycle.cancel(trx, orderId, now, by);
+      return this.d.lifecycle.cancel(trx, orderId, now, change);
     });
     this.d.onCanceled?.(orderId);
     return order;
@@ -141,7 +141,8 @@ export class OrderAdminService {
   /** One operator transition and its audit record, in one transaction. */
   private async act(
     orderId: string,
-    by: OperatorAction,
+    by: Actor,
+    { reason }: OperatorAction,
     action: string,
     change: (trx: Transaction<DB>, now: number) => Promise<TransitionResult>,
   ): Promise<AdminOrder> {
@@ -151,7 +152,7 @@ export class OrderAdminService {
       const r = await change(trx, now);
       if (!r.order) throw Errors.notFound(`order ${orderId} not found`);
       if (!r.changed) throw Errors.invalidState(`order ${orderId} is ${r.order.status}; ${action.replace('order.', '')} is not allowed`);
-      await recordAudit(trx, ids, now, { actor: by.actor, action, target: orderId, detail: { from: r.from, to: r.order.status, reason: by.reason } });
+      await recordAudit(trx, ids, now, { by, game: r.order.game_id, action, target: orderId, detail: { from: r.from, to: r.order.status, reason } });
       return r.order;
     });
     return toAdminOrder(row);

@@ -1,4 +1,4 @@
-import { recordAudit } from '../admin/audit.js';
+import { recordAudit, type Actor } from '../admin/audit.js';
 import { SnapshotCache } from '../lib/snapshot-cache.js';
 import type { MaybePromise } from '../lib/maybe-promise.js';
 import { Errors } from '../errors.js';
@@ -63,7 +63,7 @@ export class PartnerService {
     };
   }
 
-  async create(body: CreatePartnerBody, actor: string): Promise<Partner & { key_id: string; secret_key: string }> {
+  async create(body: CreatePartnerBody, by: Actor): Promise<Partner & { key_id: string; secret_key: string }> {
     const { store, clock, ids, secrets } = this.d;
     const now = clock.now();
     const secret = body.secret_key ?? generateSecretKey();
@@ -83,7 +83,7 @@ export class PartnerService {
         await store.insertPartner(trx, row);
         await store.setGames(trx, row.partner_id, body.games);
         await store.insertKey(trx, { key_id: keyId, partner_id: row.partner_id, secret_enc: secrets.seal(secret), created_at: now });
-        await recordAudit(trx, ids, now, { actor, action: 'partner.create', target: row.partner_id, detail: { ...body, secret_key: undefined } });
+        await recordAudit(trx, ids, now, { by, game: null, action: 'partner.create', target: row.partner_id, detail: { ...body, secret_key: undefined } });
       })
       .catch(rethrowConflict(`partner ${row.partner_id} already exists`));
     this.invalidate(row.partner_id);
@@ -114,7 +114,7 @@ export class PartnerService {
     return { data, next_cursor: rows.length > limit && last ? encodeCursor(['partner', last.partner_id]) : null };
   }
 
-  async patch(partnerId: string, body: PatchPartnerBody, actor: string): Promise<Partner> {
+  async patch(partnerId: string, body: PatchPartnerBody, by: Actor): Promise<Partner> {
     const { store, clock, ids } = this.d;
     // Nothing to change: not a change (no updated_at bump, no audit entry).
     if (Object.keys(body).length === 0) return this.get(partnerId);
@@ -130,13 +130,13 @@ export class PartnerService {
         await this.checkGamesExist(trx, body.games);
         await store.setGames(trx, partnerId, body.games);
       }
-      await recordAudit(trx, ids, now, { actor, action: 'partner.update', target: partnerId, detail: body });
+      await recordAudit(trx, ids, now, { by, game: null, action: 'partner.update', target: partnerId, detail: body });
     });
     this.invalidate(partnerId);
     return this.get(partnerId);
   }
 
-  async addKey(partnerId: string, actor: string): Promise<{ key_id: string; secret_key: string }> {
+  async addKey(partnerId: string, by: Actor): Promise<{ key_id: string; secret_key: string }> {
     const { store, clock, ids, secrets } = this.d;
     const now = clock.now();
     const secret = generateSecretKey();
@@ -148,13 +148,13 @@ export class PartnerService {
         throw Errors.conflict(`partner ${partnerId} already has ${MAX_ACTIVE_KEYS} active keys; delete the old one first`);
       }
       await store.insertKey(trx, { key_id: keyId, partner_id: partnerId, secret_enc: secrets.seal(secret), created_at: now });
-      await recordAudit(trx, ids, now, { actor, action: 'partner.key.create', target: `${partnerId}/${keyId}` });
+      await recordAudit(trx, ids, now, { by, game: null, action: 'partner.key.create', target: `${partnerId}/${keyId}` });
     });
     this.invalidate(partnerId);
     return { key_id: keyId, secret_key: secret };
   }
 
-  async deleteKey(partnerId: string, keyId: string, actor: string): Promise<void> {
+  async deleteKey(partnerId: string, keyId: string, by: Actor): Promise<void> {
     const { store, clock, ids } = this.d;
     const now = clock.now();
     await store.transaction(async (trx) => {
@@ -163,7 +163,7 @@ export class PartnerService {
       if (!keys.some((k) => k.key_id === keyId)) throw Errors.notFound(`key ${keyId} of partner ${partnerId} not found`);
       if (keys.length === 1) throw Errors.conflict('a partner must keep one active key; create the new key first');
       await store.deleteKey(trx, partnerId, keyId);
-      await recordAudit(trx, ids, now, { actor, action: 'partner.key.delete', target: `${partnerId}/${keyId}` });
+      await recordAudit(trx, ids, now, { by, game: null, action: 'partner.key.delete', target: `${partnerId}/${keyId}` });
     });
     this.invalidate(partnerId);
   }

@@ -1,30 +1,10 @@
-import { Type, type Static } from 'typebox';
 import { responses } from '../http/errors-schema.js';
-import { PageCursor, PageLimit } from '../http/paging.js';
 import { decodeCursor, encodeCursor } from '../lib/page-cursor.js';
-import { AdminPayment } from '../orders/admin-schemas.js';
 import { toAdminPayment } from '../orders/admin-service.js';
+import { ListPaymentsQuery, PaymentPage } from './schemas.js';
 import type { PaymentStore } from './store.js';
 import { Errors } from '../errors.js';
 import type { ApiApp } from '../http/route-info.js';
-
-export const ListPaymentsQuery = Type.Object(
-  {
-    status: Type.Optional(Type.Enum(['accepted', 'flagged'], { description: '`flagged`: payments kept for the operator to settle (usually a refund)' })),
-    game_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    provider: Type.Optional(Type.String({ minLength: 1, maxLength: 32, pattern: '^[a-z0-9_]+$' })),
-    order_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    limit: PageLimit,
-    cursor: PageCursor,
-  },
-  { additionalProperties: false },
-);
-type ListPaymentsQuery = Static<typeof ListPaymentsQuery>;
-
-const PaymentPage = Type.Object({
-  data: Type.Array(Type.Intersect([AdminPayment, Type.Object({ order_id: Type.String(), game_id: Type.Union([Type.String(), Type.Null()]) })])),
-  next_cursor: Type.Union([Type.String(), Type.Null()]),
-});
 
 const isCursor = (v: unknown) => Array.isArray(v) && v.length === 3 && v[0] === 'pay' && Number.isSafeInteger(v[1]) && typeof v[2] === 'string';
 

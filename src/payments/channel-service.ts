@@ -1,5 +1,5 @@
 import type { Transaction } from 'kysely';
-import { recordAudit } from '../admin/audit.js';
+import { recordAudit, type Actor } from '../admin/audit.js';
 import type { DB } from '../db/schema.js';
 import { Errors } from '../errors.js';
 import type { Clock } from '../lib/clock.js';
@@ -66,7 +66,7 @@ export class ChannelService {
   }
 
   /** Creates or replaces a channel; `body` has passed the provider's settingsBody. */
-  async put(gameId: string, channel: string, body: { enabled: boolean } & ChannelSettings, actor: string): Promise<ChannelView> {
+  async put(gameId: string, channel: string, body: { enabled: boolean } & ChannelSettings, by: Actor): Promise<ChannelView> {
     const { store, clock, ids, secrets } = this.d;
     const provider = this.providers.get(channel);
     if (!provider) throw Errors.notFound(`no payment channel ${channel}`);
@@ -87,19 +87,19 @@ export class ChannelService {
         updated_at: now,
       };
       await store.upsert(trx, next);
-      await recordAudit(trx, ids, now, { actor, action: 'game.channel.put', target: `${gameId}/${channel}`, detail: { enabled, ...masked(open, Object.keys(sealed)) } });
+      await recordAudit(trx, ids, now, { by, game: gameId, action: 'game.channel.put', target: `${gameId}/${channel}`, detail: { enabled, ...masked(open, Object.keys(sealed)) } });
       return next;
     });
     this.invalidate(gameId);
     return this.view(row);
   }
 
-  async delete(gameId: string, channel: string, actor: string): Promise<void> {
+  async delete(gameId: string, channel: string, by: Actor): Promise<void> {
     const { store, clock, ids } = this.d;
     const now = clock.now();
     await store.transaction(async (trx) => {
       if (!(await store.delete(trx, gameId, channel))) throw Errors.notFound(`channel ${channel} of game ${gameId} not found`);
-      await recordAudit(trx, ids, now, { actor, action: 'game.channel.delete', target: `${gameId}/${channel}` });
+      await recordAudit(trx, ids, now, { by, game: gameId, action: 'game.channel.delete', target: `${gameId}/${channel}` });
     });
     this.invalidate(gameId);
   }

@@ -43,7 +43,8 @@ export async function rotateSecrets(
     const resealed = columns.reduce((n, c) => n + c.resealed, 0);
     if (!dryRun) {
       await recordAudit(trx, opts.ids, opts.now, {
-        actor: 'cli',
+        by: { actor: 'cli', address: null },
+        game: null,
         action: 'secrets.rotate',
         target: `key:${box.currentKeyId}`,
         detail: { resealed, columns },

@@ -23,6 +23,7 @@ import * as m0019 from './0019_games_last_used_key.js';
 import * as m0020 from './0020_reconciliation_schedule.js';
 import * as m0021 from './0021_notification_attempts_at.js';
 import * as m0022 from './0022_operator_accounts.js';
+import * as m0023 from './0023_audit_address_game_totp_step.js';
 
 /**
  * Versioned migrations, applied in name order, forward only. Add a new file
@@ -53,4 +54,5 @@ export const migrations: Record<string, Migration> = {
   '0020_reconciliation_schedule': m0020,
   '0021_notification_attempts_at': m0021,
   '0022_operator_accounts': m0022,
+  '0023_audit_address_game_totp_step': m0023,
 };

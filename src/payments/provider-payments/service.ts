@@ -1,4 +1,4 @@
-import { recordAudit } from '../../admin/audit.js';
+import { recordAudit, type Actor } from '../../admin/audit.js';
 import { Errors } from '../../errors.js';
 import type { Clock } from '../../lib/clock.js';
 import { prefixedId, type IdGenerator } from '../../lib/ids.js';
@@ -63,7 +63,7 @@ export class ProviderPayments {
    * (else by its callback or the job's query). Null when the order was not paid through such a
    * provider (the caller refunds it its own way). 409 when the order cannot be refunded now.
    */
-  async requestRefund(orderId: string, actor: string, reason: string | undefined): Promise<OrderRow | null> {
+  async requestRefund(orderId: string, by: Actor, reason: string | undefined): Promise<OrderRow | null> {
     const { store, payments, orders, lifecycle, clock, ids } = this.d;
     const paid = await payments.acceptedPayment(orderId);
     const provider = paid ? payments.provider(paid.provider) : undefined;
@@ -71,7 +71,7 @@ export class ProviderPayments {
     const now = clock.now();
     const refundId = prefixedId('rfd', ids);
     const row = await store.transaction(async (trx) => {
-      const r = await lifecycle.requestRefund(trx, orderId, now, { actor, reason, refund_id: refundId });
+      const r = await lifecycle.requestRefund(trx, orderId, now, { actor: by.actor, reason, refund_id: refundId });
       if (!r.order) throw Errors.notFound(`order ${orderId} not found`);
       if (!r.changed) throw Errors.invalidState(`order ${orderId} is ${r.order.status}; refund is not allowed`);
       const refund: ProviderRefundRow = {
@@ -84,7 +84,7 @@ export class ProviderPayments {
         currency: paid.currency,
         status: 'pending',
         provider_refund_id: null,
-        actor,
+        actor: by.actor,
         reason: reason ?? null,
         detail: null,
         checks: 0,
@@ -95,7 +95,7 @@ export class ProviderPayments {
         updated_at: now,
       };
       await store.insertRefund(trx, refund);
-      await recordAudit(trx, ids, now, { actor, action: 'order.refund', target: orderId, detail: { from: r.from, to: r.order.status, reason, refund_id: refundId } });
+      await recordAudit(trx, ids, now, { by, game: r.order.game_id, action: 'order.refund', target: orderId, detail: { from: r.from, to: r.order.status, reason, refund_id: refundId } });
       return refund;
     });
     const channel = await this.channelOf(provider, row.game_id);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import type { Actor } from '../../admin/audit.js';
 import type { DB } from '../../db/schema.js';
 import { isApiError } from '../../errors.js';
 import { beijingDate, beijingDayStart } from '../../lib/beijing-time.js';
@@ -22,7 +23,7 @@ export interface ReconciliationScheduleDeps {
 }
 
 /** The actor of scheduled runs in the reconciliations and the audit log. */
-export const SCHEDULE_ACTOR = 'schedule';
+export const SCHEDULE_ACTOR: Actor = { actor: 'schedule', address: null };
 const HOUR_MS = 3_600_000;
 /** How long an instance holds a (game, channel, day) while it reconciles it. */
 const LEASE_MS = 10 * 60_000;

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import { recordAudit } from '../../admin/audit.js';
+import { recordAudit, type Actor } from '../../admin/audit.js';
 import type { DB, ReconciliationsTable } from '../../db/schema.js';
 import { Errors } from '../../errors.js';
 import { BEIJING_OFFSET_MS } from '../../lib/beijing-time.js';
@@ -49,7 +49,7 @@ const DAY_MS = 86_400_000;
 export class ReconciliationService {
   constructor(private readonly d: ReconciliationDeps) {}
 
-  async run(channel: string, gameId: string, date: string, actor: string): Promise<ReconciliationRow> {
+  async run(channel: string, gameId: string, date: string, by: Actor): Promise<ReconciliationRow> {
     const { db, payments, providerPayments, channels, clock, ids } = this.d;
     const gateway = providerPayments.gatewayOf(channel);
     if (!gateway?.gateway.statement) throw Errors.invalidRequest(`channel ${channel} has no statement to reconcile (wechat, alipay)`);
@@ -57,7 +57,7 @@ export class ReconciliationService {
     if (!settings) throw Errors.notFound(`game ${gameId} has no ${channel} channel`);
     const start = Date.parse(`${date}T00:00:00Z`) - BEIJING_OFFSET_MS;
     if (!Number.isFinite(start) || start + DAY_MS > clock.now()) throw Errors.invalidRequest(`date ${date} is not a past day (Beijing time)`);
-    const row: ReconciliationRow = { reconciliation_id: prefixedId('rec', ids), channel, game_id: gameId, date, status: 'failed', counts: null, differences: null, error: null, actor, created_at: clock.now() };
+    const row: ReconciliationRow = { reconciliation_id: prefixedId('rec', ids), channel, game_id: gameId, date, status: 'failed', counts: null, differences: null, error: null, actor: by.actor, created_at: clock.now() };
     try {
       const statement = await this.ofGame(gameId, await gateway.gateway.statement(settings, date));
       const differences: Difference[] = [];
@@ -85,7 +85,7 @@ export class ReconciliationService {
     }
     await db.transaction().execute(async (trx) => {
       await trx.insertInto('reconciliations').values(row).execute();
-      await recordAudit(trx, ids, row.created_at, { actor, action: 'reconciliation.run', target: `${gameId}/${channel}/${date}`, detail: { status: row.status } });
+      await recordAudit(trx, ids, row.created_at, { by, game: gameId, action: 'reconciliation.run', target: `${gameId}/${channel}/${date}`, detail: { status: row.status } });
     });
     return row;
   }
