@@ -24,7 +24,7 @@ import { createGame, orderBody, signed, startService, type TestService } from '.
  * How the SQLite storage core behaves when SQLite itself fails: a COMMIT or a BEGIN that fails,
  * a job that fails inside a large batch, a full database, a lock held by another process, a
  * checkpoint that fails; and the batch bounds of the group commit (src/db/group-commit.ts,
- * src/db/index.ts, src/db/checkpointer.ts). Every failure here is a real one of SQLite's.
+ * src/db/open-sqlite.ts, src/db/checkpointer.ts). Every failure here is a real one of SQLite's.
  */
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

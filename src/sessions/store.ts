@@ -43,7 +43,7 @@ export class SessionStore {
     return this.tx(fn);
   }
 
-  /** A write of one statement, atomic and committed when the promise settles (db/index.ts). */
+  /** A write of one statement, atomic and committed when the promise settles (db/database.ts). */
   oneStatement<T>(fn: (q: Q) => Promise<T>): Promise<T> {
     return this.single(fn);
   }
