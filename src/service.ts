@@ -200,8 +200,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   // ---- end production ----
 
   const paymentChannels = createPaymentChannels({
-    db: database.db,
-    transaction: database.transaction,
+    database,
     clock,
     ids,
     secrets,
@@ -214,12 +213,12 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   });
   const channels = paymentChannels.channels;
   const games = new GameService({
-    store: new GameStore(database.db, database.transaction), sandbox: channels, clock, ids, secrets, refuseInternalUrls: blockPrivate,
+    store: new GameStore(database), sandbox: channels, clock, ids, secrets, refuseInternalUrls: blockPrivate,
     onKeyUseError: (err, gameId) => logger.warn({ err, game_id: gameId }, 'storing the key a game signed with failed'),
   });
   const snapshot = (gameId: string) => games.snapshot(gameId);
-  const compliance = new ComplianceStore(database.db, database.dialect, database.transaction);
-  const orderStore = new OrderStore(database.db, database.transaction, database.dialect);
+  const compliance = new ComplianceStore(database);
+  const orderStore = new OrderStore(database);
   const orders = new OrderService({
     store: orderStore,
     clock,
@@ -230,7 +229,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     metrics,
   });
   const sessions = new SessionService({
-    store: new SessionStore(database.db, database.transaction, database.oneStatement),
+    store: new SessionStore(database),
     clock,
     ids,
     games: snapshot,
@@ -246,10 +245,10 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   });
   // The national system's base URL is operator configuration (not caller-given): no address blocking.
   const nppaClient = new NppaClient();
-  const partners = new PartnerService({ store: new PartnerStore(database.db, database.transaction), clock, ids, secrets });
+  const partners = new PartnerService({ store: new PartnerStore(database), clock, ids, secrets });
   const roleCache = new RoleCache({ clock, ttlMs: config.roleCacheTtlMs, staleTtlMs: config.roleStaleTtlMs });
   const bindings = new BindingService({
-    store: new BindingStore(database.db),
+    store: new BindingStore(database),
     partnerSnapshot: (id) => partners.snapshot(id),
     gameSnapshot: (id) => games.snapshot(id),
     gm: new GmClient({ outbound: gmOutbound, clock, ids, timeoutMs: config.gmTimeoutMs }),
@@ -260,7 +259,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   });
   const lifecycle = new OrderLifecycle({ store: orderStore, ids });
   // An acknowledged ship_order delivers its order through the orders domain's lifecycle.
-  const notificationStore = new NotificationStore(database.db, database.dialect, database.transaction, lifecycle);
+  const notificationStore = new NotificationStore(database, lifecycle);
   // Domains that write notifications (payments, refunds) call dispatcher.kick() after commit.
   const dispatcher = new NotificationDispatcher({
     metrics,
@@ -300,7 +299,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   });
   const orderAdmin = new OrderAdminService({
     store: orderStore,
-    views: new OrderAdminStore(database.db),
+    views: new OrderAdminStore(database),
     lifecycle,
     clock,
     ids,
@@ -371,7 +370,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     clientOf: clientAddressOf(config.trustProxy),
   });
   metrics.watchAdmission({ limit: () => shedding.currentLimit, inProgress: () => shedding.inProgress });
-  const operators = createOperators({ db: database.db, transaction: database.transaction, clock, ids, secrets, limiter, publicBaseUrl: config.publicBaseUrl, settings: config.operators, adminToken: authenticateAdmin, onLimited });
+  const operators = createOperators({ database, clock, ids, secrets, limiter, publicBaseUrl: config.publicBaseUrl, settings: config.operators, adminToken: authenticateAdmin, onLimited });
   const app = createFastify({
     logger,
     clock,

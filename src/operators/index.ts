@@ -1,7 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Kysely } from 'kysely';
-import type { TransactionRunner } from '../db/group-commit.js';
-import type { DB } from '../db/schema.js';
+import type { StoreDatabase } from '../db/database.js';
 import { Errors } from '../errors.js';
 import { addressGroup } from '../lib/address-group.js';
 import type { Clock } from '../lib/clock.js';
@@ -26,8 +24,7 @@ export interface OperatorSettings extends SignInSettings, CookieSettings {
 }
 
 export interface OperatorsOptions {
-  db: Kysely<DB>;
-  transaction: TransactionRunner;
+  database: StoreDatabase;
   clock: Clock;
   ids: IdGenerator;
   secrets: SecretBox;
@@ -50,7 +47,7 @@ export interface Operators {
 
 /** Operator accounts, sessions, API keys and the access rules of the operator API (operators.md 1). */
 export function createOperators(o: OperatorsOptions): Operators {
-  const store = new OperatorStore(o.db, o.transaction);
+  const store = new OperatorStore(o.database);
   const accounts = new AccountService({ store, clock: o.clock, ids: o.ids, publicBaseUrl: o.publicBaseUrl });
   const signIn = new SignInService({ store, clock: o.clock, ids: o.ids, secrets: o.secrets, limiter: o.limiter, settings: o.settings, onLimited: o.onLimited });
   const lookups: GameLookups = {

@@ -1,6 +1,4 @@
-import type { TransactionRunner } from '../db/group-commit.js';
-import type { Kysely } from 'kysely';
-import type { DB } from '../db/schema.js';
+import type { StoreDatabase } from '../db/database.js';
 import type { Logger } from 'pino';
 import type { Clock } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
@@ -36,8 +34,7 @@ import { ProviderPaymentStore } from './provider-payments/store.js';
 import type { ApiApp } from '../http/route-info.js';
 
 export interface PaymentChannelsDeps {
-  db: Kysely<DB>;
-  transaction: TransactionRunner;
+  database: StoreDatabase;
   clock: Clock;
   ids: IdGenerator;
   secrets: SecretBox;
@@ -67,9 +64,9 @@ export interface PaymentChannels {
 
 /** Every channel this service offers, one folder each (payments.md 1). */
 export function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
-  const store = new PaymentStore(d.db, d.transaction);
-  const tokens = new AppAccountTokens(d.db);
-  const google = { api: new PlayApi({ baseUrl: d.google.apiBaseUrl, timeoutMs: d.google.timeoutMs, log: d.log }), purchases: new GooglePurchaseStore(d.db) };
+  const store = new PaymentStore(d.database);
+  const tokens = new AppAccountTokens(d.database);
+  const google = { api: new PlayApi({ baseUrl: d.google.apiBaseUrl, timeoutMs: d.google.timeoutMs, log: d.log }), purchases: new GooglePurchaseStore(d.database) };
   const alipay = new AlipayClients(d.alipayGatewayUrl, () => d.clock.now());
   const providers: PaymentProvider[] = [
     new SandboxProvider(),
@@ -79,14 +76,14 @@ export function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
     new WechatProvider({ baseUrl: d.wechatpayBaseUrl, clock: d.clock, callbackUrl: (gameId) => `${d.publicBaseUrl}/v1/callbacks/wechat/${encodeURIComponent(gameId)}` }),
   ];
   const channels = new ChannelService({
-    store: new ChannelStore(d.db, d.transaction),
+    store: new ChannelStore(d.database),
     providers,
     secrets: d.secrets,
     clock: d.clock,
     ids: d.ids,
     publicBaseUrl: d.publicBaseUrl,
   });
-  return { providers, channels, store, tokens, verifiers: new AppleVerifiers(d.appleRootCerts), google, open: new ProviderPaymentStore(d.db, d.transaction), alipay };
+  return { providers, channels, store, tokens, verifiers: new AppleVerifiers(d.appleRootCerts), google, open: new ProviderPaymentStore(d.database), alipay };
 }
 
 export interface PaymentRouteDeps {
