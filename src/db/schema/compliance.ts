@@ -50,7 +50,7 @@ export interface NppaLeasesTable {
   paused_until: number;
   /** Delay added to the recorded times of the game's backlog (ms) as of shift_at, 0 when none. */
   shift_ms: number;
-  /** When shift_ms was saved (Unix ms): it shrinks from then (uploader.ts, CATCH_UP). */
+  /** When shift_ms was saved (Unix ms): it shrinks from then (upload-batch.ts, CATCH_UP). */
   shift_at: number;
   /** The latest `ot` (Unix s) accepted for the game. */
   last_ot: number;
