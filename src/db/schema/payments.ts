@@ -33,14 +33,8 @@ export interface PaymentsTable {
   reason: string | null;
 }
 
-/** A payment started at a web provider (wechat, alipay): migration 0014. */
-export interface ProviderPaymentsTable {
-  provider: string;
-  order_id: string;
-  game_id: string;
-  state: 'open' | 'paid' | 'closed';
-  /** JSON: the client action handed out, by mode. */
-  actions: string;
+/** What a row the provider-payment job checks at the provider has: its checks and its claim. */
+interface ProviderChecked {
   checks: number;
   next_check_at: number;
   locked_until: number;
@@ -49,8 +43,18 @@ export interface ProviderPaymentsTable {
   updated_at: number;
 }
 
+/** A payment started at a web provider (wechat, alipay): migration 0014. */
+export interface ProviderPaymentsTable extends ProviderChecked {
+  provider: string;
+  order_id: string;
+  game_id: string;
+  state: 'open' | 'paid' | 'closed';
+  /** JSON: the client action handed out, by mode. */
+  actions: string;
+}
+
 /** A refund requested from a provider (refund_id is our out_refund_no): migration 0014. */
-export interface ProviderRefundsTable {
+export interface ProviderRefundsTable extends ProviderChecked {
   refund_id: string;
   provider: string;
   order_id: string;
@@ -64,12 +68,6 @@ export interface ProviderRefundsTable {
   reason: string | null;
   /** JSON: the provider's last word (refusal message, state). */
   detail: string | null;
-  checks: number;
-  next_check_at: number;
-  locked_until: number;
-  locked_by: string | null;
-  created_at: number;
-  updated_at: number;
 }
 
 /** A (game, channel, day) the scheduled reconciliation takes on, once (migration 0020). */
