@@ -1,7 +1,7 @@
 import { Kysely, Migrator, sql, type Migration, type MigrationResultSet } from 'kysely';
 import { DEFAULT_MIGRATION_LOCK_TIMEOUT_MS } from '../config/index.js';
 import type { DB } from './schema.js';
-import type { Database } from './database.js';
+import { isPostgres, type Database } from './database.js';
 import { migrations } from './migrations/index.js';
 import { DatabaseUnusableError } from './errors.js';
 import { SQLITE_BUSY_TIMEOUT_MS } from './open-sqlite.js';
@@ -50,7 +50,7 @@ export async function migrateToLatest(database: Database, list?: Record<string, 
   const { db } = database;
   // A migration may rewrite a whole table: on SQLite its journals go to temporary files (see
   // openSqlite in open-sqlite.ts), so memory does not grow with the table.
-  const sqlite = database.dialect === 'sqlite';
+  const sqlite = !isPostgres(database);
   if (!sqlite) {
     // PostgreSQL: Kysely runs each pending migration in a transaction, under an advisory lock.
     // A migration may rewrite a table: each one turns the statement time-out off for the rest
