@@ -48,7 +48,7 @@ async function run(tempStore: 'MEMORY' | 'FILE'): Promise<number> {
   try {
     await migrateToLatest(database);
     await sql.raw(`pragma temp_store = ${tempStore}`).execute(database.db);
-    const orders = new OrderService({ store: new OrderStore(database.db, database.transaction, 'sqlite'), clock: systemClock, ids: new IdGenerator() });
+    const orders = new OrderService({ store: new OrderStore(database), clock: systemClock, ids: new IdGenerator() });
     const bodies = Array.from({ length: ORDERS }, (_, i) => body(i));
     const cpu = process.cpuUsage();
     let next = 0;

@@ -12,7 +12,7 @@ let installed = false;
  * - keepTickObjectShape (lib/tick-shape.ts): V8's hidden classes of process.nextTick objects
  *   are kept alive, so that their inline caches stay monomorphic.
  * PostgreSQL's int8 parser is not one of them: it is given to the service's own pool only
- * (db/index.ts). Idempotent.
+ * (db/open-postgres.ts). Idempotent.
  */
 export function installProcessWide(): void {
   if (installed) return;

@@ -26,7 +26,7 @@ beforeAll(async () => {
   order = await createOrder(t, game);
   // What StoreKit gives the app: a purchase made with the order's appAccountToken (the one
   // /v1/client/pay answers in the guide), signed by the App Store.
-  const token = await new AppAccountTokens(t.service.database.db).forOrder(order.order_id, Date.now());
+  const token = await new AppAccountTokens(t.service.database).forOrder(order.order_id, Date.now());
   signedTransaction = apple.sign(transaction({ bundleId: 'com.example.game', productId: 'com.example.game.gems60', appAccountToken: token, environment: 'Sandbox' }));
 });
 afterAll(async () => t?.stop());

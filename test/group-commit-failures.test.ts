@@ -24,7 +24,7 @@ import { createGame, orderBody, signed, startService, type TestService } from '.
  * How the SQLite storage core behaves when SQLite itself fails: a COMMIT or a BEGIN that fails,
  * a job that fails inside a large batch, a full database, a lock held by another process, a
  * checkpoint that fails; and the batch bounds of the group commit (src/db/group-commit.ts,
- * src/db/index.ts, src/db/checkpointer.ts). Every failure here is a real one of SQLite's.
+ * src/db/open-sqlite.ts, src/db/checkpointer.ts). Every failure here is a real one of SQLite's.
  */
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -350,7 +350,7 @@ describe('orders: the guarded update and the expiry order', () => {
     const game = await createGame(s);
     const o = await createOrder(s, game);
     const db = s.service.database;
-    const store = new OrderStore(db.db, db.transaction, db.dialect);
+    const store = new OrderStore(db);
     const now = clock.now();
     // The order is `created`: an update guarded on `paid` (a refund that lost a race) must not apply.
     const lost = await store.transaction((trx) => store.updateIfStatus(trx, o.order_id, 'paid', { status: 'refunded', refunded_at: now, updated_at: now }));
@@ -374,7 +374,7 @@ describe('orders: the guarded update and the expiry order', () => {
     // The planner knows the table for what it is, two rows (as autovacuum would tell it): it
     // then reads them in storage order, the first created first, whatever their expiry.
     await sql`analyze orders`.execute(db.db);
-    const store = new OrderStore(db.db, db.transaction, db.dialect);
+    const store = new OrderStore(db);
     const sweeper = new OrderSweeper({ store, lifecycle: new OrderLifecycle({ store, ids: new IdGenerator() }), clock, intervalMs: 600_000, batchSize: 1 });
     expect(await sweeper.sweepOnce()).toBe(2);
     // Event ids are time-ordered: the order of the expiry events is the order of the sweep.

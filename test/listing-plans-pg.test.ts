@@ -7,7 +7,7 @@ import type { DB } from '../src/db/schema.js';
 import { NotificationStore } from '../src/notifications/store.js';
 import { OrderAdminStore } from '../src/orders/admin-store.js';
 import { SessionStore } from '../src/sessions/store.js';
-import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
+import { createTestDatabase, storeDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
 import { insertGames } from './helpers/sqlite-plans.js';
 
 // What PostgreSQL plans for the operator listings filtered by status when the statistics are
@@ -69,14 +69,14 @@ describe.skipIf(TEST_DB !== 'postgres')('status listings on PostgreSQL with stal
     expect(listing).toBeGreaterThan(0);
     expect(sent.slice(0, listing)).toEqual(expect.arrayContaining(['begin', 'set local enable_sort = off', 'set local enable_incremental_sort = off', 'set local jit = off']));
     const query = seen[listing]!;
-    return inIndexOrder(kysely, async (trx) => {
+    return inIndexOrder(true, kysely, async (trx) => {
       const r = await trx.executeQuery<{ 'QUERY PLAN': string }>(CompiledQuery.raw(`EXPLAIN ${query.sql}`, [...query.parameters]));
       return r.rows.map((row) => row['QUERY PLAN']).join('\n');
     });
   };
 
   it('orders of one game by status: an index read of (game_id, status, created_at), not every created order', async () => {
-    const store = new OrderAdminStore(kysely);
+    const store = new OrderAdminStore(storeDatabase(kysely, 'postgres'));
     for (const [gameId, rows] of [['g_b', 0], ['g_a', 50]] as const) {
       const text = await plan(() => store.list({ gameId, status: 'created' }, null, 50), 'orders', rows);
       expect(text, text).toMatch(/Index Scan Backward using orders_game_status_created on orders/);
@@ -85,7 +85,7 @@ describe.skipIf(TEST_DB !== 'postgres')('status listings on PostgreSQL with stal
   });
 
   it('orders by status across games: each game\'s page from that index', async () => {
-    const store = new OrderAdminStore(kysely);
+    const store = new OrderAdminStore(storeDatabase(kysely, 'postgres'));
     const text = await plan(() => store.list({ status: 'created' }, null, 50), 'orders', 50);
     // The sort priced out costs 10^10: no JIT compilation for it.
     expect(text, text).not.toContain('JIT');
@@ -99,7 +99,7 @@ describe.skipIf(TEST_DB !== 'postgres')('status listings on PostgreSQL with stal
              case when i % 4 = 0 then null else 'leave' end, i
       from generate_series(1, ${BURST * 3}) i`.execute(kysely);
     await sql`analyze sessions`.execute(kysely);
-    const store = new SessionStore(kysely);
+    const store = new SessionStore(storeDatabase(kysely, 'postgres'));
     const after = { createdAt: BURST * 2, gameId: 'g_b', sessionId: 's' };
     const text = await plan(() => store.list(kysely, { limit: 50, after }), 'sessions', 50);
     for (const index of ['sessions_open_created', 'sessions_closed_created']) expect(text, text).toContain(`Index Scan Backward using ${index} on sessions`);
@@ -108,7 +108,7 @@ describe.skipIf(TEST_DB !== 'postgres')('status listings on PostgreSQL with stal
   });
 
   it('notifications of one game by status: (game_id, status, notification_id), not every pending one', async () => {
-    const store = new NotificationStore(kysely, 'postgres');
+    const store = new NotificationStore(storeDatabase(kysely, 'postgres'));
     for (const [gameId, rows] of [['g_b', 0], ['g_a', 50]] as const) {
       const text = await plan(() => store.list({ gameId, status: 'pending', limit: 50 }), 'notifications', rows);
       expect(text, text).toMatch(/Index Scan Backward using notifications_game on notifications/);

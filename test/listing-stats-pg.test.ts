@@ -7,7 +7,7 @@ import { inIndexOrder } from '../src/db/planner.js';
 import type { DB } from '../src/db/schema.js';
 import { NotificationStore } from '../src/notifications/store.js';
 import { OrderAdminStore } from '../src/orders/admin-store.js';
-import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
+import { createTestDatabase, storeDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
 import { insertGames } from './helpers/sqlite-plans.js';
 
 // A status common in the table but absent from one large game, with fresh statistics: without
@@ -39,13 +39,13 @@ describe.skipIf(TEST_DB !== 'postgres')('a game\'s listing by a status it has no
     expect(await run()).toEqual([]);
     const query = seen.find((q) => q.sql.includes(`from "${table}"`));
     expect(query).toBeDefined();
-    return inIndexOrder(kysely, async (trx) => {
+    return inIndexOrder(true, kysely, async (trx) => {
       const r = await trx.executeQuery<{ 'QUERY PLAN': string }>(CompiledQuery.raw(`EXPLAIN ${query!.sql}`, [...query!.parameters]));
       return r.rows.map((row) => row['QUERY PLAN']).join('\n');
     });
   };
-  const listOrders = () => new OrderAdminStore(kysely).list({ gameId: 'g_a', status: 'created' }, null, 50);
-  const listNotifications = () => new NotificationStore(kysely, 'postgres').list({ gameId: 'g_a', status: 'succeeded', limit: 50 });
+  const listOrders = () => new OrderAdminStore(storeDatabase(kysely, 'postgres')).list({ gameId: 'g_a', status: 'created' }, null, 50);
+  const listNotifications = () => new NotificationStore(storeDatabase(kysely, 'postgres')).list({ gameId: 'g_a', status: 'succeeded', limit: 50 });
 
   beforeAll(async () => {
     tdb = await createTestDatabase();

@@ -5,7 +5,7 @@ import { SessionStore } from '../src/sessions/store.js';
 import { ManualClock } from '../src/lib/clock.js';
 import { createOrder } from './helpers/orders.js';
 import { enter, pool } from './helpers/nppa-game.js';
-import { TEST_DB, type TestDatabase } from './helpers/db.js';
+import { storeDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
 import { admin, createGame, startService, type TestGame, type TestService } from './helpers/service.js';
 import { plannedDatabase, type LoggedSqlite } from './helpers/sqlite-plans.js';
 
@@ -144,7 +144,7 @@ describe.skipIf(TEST_DB !== 'sqlite')(`listings across ${GAMES} games on SQLite:
   };
 
   it('orders: by player, by player and status, by status', async () => {
-    const store = new OrderAdminStore(sqlite.kysely);
+    const store = new OrderAdminStore(storeDatabase(sqlite.kysely, 'sqlite'));
     const filters = [{ comboId: 'p' }, { comboId: 'p', status: 'created' as const }, { status: 'created' as const }];
     for (const filter of filters) {
       const lines = await reads(() => store.list(filter, null, 50), 'orders');
@@ -154,7 +154,7 @@ describe.skipIf(TEST_DB !== 'sqlite')(`listings across ${GAMES} games on SQLite:
   });
 
   it('sessions: all, open', async () => {
-    const store = new SessionStore(sqlite.kysely);
+    const store = new SessionStore(storeDatabase(sqlite.kysely, 'sqlite'));
     for (const filter of [{ limit: 50 }, { open: true, limit: 50 }]) {
       const lines = await reads(() => store.list(sqlite.kysely, filter), 'sessions');
       expect(lines.length, JSON.stringify(filter)).toBeGreaterThan(0);
@@ -163,7 +163,7 @@ describe.skipIf(TEST_DB !== 'sqlite')(`listings across ${GAMES} games on SQLite:
   });
 
   it('sessions by player: a range read of the player index per game, and the sessions past it by rowid', async () => {
-    const store = new SessionStore(sqlite.kysely);
+    const store = new SessionStore(storeDatabase(sqlite.kysely, 'sqlite'));
     sqlite.seen.length = 0;
     expect(await store.list(sqlite.kysely, { comboId: 'p', limit: 50 })).toHaveLength(2);
     const lines = sqlite.plan(sqlite.seen.find((q) => q.sql.includes('session_players'))!);

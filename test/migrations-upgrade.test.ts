@@ -87,7 +87,7 @@ describe('upgrading a database left at an earlier set of migrations', () => {
     expect(await columns()).not.toContain('shift_at');
     await migrateToLatest(database);
     expect(await columns()).toContain('shift_at');
-    const store = new ComplianceStore(database.db, database.dialect, database.transaction);
+    const store = new ComplianceStore(database);
     await database.db.insertInto('nppa_leases').values({ game_id: 'g', owner: 'me', expires_at: Date.now() + 60_000, paused_until: 0, shift_ms: 0, shift_at: 0, last_ot: 0 }).execute();
     await store.saveProgress(database.db, 'g', 'me', { shiftMs: 5000, shiftAt: 1, lastOt: 2 });
     expect(await database.db.selectFrom('nppa_leases').select(['shift_ms', 'shift_at', 'last_ot']).executeTakeFirstOrThrow()).toEqual({ shift_ms: 5000, shift_at: 1, last_ot: 2 });

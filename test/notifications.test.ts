@@ -302,7 +302,7 @@ describe('operator API', () => {
     await settled(refundId!);
     const db = t.service.database;
     const svc = new NotificationService({
-      store: new NotificationStore(db.db, db.dialect, db.transaction),
+      store: new NotificationStore(db),
       clock: { now: () => Date.now() },
       ids: new IdGenerator(),
       onRedeliver: () => {},
@@ -599,7 +599,7 @@ describe('claiming (the store on a real database)', () => {
     const later = Date.now() + 7 * 86_400_000;
     for (let i = 0; i < 5; i++) await paidOrder(t, g, receiver.url + newPath(), { now: later });
     const db = t.service.database;
-    const store = new NotificationStore(db.db, db.dialect, db.transaction);
+    const store = new NotificationStore(db);
     const [a, b] = await Promise.all([store.claimDue(later, 2, later + 60_000, 'claim-a'), store.claimDue(later, 2, later + 60_000, 'claim-b')]);
     expect(a).toHaveLength(2);
     expect(b).toHaveLength(2);
@@ -639,7 +639,7 @@ describe('recording an attempt (the store on a real database)', () => {
     }
     const outbound = new OutboundClient({ blockPrivate: false });
     const dispatcher = new NotificationDispatcher({
-      store: new RefusingStore(db.db, db.dialect, db.transaction),
+      store: new RefusingStore(db),
       keys: { snapshot: async () => ({ secrets: [g.secret] }) },
       outbound,
       clock: { now: () => later },
@@ -671,7 +671,7 @@ describe('recording an attempt (the store on a real database)', () => {
     // Claimed by a dispatcher ('crashed') for an hour: the service's own dispatcher leaves it be.
     const { order, notificationId } = await paidOrder(t, g, receiver.url + newPath(), { lockedUntil: now + 3_600_000 });
     const db = t.service.database;
-    const store = new NotificationStore(db.db, db.dialect, db.transaction);
+    const store = new NotificationStore(db);
     const ids = new IdGenerator();
     const outcome = { status: 'succeeded' as const, attempts: 1, next_attempt_at: now, last_error: null, delivered_at: now };
     const delivery = { orderId: order.order_id, eventId: `oev_${ids.next(now)}`, notificationId };

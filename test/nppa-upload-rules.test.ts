@@ -204,7 +204,7 @@ describe('national-system uploader rounds: claims shared with other processes', 
         return super.claim(ids, owner, at, until);
       }
     }
-    const up = uploader(new RacingStore(database.db, database.dialect, database.transaction), clock);
+    const up = uploader(new RacingStore(database), clock);
     await up.tick();
     await up.stop();
     expect(sentSessions()).toEqual([[si(1)]]);
@@ -224,7 +224,7 @@ describe('national-system uploader rounds: claims shared with other processes', 
     standIn.beforeAnswer = async () => {
       await database.db.updateTable('nppa_events').set({ locked_by: OTHER, locked_until: now + 120_000 }).where('event_id', '=', e1!).execute();
     };
-    const up = uploader(new ComplianceStore(database.db, database.dialect, database.transaction), clock);
+    const up = uploader(new ComplianceStore(database), clock);
     await up.tick();
     await up.stop();
     expect(sentSessions()).toEqual([[si(1)]]);
@@ -237,7 +237,7 @@ describe('national-system uploader rounds: claims shared with other processes', 
     const clock = new ManualClock(Date.now());
     const now = clock.now();
     const [e1, e2] = await insertEvents(now, 2, { 1: { locked_by: OTHER, locked_until: now + 60_000 } });
-    const up = uploader(new ComplianceStore(database.db, database.dialect, database.transaction), clock, false);
+    const up = uploader(new ComplianceStore(database), clock, false);
     await up.tick();
     await up.stop();
     expect(sentSessions()).toEqual([]);
@@ -267,7 +267,7 @@ describe('national-system uploader rounds: claims shared with other processes', 
         return super.releaseLeases(owner);
       }
     }
-    const up = uploader(new WatchedStore(database.db, database.dialect, database.transaction), clock);
+    const up = uploader(new WatchedStore(database), clock);
     let stopping: Promise<unknown> = Promise.resolve();
     try {
       await up.tick();

@@ -317,7 +317,7 @@ describe('ComplianceStore.dueGames on a real database', () => {
     const database = openDatabase(tdb.url);
     try {
       await migrateToLatest(database);
-      const store = new ComplianceStore(database.db, database.dialect);
+      const store = new ComplianceStore(database);
       const event = (gameId: string, i: number, over: Record<string, unknown> = {}) => ({
         event_id: `nev_${gameId}_${i}`, game_id: gameId, session_id: `s${i}`, combo_id: 'p', bt: 1, ot_ms: 1000 + i,
         status: 'pending' as const, attempts: 0, next_attempt_at: 0, last_error: null, created_at: 1000, uploaded_at: null,

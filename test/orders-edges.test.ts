@@ -196,7 +196,7 @@ describe('the expiry sweeper', () => {
       for (let i = 0; i < 5; i++) orders.push(await createOrder(s, g));
       sclock.advance(61_000);
       const db = s.service.database;
-      const store = new OrderStore(db.db, db.transaction, db.dialect);
+      const store = new OrderStore(db);
       const sweeper = new OrderSweeper({ store, lifecycle: new OrderLifecycle({ store, ids: new IdGenerator() }), clock: sclock, intervalMs: 600_000, batchSize: 2 });
       expect(await sweeper.sweepOnce()).toBe(5);
       for (const o of orders) expect(await statusOf(s, o.order_id)).toBe('expired');

@@ -284,7 +284,7 @@ describe('the expiry sweeper', () => {
           stopping ??= sweeper!.stop();
           return r;
         }, options);
-      const store = new OrderStore(database.db, transaction, database.dialect);
+      const store = new OrderStore({ ...database, transaction });
       sweeper = new OrderSweeper({ store, lifecycle: new OrderLifecycle({ store, ids: new IdGenerator() }), clock: sclock, intervalMs: 600_000 });
 
       expect(await sweeper.sweepOnce()).toBe(1);

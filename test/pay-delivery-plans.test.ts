@@ -11,7 +11,7 @@ import { OrderStore, type OrderRow } from '../src/orders/store.js';
 import { SandboxProvider } from '../src/payments/sandbox/index.js';
 import { PaymentService } from '../src/payments/service.js';
 import { PaymentStore } from '../src/payments/store.js';
-import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
+import { createTestDatabase, storeDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
 import { insertGames } from './helpers/sqlite-plans.js';
 
 // Every statement the pay path (a sandbox payment: the payment, the order's paid transition
@@ -101,9 +101,9 @@ describe(`pay and delivery statements use an index (${TEST_DB})`, () => {
 
   /** The pay path's parts over the logging handle (SQLite: through Kysely, so every statement is seen). */
   const payingParts = () => {
-    const orders = new OrderStore(kysely, undefined, TEST_DB);
+    const orders = new OrderStore(storeDatabase(kysely, TEST_DB));
     const lifecycle = new OrderLifecycle({ store: orders, ids });
-    const payments = new PaymentService({ payments: new PaymentStore(kysely), orders, lifecycle, providers: [new SandboxProvider()], clock: { now: () => Date.now() }, ids });
+    const payments = new PaymentService({ payments: new PaymentStore(storeDatabase(kysely, TEST_DB)), orders, lifecycle, providers: [new SandboxProvider()], clock: { now: () => Date.now() }, ids });
     return { orders, lifecycle, payments };
   };
 
@@ -125,7 +125,7 @@ describe(`pay and delivery statements use an index (${TEST_DB})`, () => {
     const order = orderRow(2, Date.now());
     await orders.insert(kysely, order);
     await payments.pay(order, SANDBOX_ON, 'sandbox');
-    const store = new NotificationStore(kysely, TEST_DB, undefined, lifecycle);
+    const store = new NotificationStore(storeDatabase(kysely, TEST_DB), lifecycle);
     const statements = await plansOf(async () => {
       const now = Date.now() + 1000;
       const [first] = await store.claimDue(now, 16, now + 60_000, 'plan-a');
@@ -148,7 +148,7 @@ describe(`pay and delivery statements use an index (${TEST_DB})`, () => {
     await orders.insert(kysely, order);
     await payments.pay(order, SANDBOX_ON, 'sandbox');
     await kysely.transaction().execute((trx) => lifecycle.refund(trx, order.order_id, Date.now(), { actor: 'plan' }));
-    const store = new NotificationStore(kysely, TEST_DB, undefined, lifecycle);
+    const store = new NotificationStore(storeDatabase(kysely, TEST_DB), lifecycle);
     const now = Date.now() + 2000;
     const [n] = await store.claimDue(now, 16, now + 60_000, 'plan-c');
     expect(n).toMatchObject({ order_id: order.order_id, type: 'ship_order' });

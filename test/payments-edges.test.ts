@@ -63,9 +63,9 @@ class CardProvider implements PaymentProvider {
 function paymentsWith(provider: PaymentProvider): { payments: PaymentService; orders: OrderStore } {
   const db = t.service.database;
   const ids = new IdGenerator();
-  const orders = new OrderStore(db.db, db.transaction, db.dialect);
+  const orders = new OrderStore(db);
   const payments = new PaymentService({
-    payments: new PaymentStore(db.db, db.transaction),
+    payments: new PaymentStore(db),
     orders,
     lifecycle: new OrderLifecycle({ store: orders, ids }),
     providers: [provider],

@@ -131,10 +131,10 @@ describe('onPaid hook', () => {
   it('runs once after a payment that made an order paid has committed; not for replays or flagged ones', async () => {
     const db = t.service.database.db;
     const ids = new IdGenerator();
-    const orders = new OrderStore(db);
+    const orders = new OrderStore(t.service.database);
     const seen: { orderId: string; committed: string | undefined }[] = [];
     const payments = new PaymentService({
-      payments: new PaymentStore(db),
+      payments: new PaymentStore(t.service.database),
       orders,
       lifecycle: new OrderLifecycle({ store: orders, ids }),
       providers: [new SandboxProvider()],

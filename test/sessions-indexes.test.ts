@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/index.js';
 import { migrations } from '../src/db/migrations/index.js';
 import { SessionStore, type SessionRow } from '../src/sessions/store.js';
-import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
+import { createTestDatabase, storeDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
 import { insertGames, plannedDatabase, type LoggedSqlite } from './helpers/sqlite-plans.js';
 
 // Open and closed sessions each have their own per-game index (migration
@@ -40,7 +40,7 @@ describe('sessions: open and closed indexes', () => {
 
   const seed = async () => {
     await addGames(database, 'g_a', 'g_b');
-    store = new SessionStore(database.db);
+    store = new SessionStore(database);
     const rows = [
       session('g_a', 'a-old-open', 100, null),
       session('g_a', 'a-old-closed', 110, 500),
@@ -69,7 +69,7 @@ describe('sessions: open and closed indexes', () => {
     await migrateToLatest(database);
     const games = Array.from({ length: 250 }, (_, i) => `g_${String(i).padStart(3, '0')}`);
     await addGames(database, ...games);
-    store = new SessionStore(database.db);
+    store = new SessionStore(database);
     await store.insert(database.db, session(games[0]!, 'first-game', 200, null));
     await store.insert(database.db, session(games.at(-1)!, 'last-game', 100, null));
     await store.insert(database.db, session(games.at(-1)!, 'last-game-new', 900, null));
@@ -177,7 +177,7 @@ describe.skipIf(TEST_DB !== 'sqlite')('sessions on SQLite: the plans read the op
   /** The plan of the one sessions query `run` sent. */
   const plan = async (run: (s: SessionStore) => Promise<unknown>): Promise<string[]> => {
     sqlite.seen.length = 0;
-    await run(new SessionStore(sqlite.kysely));
+    await run(new SessionStore(storeDatabase(sqlite.kysely, 'sqlite')));
     const sent = sqlite.seen.filter((q) => /"sessions"/.test(q.sql));
     expect(sent).toHaveLength(1);
     return sqlite.plan(sent[0]!);

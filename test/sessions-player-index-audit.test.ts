@@ -106,7 +106,7 @@ describe.skipIf(TEST_DB !== 'sqlite')('a damaged player index whose first page i
       writeSync(fd, Buffer.alloc(4 * 4096, 0x55), 0, 4 * 4096, Math.floor(statSync(ix).size / 8192) * 4096);
       closeSync(fd);
       database = openDatabase(tdb.url);
-      const store = new SessionStore(database.db);
+      const store = new SessionStore(database);
       const listAll = async () => {
         const failed: string[] = [];
         for (let p = 0; p < 100; p++) {
@@ -145,7 +145,7 @@ describe.skipIf(TEST_DB !== 'sqlite')('starting the worker while another instanc
     try {
       await migrateToLatest(database);
       await insertGames(database.db, 'g_a');
-      await new SessionStore(database.db).insert(database.db, {
+      await new SessionStore(database).insert(database.db, {
         game_id: 'g_a', session_id: 's1', combo_id: 'p', entered_at: 1, left_at: null, close_reason: null, created_at: 1,
       });
       // A file that no longer matches (the start-time check would empty it), and another

@@ -90,7 +90,7 @@ async function migrated(): Promise<{ tdb: TestDatabase; database: Database; stor
   const database = openDatabase(tdb.url);
   await migrateToLatest(database);
   await insertGames(database.db, ...GAMES);
-  return { tdb, database, store: new SessionStore(database.db) };
+  return { tdb, database, store: new SessionStore(database) };
 }
 
 describe('a player\'s sessions, whatever the player index has reached', () => {
@@ -165,7 +165,7 @@ describe.skipIf(TEST_DB !== 'sqlite')('the player index file (SQLite)', () => {
   const reopen = async () => {
     await database.close();
     database = openDatabase(tdb.url);
-    store = new SessionStore(database.db);
+    store = new SessionStore(database);
   };
 
   it('the migration drops the player index from the sessions table: an enter-game writes no entry keyed by player', async () => {
@@ -202,7 +202,7 @@ describe.skipIf(TEST_DB !== 'sqlite')('the player index file (SQLite)', () => {
       await indexer.stop();
     }
     database = openDatabase(tdb.url);
-    store = new SessionStore(database.db);
+    store = new SessionStore(database);
     expect(indexState().entries).toBe(25);
     await checkListings(store, database, all);
   });
@@ -234,7 +234,7 @@ describe.skipIf(TEST_DB !== 'sqlite')('the player index file (SQLite)', () => {
       for (const suffix of ['', '-wal', '-shm']) rmSync(playerIndexFile(file) + suffix, { force: true });
       if (damage === 'garbage') writeFileSync(playerIndexFile(file), Buffer.alloc(8192, 7));
       database = openDatabase(tdb.url);
-      store = new SessionStore(database.db);
+      store = new SessionStore(database);
       await checkListings(store, database, all); // nothing indexed yet: all read past `through`
       expect(await database.startPlayerIndexer!({ intervalMs: 3_600_000 }).pass()).toEqual({ indexed: 9, through: 9 });
       await checkListings(store, database, all);
@@ -255,7 +255,7 @@ describe.skipIf(TEST_DB !== 'sqlite')('the player index file (SQLite)', () => {
       expect(failures).toHaveLength(1);
       await migrateToLatest(other);
       await insertGames(other.db, 'g_a');
-      await new SessionStore(other.db).insert(other.db, sessionsFrom(0, 1)[0]!);
+      await new SessionStore(other).insert(other.db, sessionsFrom(0, 1)[0]!);
       expect(await indexer.pass()).toEqual({ indexed: 1, through: 1 });
     } finally {
       await other.close();
@@ -268,7 +268,7 @@ describe.skipIf(TEST_DB !== 'sqlite')('the player index file (SQLite)', () => {
     try {
       await migrateToLatest(memory);
       await insertGames(memory.db, ...GAMES);
-      const s = new SessionStore(memory.db);
+      const s = new SessionStore(memory);
       const all = sessionsFrom(0, 12);
       for (const r of all) await s.insert(memory.db, r);
       expect(memory.startPlayerIndexer).toBeUndefined();

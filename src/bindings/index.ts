@@ -27,7 +27,7 @@ export function createBindings(d: BindingsDeps): Bindings {
   const gmOutbound = new OutboundClient({ blockPrivate: d.refuseInternalUrls });
   const roleCache = new RoleCache({ clock, ttlMs: config.roleCacheTtlMs, staleTtlMs: config.roleStaleTtlMs });
   const service = new BindingService({
-    store: new BindingStore(d.database.db),
+    store: new BindingStore(d.database),
     partnerSnapshot: (id) => d.partners.snapshot(id),
     gameSnapshot: (id) => d.games.snapshot(id),
     gm: new GmClient({ outbound: gmOutbound, clock, ids: d.ids, timeoutMs: config.gmTimeoutMs }),

@@ -1,6 +1,8 @@
-import { type Kysely, type Selectable } from 'kysely';
-import type { BindingsTable, DB } from '../db/schema.js';
+import { type Selectable } from 'kysely';
+import type { BindingsTable } from '../db/schema.js';
 import { prepare } from '../db/prepared.js';
+import type { StoreDatabase } from '../db/database.js';
+import { DatabaseStore } from '../db/database-store.js';
 
 export type BindingRow = Selectable<BindingsTable>;
 /** What a binding says beyond its key (game, partner, partner user). */
@@ -17,14 +19,15 @@ export interface BindingFilter {
 }
 
 /** Queries for partner-user bindings: one row per (game, partner, partner_user_id). */
-export class BindingStore {
+export class BindingStore extends DatabaseStore {
   // Every query-binding runs this: compiled once (see db/prepared.ts).
   private readonly byKey;
 
-  constructor(readonly db: Kysely<DB>) {
+  constructor(database: StoreDatabase) {
+    super(database);
     // Only what the key does not tell: each text column read costs a string made through V8's
     // C++ API, the largest part of the read's cost.
-    this.byKey = prepare<BoundRole>(db, (d) =>
+    this.byKey = prepare<BoundRole>(database.db, (d) =>
       d
         .selectFrom('bindings')
         .select(['combo_id', 'role_id', 'bound_at'])

@@ -23,7 +23,7 @@ export interface Compliance extends DomainModule {
 /** Real-name players, minors' purchase limits, and the upload of behaviour events to the NPPA. */
 export function createCompliance(d: ComplianceDeps): Compliance {
   const { database, config } = d;
-  const store = new ComplianceStore(database.db, database.dialect, database.transaction);
+  const store = new ComplianceStore(database);
   const players = new PlayerService({ store, clock: d.clock, ids: d.ids, games: d.games, onlineByDay: d.onlineByDay });
   // The national system's base URL is operator configuration (not caller-given): no address blocking.
   const nppaClient = new NppaClient();

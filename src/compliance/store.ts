@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type { DB, NppaEventsTable, NppaLeasesTable, PlayersTable } from '../db/schema.js';
-import type { Dialect, TransactionRunner } from '../db/index.js';
+import type { StoreDatabase } from '../db/database.js';
+import { DatabaseStore } from '../db/database-store.js';
 import { prepare } from '../db/prepared.js';
 import { MAX_ORDER_TTL_SECONDS } from '../games/schemas.js';
 
@@ -11,21 +12,13 @@ export type NppaLeaseRow = Selectable<NppaLeasesTable>;
 type Q = Kysely<DB> | Transaction<DB>;
 
 /** Queries for players, minors' spending totals and the national-system upload queue. */
-export class ComplianceStore {
+export class ComplianceStore extends DatabaseStore {
   // Every create-order runs these (the purchase guard): compiled once (see db/prepared.ts).
   private readonly playerById;
 
-  constructor(
-    readonly db: Kysely<DB>,
-    readonly dialect: Dialect,
-    private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
-  ) {
-    this.playerById = prepare<PlayerRow>(db, (d) => d.selectFrom('players').selectAll().where('game_id', '=', '').where('combo_id', '=', ''));
-  }
-
-  /** A transaction that has committed when the promise settles (group commit on SQLite). */
-  transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-    return this.tx(fn);
+  constructor(database: StoreDatabase) {
+    super(database);
+    this.playerById = prepare<PlayerRow>(database.db, (d) => d.selectFrom('players').selectAll().where('game_id', '=', '').where('combo_id', '=', ''));
   }
 
   // ---- players ----------------------------------------------------------------------------
@@ -40,7 +33,7 @@ export class ComplianceStore {
    * transaction holds the database write lock before it reads the totals.
    */
   async lockPlayer(trx: Transaction<DB>, gameId: string, comboId: string): Promise<PlayerRow | undefined> {
-    if (this.dialect === 'postgres') {
+    if (this.postgres) {
       return trx.selectFrom('players').selectAll().where('game_id', '=', gameId).where('combo_id', '=', comboId).forUpdate().executeTakeFirst();
     }
     // SQLite: the transaction holds the write lock from its start (group commit begins

@@ -10,7 +10,7 @@ const ROLLBACK = CompiledQuery.raw('rollback');
 const SAVEPOINT = CompiledQuery.raw('savepoint job');
 const RELEASE = CompiledQuery.raw('release savepoint job');
 const ROLLBACK_TO = CompiledQuery.raw('rollback to savepoint job');
-// See openSqlite: journals in memory, except around a large transaction (TransactionOptions).
+// See openSqlite (open-sqlite.ts): journals in memory, except around a large transaction (TransactionOptions).
 const TEMP_FILE = CompiledQuery.raw('pragma temp_store = FILE');
 const TEMP_MEMORY = CompiledQuery.raw('pragma temp_store = MEMORY');
 

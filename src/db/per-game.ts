@@ -1,4 +1,4 @@
-import { PostgresAdapter, sql, type Expression, type Kysely, type SelectQueryBuilder, type Transaction } from 'kysely';
+import { sql, type Expression, type Kysely, type SelectQueryBuilder, type Transaction } from 'kysely';
 import type { DB } from './schema.js';
 
 type Q = Kysely<DB> | Transaction<DB>;
@@ -15,18 +15,21 @@ type Q = Kysely<DB> | Transaction<DB>;
  * over the table would sort every matching row, and the database plans the page once. A
  * UNION ALL of one page per game would be planned afresh for every game, a cost that grows with
  * the number of games, empty or not (tens to hundreds of milliseconds at 200 games).
+ * `postgres`: the store's dialect (DatabaseStore).
  */
 export function acrossGames<O>(
+  postgres: boolean,
   q: Q,
   table: 'orders' | 'sessions',
   page: (gameId: Expression<string>) => SelectQueryBuilder<DB, any, O>,
   order: (rows: SelectQueryBuilder<any, any, O>) => SelectQueryBuilder<any, any, O>,
 ): Promise<O[]> {
-  return acrossGamesQuery(q, table, page, order).execute();
+  return acrossGamesQuery(postgres, q, table, page, order).execute();
 }
 
 /** acrossGames' statement, not yet run: to be read as a subquery of a larger one. */
 export function acrossGamesQuery<O>(
+  postgres: boolean,
   q: Q,
   table: 'orders' | 'sessions',
   page: (gameId: Expression<string>) => SelectQueryBuilder<DB, any, O>,
@@ -36,7 +39,7 @@ export function acrossGamesQuery<O>(
   // Typed loosely: the joined table is the caller's, and the rows are the page's (O).
   const games = q.selectFrom('games as g') as unknown as SelectQueryBuilder<any, any, {}>;
   const joined =
-    q.getExecutor().adapter instanceof PostgresAdapter
+    postgres
       ? games.innerJoinLateral(page(gameId).as('m'), (join) => join.onTrue()).selectAll('m')
       : games
           .innerJoin(`${table} as m`, (join) => join.on(sql`m.rowid`, 'in', page(gameId).clearSelect().select(sql`rowid`.as('r'))))

@@ -1,4 +1,4 @@
-import { PostgresAdapter, sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { DB } from './schema.js';
 
 type Q = Kysely<DB> | Transaction<DB>;
@@ -25,11 +25,11 @@ type Q = Kysely<DB> | Transaction<DB>;
  * without a sort that the planner takes with or without these settings. The statistics on
  * (game_id, status) of migration 0010 tell it which statuses a game has; they apply where the
  * game is a value (one game's listing), not across games, where each game's page is planned
- * once for all games: there the mistake remains.
+ * once for all games: there the mistake remains. `postgres`: the store's dialect (DatabaseStore).
  */
-export async function inIndexOrder<T>(db: Q, run: (q: Q) => Promise<T>): Promise<T> {
+export async function inIndexOrder<T>(postgres: boolean, db: Q, run: (q: Q) => Promise<T>): Promise<T> {
   // Inside a caller's transaction the settings would outlive the listing: left as planned.
-  if (!(db.getExecutor().adapter instanceof PostgresAdapter) || db.isTransaction) return run(db);
+  if (!postgres || db.isTransaction) return run(db);
   return (db as Kysely<DB>).transaction().execute(async (trx) => {
     await sql`set local enable_sort = off`.execute(trx);
     await sql`set local enable_incremental_sort = off`.execute(trx);

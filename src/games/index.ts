@@ -17,7 +17,7 @@ export interface Games extends DomainModule {
 export function createGames(d: GamesDeps): Games {
   const { database, logger } = d;
   const service = new GameService({
-    store: new GameStore(database.db, database.transaction),
+    store: new GameStore(database),
     sandbox: d.sandbox,
     clock: d.clock,
     ids: d.ids,

@@ -1,23 +1,13 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { TransactionRunner } from '../db/group-commit.js';
 import type { DB, GamesTable, ProductsTable } from '../db/schema.js';
+import { DatabaseStore } from '../db/database-store.js';
 
 export type GameRow = Selectable<GamesTable>;
 export type ProductRow = Selectable<ProductsTable>;
 type Q = Kysely<DB> | Transaction<DB>;
 
 /** Queries for games, their signing keys and products. */
-export class GameStore {
-  constructor(
-    readonly db: Kysely<DB>,
-    private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
-  ) {}
-
-  /** A transaction that has committed when the promise settles (group commit on SQLite). */
-  transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-    return this.tx(fn);
-  }
-
+export class GameStore extends DatabaseStore {
   findGame(q: Q, gameId: string): Promise<GameRow | undefined> {
     return q.selectFrom('games').selectAll().where('game_id', '=', gameId).executeTakeFirst();
   }

@@ -22,7 +22,7 @@ export interface Notifications extends DomainModule {
 export function createNotifications(d: NotificationsDeps): Notifications {
   const { database, config, clock, ids } = d;
   const outbound = new OutboundClient({ blockPrivate: d.refuseInternalUrls, perHostConnections: config.notify.perHostConcurrency });
-  const store = new NotificationStore(database.db, database.dialect, database.transaction, d.orders);
+  const store = new NotificationStore(database, d.orders);
   const dispatcher = new NotificationDispatcher({
     metrics: d.metrics,
     store,

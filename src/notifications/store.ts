@@ -1,6 +1,6 @@
 import { type Expression, type ExpressionBuilder, type Kysely, type QueryCreator, type Selectable, type SqlBool, type Transaction } from 'kysely';
-import type { TransactionOptions, TransactionRunner } from '../db/group-commit.js';
-import type { Dialect } from '../db/index.js';
+import { isPostgres, type StoreDatabase } from '../db/database.js';
+import { DatabaseStore } from '../db/database-store.js';
 import { inIndexOrder } from '../db/planner.js';
 import { prepareNamed } from '../db/prepared.js';
 import type { DB, NotificationAttemptsTable, NotificationsTable, NotificationStatus, OrderStatus } from '../db/schema.js';
@@ -70,7 +70,7 @@ const SETTLE = ['notificationId', 'token', 'now', 'status', 'attempts', 'nextAtt
 const ATTEMPT = ['attempt_id', 'notification_id', 'at', 'status_code', 'latency_ms', 'error', 'response_snippet'] as const;
 
 /** Queries for notifications and their attempts. */
-export class NotificationStore {
+export class NotificationStore extends DatabaseStore {
   private readonly claimDueIds;
   private readonly settleRow;
   private readonly insertAttempt;
@@ -85,17 +85,18 @@ export class NotificationStore {
    *   every order state change); by default an OrderLifecycle over the same database.
    */
   constructor(
-    readonly db: Kysely<DB>,
-    private readonly dialect: Dialect,
-    private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
-    private readonly orders: Deliverer = new OrderLifecycle({ store: new OrderStore(db, tx, dialect), ids: new IdGenerator() }),
+    database: StoreDatabase,
+    private readonly orders: Deliverer = new OrderLifecycle({ store: new OrderStore(database), ids: new IdGenerator() }),
   ) {
+    super(database);
+    const db = database.db;
+    const postgres = isPostgres(database);
     // The delivery path runs these for every notification: compiled once (db/prepared.ts).
     this.claimDueIds = prepareNamed(db, CLAIM, (d, p) => {
       const claim = d
         .with(
           (cte) => cte('due').materialized(),
-          (w) => (dialect === 'postgres' ? dueIds(w, p.now, p.limit).forUpdate('n').skipLocked() : dueIds(w, p.now, p.limit)),
+          (w) => (postgres ? dueIds(w, p.now, p.limit).forUpdate('n').skipLocked() : dueIds(w, p.now, p.limit)),
         )
         .updateTable('notifications')
         // Leased rows leave the due range (next_attempt_at moves to the lease's end), so a claim
@@ -107,7 +108,7 @@ export class NotificationStore {
       // (another claimer may have changed one since this statement's snapshot). SQLite runs
       // the statement alone, so what `due` picked is still so; there the guard would only make
       // it read every due row (the planner takes the due index for it, not the ids).
-      return dialect === 'postgres'
+      return postgres
         ? claim.where('status', '=', 'pending').where('next_attempt_at', '<=', p.now).where('locked_until', '<', p.now)
         : claim;
     });
@@ -131,20 +132,6 @@ export class NotificationStore {
         .where('locked_by', '=', p.token)
         .where('status', '=', 'pending'),
     );
-  }
-
-  /** A transaction that has committed when the promise settles (group commit on SQLite). */
-  transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>, options?: TransactionOptions): Promise<T> {
-    return this.tx(fn, options);
-  }
-
-  /**
-   * One statement that writes: on SQLite it joins the group commit's batch (no commit of its
-   * own, no savepoint: SQLite undoes a failing statement by itself); on PostgreSQL it runs
-   * alone, without BEGIN and COMMIT.
-   */
-  private oneStatement<T>(fn: (q: Kysely<DB> | Transaction<DB>) => Promise<T>): Promise<T> {
-    return this.dialect === 'postgres' ? fn(this.db) : this.tx(fn, { noSavepoint: true });
   }
 
   /**
@@ -242,7 +229,7 @@ export class NotificationStore {
 
   list(f: ListFilter): Promise<NotificationRow[]> {
     // A game's notifications by status: read in order from (game_id, status, notification_id).
-    if (f.gameId !== undefined && f.status !== undefined) return inIndexOrder(this.db, (db) => this.listIn(db, f));
+    if (f.gameId !== undefined && f.status !== undefined) return inIndexOrder(this.postgres, this.db, (db) => this.listIn(db, f));
     return this.listIn(this.db, f);
   }
 
@@ -299,7 +286,7 @@ export class NotificationStore {
     // would go out again after the refund. Locking the orders first waits for such a refund
     // (the guard then sees it), or makes a later refund wait until this is committed (its
     // refund is then held behind the pending ship_order). SQLite has one writer at a time.
-    if (this.dialect === 'postgres') {
+    if (this.postgres) {
       await q
         .selectFrom('orders')
         .select('orders.order_id')

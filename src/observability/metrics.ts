@@ -165,7 +165,7 @@ export class ServiceMetrics implements DomainMetrics {
   });
 
   constructor(private readonly database: Database, opts: { defaultMetrics?: boolean; nodeId?: number | null } = {}) {
-    this.store = new ObservabilityStore(database.db, database.sqliteFile);
+    this.store = new ObservabilityStore(database);
     database.checkpointer?.on('checkpoint', (pages: number) => {
       this.checkpoints.inc({ result: 'success' });
       this.checkpointedPages.inc(pages);

@@ -1,5 +1,6 @@
-import { sql, type Kysely } from 'kysely';
-import type { DB } from '../db/schema.js';
+import { sql } from 'kysely';
+import type { StoreDatabase } from '../db/database.js';
+import { DatabaseStore } from '../db/database-store.js';
 import { UNDELIVERED_SQL } from './undelivered.js';
 import { SqliteStatusCounter, type GameStatusCount, type StatusCount } from './count-worker.js';
 
@@ -18,15 +19,12 @@ export interface BacklogCounts {
  * nppa_events_due). The orders count reads every order: on an SQLite file it runs on a thread
  * of its own (count-worker.ts), so a scrape never stops the requests.
  */
-export class ObservabilityStore {
+export class ObservabilityStore extends DatabaseStore {
   private readonly counter: SqliteStatusCounter | null;
 
-  /** @param sqliteFile the SQLite database file, when the database is one */
-  constructor(
-    private readonly db: Kysely<DB>,
-    sqliteFile?: string,
-  ) {
-    this.counter = sqliteFile ? new SqliteStatusCounter(sqliteFile) : null;
+  constructor(database: StoreDatabase) {
+    super(database);
+    this.counter = database.sqliteFile ? new SqliteStatusCounter(database.sqliteFile) : null;
   }
 
   async close(): Promise<void> {

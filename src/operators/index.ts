@@ -44,7 +44,7 @@ export function createOperators(o: OperatorsOptions): Operators {
   const { database, config } = o;
   const settings = config.operators;
   const publicBaseUrl = config.publicBaseUrl;
-  const store = new OperatorStore(database.db, database.transaction);
+  const store = new OperatorStore(database);
   const accounts = new AccountService({ store, clock: o.clock, ids: o.ids, publicBaseUrl });
   const signIn = new SignInService({ store, clock: o.clock, ids: o.ids, secrets: o.secrets, limiter: o.limiter, settings, onLimited: o.onLimited });
   const lookups: GameLookups = {

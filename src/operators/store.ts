@@ -1,6 +1,6 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { TransactionRunner } from '../db/group-commit.js';
 import type { DB, OperatorApiKeysTable, OperatorInvitationsTable, OperatorSessionsTable, OperatorsTable } from '../db/schema.js';
+import { DatabaseStore } from '../db/database-store.js';
 
 export type OperatorRow = Selectable<OperatorsTable>;
 export type InvitationRow = Selectable<OperatorInvitationsTable>;
@@ -9,16 +9,7 @@ export type ApiKeyRow = Selectable<OperatorApiKeysTable>;
 type Q = Kysely<DB> | Transaction<DB>;
 
 /** Queries for operator accounts, their invitations, console sessions and API keys. */
-export class OperatorStore {
-  constructor(
-    readonly db: Kysely<DB>,
-    private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
-  ) {}
-
-  transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-    return this.tx(fn);
-  }
-
+export class OperatorStore extends DatabaseStore {
   findOperator(q: Q, operatorId: string): Promise<OperatorRow | undefined> {
     return q.selectFrom('operators').selectAll().where('operator_id', '=', operatorId).executeTakeFirst();
   }

@@ -2,6 +2,7 @@ import type { Expression, Kysely, Selectable, Transaction } from 'kysely';
 import type { DB, NotificationAttemptsTable, NotificationsTable, OrderStatus, PaymentsTable } from '../db/schema.js';
 import { acrossGames } from '../db/per-game.js';
 import { inIndexOrder } from '../db/planner.js';
+import { DatabaseStore } from '../db/database-store.js';
 import type { OrderEventRow, OrderRow } from './store.js';
 
 export interface OrderFilter {
@@ -21,9 +22,7 @@ export type NotificationRow = Selectable<NotificationsTable>;
 export type AttemptRow = Selectable<NotificationAttemptsTable>;
 
 /** Read-only queries of the operator order views, across orders, payments and notifications. */
-export class OrderAdminStore {
-  constructor(readonly db: Kysely<DB>) {}
-
+export class OrderAdminStore extends DatabaseStore {
   /**
    * Newest first by (created_at, order_id). With a game, or with no filter at all, one index
    * range read in order. With another filter but no game, every game's newest matching rows are
@@ -34,7 +33,7 @@ export class OrderAdminStore {
    */
   async list(filter: OrderFilter, after: OrderCursor | null, limit: number): Promise<OrderRow[]> {
     return filter.status !== undefined && filter.comboId === undefined && filter.referenceId === undefined
-      ? inIndexOrder(this.db, (db) => this.listIn(db, filter, after, limit))
+      ? inIndexOrder(this.postgres, this.db, (db) => this.listIn(db, filter, after, limit))
       : this.listIn(this.db, filter, after, limit);
   }
 
@@ -56,7 +55,7 @@ export class OrderAdminStore {
     };
     const otherFilter = filter.status !== undefined || filter.comboId !== undefined || filter.referenceId !== undefined;
     if (filter.gameId !== undefined || !otherFilter) return query(filter.gameId).execute();
-    return acrossGames(db, 'orders', query, (m) => m.orderBy('created_at', 'desc').orderBy('order_id', 'desc').limit(limit));
+    return acrossGames(this.postgres, db, 'orders', query, (m) => m.orderBy('created_at', 'desc').orderBy('order_id', 'desc').limit(limit));
   }
 
   events(orderId: string): Promise<OrderEventRow[]> {

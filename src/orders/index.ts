@@ -29,7 +29,7 @@ export interface Orders extends DomainModule {
 /** Orders: the server API that creates them, the operator API, and the expiry sweeper. */
 export function createOrders(d: OrdersDeps): Orders {
   const { database, config, clock, ids, logger } = d;
-  const store = new OrderStore(database.db, database.transaction, database.dialect);
+  const store = new OrderStore(database);
   const lifecycle = new OrderLifecycle({ store, ids });
   const service = new OrderService({
     store,
@@ -43,7 +43,7 @@ export function createOrders(d: OrdersDeps): Orders {
   const payments = d.payments;
   const admin = new OrderAdminService({
     store,
-    views: new OrderAdminStore(database.db),
+    views: new OrderAdminStore(database),
     lifecycle,
     clock,
     ids,

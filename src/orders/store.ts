@@ -1,8 +1,8 @@
 import { CompiledQuery, type Kysely, type Selectable, type Transaction, type Updateable } from 'kysely';
-import type { TransactionOptions, TransactionRunner } from '../db/group-commit.js';
-import type { Dialect } from '../db/index.js';
 import type { DB, OrderEventsTable, OrderStatus, OrdersTable } from '../db/schema.js';
 import { prepare, prepareNamed } from '../db/prepared.js';
+import type { StoreDatabase } from '../db/database.js';
+import { DatabaseStore } from '../db/database-store.js';
 
 export type OrderRow = Selectable<OrdersTable>;
 export type OrderEventRow = Selectable<OrderEventsTable>;
@@ -41,7 +41,7 @@ on conflict (game_id, reference_id) do nothing
 returning order_id`;
 
 /** Queries for orders and their state-change events. */
-export class OrderStore {
+export class OrderStore extends DatabaseStore {
   // The create-order path runs these on every request: compiled once (see db/prepared.ts).
   private readonly byReference;
   private readonly insertRow;
@@ -51,11 +51,9 @@ export class OrderStore {
   private readonly paidIf;
   private readonly deliveredIf;
 
-  constructor(
-    readonly db: Kysely<DB>,
-    private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
-    private readonly dialect: Dialect = 'sqlite',
-  ) {
+  constructor(database: StoreDatabase) {
+    super(database);
+    const db = database.db;
     this.byReference = prepare(db, (d) => d.selectFrom('orders').selectAll().where('game_id', '=', '').where('reference_id', '=', ''));
     const sample = Object.fromEntries(ORDER_COLUMNS.map((c) => [c, null])) as unknown as OrderRow;
     this.insertRow = prepare(db, (d) => d.insertInto('orders').values(sample));
@@ -75,14 +73,9 @@ export class OrderStore {
     );
   }
 
-  /** A transaction that has committed when the promise settles (group commit on SQLite). */
-  transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>, options?: TransactionOptions): Promise<T> {
-    return this.tx(fn, options);
-  }
-
   /** Whether createAtOnce can be used (PostgreSQL; SQLite's group commit is cheaper already). */
   get createsAtOnce(): boolean {
-    return this.dialect === 'postgres';
+    return this.postgres;
   }
 
   /**

@@ -10,7 +10,7 @@ export interface Partners extends DomainModule {
 /** Partners: the platforms that query role bindings with signed requests. */
 export function createPartners(d: Infra): Partners {
   const { database } = d;
-  const service = new PartnerService({ store: new PartnerStore(database.db, database.transaction), clock: d.clock, ids: d.ids, secrets: d.secrets });
+  const service = new PartnerService({ store: new PartnerStore(database), clock: d.clock, ids: d.ids, secrets: d.secrets });
   return {
     service,
     registerRoutes: (app) => registerPartnerRoutes(app, service),

@@ -1,21 +1,12 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { TransactionRunner } from '../db/group-commit.js';
 import type { DB, PartnersTable } from '../db/schema.js';
+import { DatabaseStore } from '../db/database-store.js';
 
 export type PartnerRow = Selectable<PartnersTable>;
 type Q = Kysely<DB> | Transaction<DB>;
 
 /** Queries for partners, their signing keys and the games they are granted. */
-export class PartnerStore {
-  constructor(
-    readonly db: Kysely<DB>,
-    private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
-  ) {}
-
-  transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-    return this.tx(fn);
-  }
-
+export class PartnerStore extends DatabaseStore {
   findPartner(q: Q, partnerId: string): Promise<PartnerRow | undefined> {
     return q.selectFrom('partners').selectAll().where('partner_id', '=', partnerId).executeTakeFirst();
   }

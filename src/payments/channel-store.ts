@@ -1,21 +1,12 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { TransactionRunner } from '../db/group-commit.js';
 import type { DB, GameChannelsTable } from '../db/schema.js';
+import { DatabaseStore } from '../db/database-store.js';
 
 export type GameChannelRow = Selectable<GameChannelsTable>;
 type Q = Kysely<DB> | Transaction<DB>;
 
 /** Queries for games' payment channels (game_channels, one row per game and channel). */
-export class ChannelStore {
-  constructor(
-    readonly db: Kysely<DB>,
-    private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
-  ) {}
-
-  transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-    return this.tx(fn);
-  }
-
+export class ChannelStore extends DatabaseStore {
   async gameExists(q: Q, gameId: string): Promise<boolean> {
     return (await q.selectFrom('games').select('game_id').where('game_id', '=', gameId).executeTakeFirst()) !== undefined;
   }

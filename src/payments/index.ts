@@ -72,10 +72,9 @@ export interface PaymentChannels {
 
 /** Every channel this service offers, one folder each (payments.md 1). */
 function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
-  const { db, transaction } = d.database;
-  const store = new PaymentStore(db, transaction);
-  const tokens = new AppAccountTokens(db);
-  const google = { api: new PlayApi({ baseUrl: d.google.apiBaseUrl, timeoutMs: d.google.timeoutMs, log: d.log }), purchases: new GooglePurchaseStore(db) };
+  const store = new PaymentStore(d.database);
+  const tokens = new AppAccountTokens(d.database);
+  const google = { api: new PlayApi({ baseUrl: d.google.apiBaseUrl, timeoutMs: d.google.timeoutMs, log: d.log }), purchases: new GooglePurchaseStore(d.database) };
   const alipay = new AlipayClients(d.alipayGatewayUrl, () => d.clock.now());
   const providers: PaymentProvider[] = [
     new SandboxProvider(),
@@ -85,14 +84,14 @@ function createPaymentChannels(d: PaymentChannelsDeps): PaymentChannels {
     new WechatProvider({ baseUrl: d.wechatpayBaseUrl, clock: d.clock, callbackUrl: (gameId) => `${d.publicBaseUrl}/v1/callbacks/wechat/${encodeURIComponent(gameId)}` }),
   ];
   const channels = new ChannelService({
-    store: new ChannelStore(db, transaction),
+    store: new ChannelStore(d.database),
     providers,
     secrets: d.secrets,
     clock: d.clock,
     ids: d.ids,
     publicBaseUrl: d.publicBaseUrl,
   });
-  return { providers, channels, store, tokens, verifiers: new AppleVerifiers(d.appleRootCerts), google, open: new ProviderPaymentStore(db, transaction), alipay };
+  return { providers, channels, store, tokens, verifiers: new AppleVerifiers(d.appleRootCerts), google, open: new ProviderPaymentStore(d.database), alipay };
 }
 
 interface PaymentRouteDeps {

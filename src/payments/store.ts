@@ -1,7 +1,8 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { TransactionRunner } from '../db/group-commit.js';
 import type { DB, PaymentsTable } from '../db/schema.js';
 import { prepareNamed } from '../db/prepared.js';
+import type { StoreDatabase } from '../db/database.js';
+import { DatabaseStore } from '../db/database-store.js';
 
 export type PaymentRow = Selectable<PaymentsTable>;
 type Q = Kysely<DB> | Transaction<DB>;
@@ -15,24 +16,18 @@ const COLUMNS = [
  * Queries for payments: one row per provider transaction and order, unique (provider,
  * provider_txn_id, order_id); at most one accepted row per (provider, provider_txn_id).
  */
-export class PaymentStore {
+export class PaymentStore extends DatabaseStore {
   // Every payment runs both (see db/prepared.ts).
   private readonly byTxn;
   private readonly insertRow;
 
-  constructor(
-    readonly db: Kysely<DB>,
-    private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
-  ) {
+  constructor(database: StoreDatabase) {
+    super(database);
+    const db = database.db;
     this.byTxn = prepareNamed(db, ['provider', 'txnId'], (d, p) =>
       d.selectFrom('payments').selectAll().where('provider', '=', p.provider).where('provider_txn_id', '=', p.txnId),
     );
     this.insertRow = prepareNamed(db, COLUMNS, (d, p) => d.insertInto('payments').values(p));
-  }
-
-  /** A transaction that has committed when the promise settles (group commit on SQLite). */
-  transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-    return this.tx(fn);
   }
 
   /** Every payment recorded for a provider transaction, oldest first. */

@@ -17,7 +17,7 @@ export interface Sessions extends DomainModule {
 export function createSessions(d: SessionsDeps): Sessions {
   const { database, config } = d;
   const service = new SessionService({
-    store: new SessionStore(database.db, database.transaction, database.oneStatement),
+    store: new SessionStore(database),
     clock: d.clock,
     ids: d.ids,
     games: d.games,

@@ -1,9 +1,10 @@
-import { PostgresAdapter, type Expression, type Kysely, type Selectable, type SelectQueryBuilder, type Transaction } from 'kysely';
-import type { StatementRunner, TransactionRunner } from '../db/group-commit.js';
+import { type Expression, type Kysely, type Selectable, type SelectQueryBuilder, type Transaction } from 'kysely';
 import type { DB, NppaEventsTable, SessionsTable } from '../db/schema.js';
 import { prepare } from '../db/prepared.js';
 import { acrossGames, acrossGamesQuery } from '../db/per-game.js';
 import { inIndexOrder } from '../db/planner.js';
+import type { StoreDatabase } from '../db/database.js';
+import { DatabaseStore } from '../db/database-store.js';
 import { playerSessionsSqlite } from './player-sessions-sqlite.js';
 
 export type SessionRow = Selectable<SessionsTable>;
@@ -23,29 +24,16 @@ export const SESSION_COLUMNS = ['game_id', 'session_id', 'combo_id', 'entered_at
 /** The prepared insert's parameters in SESSION_COLUMNS order, by named fields (see orders/store.ts, orderParams). */
 export const sessionParams = (r: SessionRow): unknown[] => [r.game_id, r.session_id, r.combo_id, r.entered_at, r.left_at, r.close_reason, r.created_at];
 
-export class SessionStore {
+export class SessionStore extends DatabaseStore {
   // enter-game runs this on every request: compiled once (see db/prepared.ts).
   private readonly insertNew;
 
-  constructor(
-    readonly db: Kysely<DB>,
-    private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
-    private readonly single: StatementRunner = tx,
-  ) {
+  constructor(database: StoreDatabase) {
+    super(database);
     const sample = Object.fromEntries(SESSION_COLUMNS.map((c) => [c, null])) as unknown as SessionRow;
-    this.insertNew = prepare(db, (d) =>
+    this.insertNew = prepare(database.db, (d) =>
       d.insertInto('sessions').values(sample).onConflict((oc) => oc.columns(['game_id', 'session_id']).doNothing()),
     );
-  }
-
-  /** A transaction that has committed when the promise settles (group commit on SQLite). */
-  transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-    return this.tx(fn);
-  }
-
-  /** A write of one statement, atomic and committed when the promise settles (db/index.ts). */
-  oneStatement<T>(fn: (q: Q) => Promise<T>): Promise<T> {
-    return this.single(fn);
   }
 
   find(q: Q, gameId: string, sessionId: string): Promise<SessionRow | undefined> {
@@ -88,6 +76,7 @@ export class SessionStore {
    */
   findExpired(q: Q, enteredBefore: number, limit: number): Promise<SessionRow[]> {
     return acrossGames(
+      this.postgres,
       q,
       'sessions',
       (gameId) =>
@@ -110,7 +99,7 @@ export class SessionStore {
    * player index beside the database (./player-sessions-sqlite.ts), on the root handle.
    */
   playerSessions(q: Q, gameId: string, comboId: string, since: number): Promise<SessionRow[]> {
-    if (!isPostgres(q)) return playerSessionsSqlite(q, { gameId, comboId, since });
+    if (!this.postgres) return playerSessionsSqlite(q, { gameId, comboId, since });
     return q
       .selectFrom('sessions')
       .selectAll()
@@ -130,12 +119,12 @@ export class SessionStore {
    * and merged in one statement.
    */
   async list(q: Q, f: SessionFilter): Promise<SessionRow[]> {
-    if (f.comboId !== undefined && !isPostgres(q)) return playerSessionsSqlite(q, { ...f, comboId: f.comboId });
+    if (f.comboId !== undefined && !this.postgres) return playerSessionsSqlite(q, { ...f, comboId: f.comboId });
     if (f.open !== undefined || f.comboId !== undefined) return this.pages(q, f).execute();
     // One statement, so one snapshot: a session is in exactly one of the two pages. On
     // PostgreSQL each page is read in its index's order, not gathered and sorted (a cursor's
     // page read every open session older than it; db/planner.ts).
-    return inIndexOrder(q, (db) => {
+    return inIndexOrder(this.postgres, q, (db) => {
       const open = this.pages(db, { ...f, open: true });
       const closed = this.pages(db, { ...f, open: false });
       const both = db.selectFrom(open.as('o')).selectAll().unionAll(db.selectFrom(closed.as('c')).selectAll());
@@ -146,15 +135,13 @@ export class SessionStore {
   /** The listing's page of `f` as one statement, not yet run: one game's, or every game's merged. */
   private pages(q: Q, f: SessionFilter): SelectQueryBuilder<DB, any, SessionRow> {
     if (f.gameId !== undefined) return page(q, f, f.gameId);
-    return acrossGamesQuery(q, 'sessions', (gameId) => page(q, f, gameId), (m) => newestFirst(m, f.limit));
+    return acrossGamesQuery(this.postgres, q, 'sessions', (gameId) => page(q, f, gameId), (m) => newestFirst(m, f.limit));
   }
 
   async insertBehaviourEvent(q: Q, row: BehaviourEventRow): Promise<void> {
     await q.insertInto('nppa_events').values(row).execute();
   }
 }
-
-const isPostgres = (q: Q) => q.getExecutor().adapter instanceof PostgresAdapter;
 
 /** One game's page of `f`, newest first, read in order from an index that starts with game_id. */
 function page(q: Q, f: SessionFilter, gameId: string | Expression<string>): SelectQueryBuilder<DB, 'sessions', SessionRow> {

@@ -3,6 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import type { Kysely } from 'kysely';
+import { isPostgres, type Dialect, type StoreDatabase } from '../../src/db/index.js';
+import type { DB } from '../../src/db/schema.js';
 
 /** Which database this run of the suite uses: TEST_DB=sqlite (default) or postgres. */
 export const TEST_DB = (process.env.TEST_DB ?? 'sqlite') as 'sqlite' | 'postgres';
@@ -35,4 +38,14 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       await c.end();
     },
   };
+}
+
+/**
+ * A store's database (StoreDatabase) over a bare Kysely, for tests that watch the statements of
+ * their own connection: each transaction is its own; a one-statement write runs alone on
+ * PostgreSQL and in a transaction on SQLite, as in the service (there, in a group commit's).
+ */
+export function storeDatabase(db: Kysely<DB>, dialect: Dialect): StoreDatabase {
+  const transaction: StoreDatabase['transaction'] = (fn) => db.transaction().execute(fn);
+  return { db, dialect, transaction, oneStatement: (fn) => (isPostgres({ dialect }) ? fn(db) : transaction(fn)) };
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { nppaDeviceId, nppaSessionId } from '../../src/compliance/identity.js';
 import type { NppaEventRow } from '../../src/compliance/store.js';
 import { eventRow } from '../helpers/nppa-events.js';
-import { buildBatch } from '../../src/compliance/uploader.js';
+import { buildBatch } from '../../src/compliance/upload-batch.js';
 
 // Whole seconds: T is an `ot` (s), T * 1000 a time in ms.
 const T = 1_800_000_000;

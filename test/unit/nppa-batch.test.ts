@@ -3,7 +3,7 @@ import { nppaDeviceId, nppaSessionId } from '../../src/compliance/identity.js';
 import { checkSpending, spendingLimitFor } from '../../src/compliance/limits.js';
 import type { NppaEventRow } from '../../src/compliance/store.js';
 import { eventRow } from '../helpers/nppa-events.js';
-import { buildBatch, CATCH_UP, keptShift, MAX_BATCH, sendable } from '../../src/compliance/uploader.js';
+import { buildBatch, CATCH_UP, keptShift, MAX_BATCH, sendable } from '../../src/compliance/upload-batch.js';
 
 const TS = 1_800_000_000_500;
 const ev = eventRow;

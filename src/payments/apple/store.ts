@@ -1,11 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely } from 'kysely';
-import type { DB } from '../../db/schema.js';
+import { DatabaseStore } from '../../db/database-store.js';
 
 /** The StoreKit appAccountToken of orders (order_account_tokens): one UUID per order, unique. */
-export class AppAccountTokens {
-  constructor(private readonly db: Kysely<DB>) {}
-
+export class AppAccountTokens extends DatabaseStore {
   /** The order's token, made on first use; the same one every time after. */
   async forOrder(orderId: string, now: number): Promise<string> {
     const found = await this.find(orderId);

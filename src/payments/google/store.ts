@@ -1,13 +1,12 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
-import type { DB, GooglePurchasesTable } from '../../db/schema.js';
+import { sql, type Selectable } from 'kysely';
+import type { GooglePurchasesTable } from '../../db/schema.js';
+import { DatabaseStore } from '../../db/database-store.js';
 
 export type GooglePurchaseRow = Selectable<GooglePurchasesTable>;
 export type GooglePurchaseState = GooglePurchasesTable['state'];
 
 /** Queries for google_purchases: one row per verified purchase token (0013_google_purchases). */
-export class GooglePurchaseStore {
-  constructor(readonly db: Kysely<DB>) {}
-
+export class GooglePurchaseStore extends DatabaseStore {
   find(token: string): Promise<GooglePurchaseRow | undefined> {
     return this.db.selectFrom('google_purchases').selectAll().where('purchase_token', '=', token).executeTakeFirst();
   }

@@ -1,7 +1,7 @@
 import type { Kysely, Selectable, Transaction, Updateable } from 'kysely';
-import type { TransactionRunner } from '../../db/group-commit.js';
 import type { DB, ProviderPaymentsTable, ProviderRefundsTable } from '../../db/schema.js';
 import type { PaymentAction } from '../provider.js';
+import { DatabaseStore } from '../../db/database-store.js';
 
 export type ProviderPaymentRow = Selectable<ProviderPaymentsTable>;
 export type ProviderRefundRow = Selectable<ProviderRefundsTable>;
@@ -12,16 +12,7 @@ type Q = Kysely<DB> | Transaction<DB>;
  * one (provider_refunds). The lost-callback job takes a due row under a lease: a guarded update
  * (locked_until < now) that only one instance wins, on SQLite and PostgreSQL alike.
  */
-export class ProviderPaymentStore {
-  constructor(
-    readonly db: Kysely<DB>,
-    private readonly tx: TransactionRunner = (fn) => db.transaction().execute(fn),
-  ) {}
-
-  transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-    return this.tx(fn);
-  }
-
+export class ProviderPaymentStore extends DatabaseStore {
   find(q: Q, provider: string, orderId: string): Promise<ProviderPaymentRow | undefined> {
     return q.selectFrom('provider_payments').selectAll().where('provider', '=', provider).where('order_id', '=', orderId).executeTakeFirst();
   }
