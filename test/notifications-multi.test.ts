@@ -152,6 +152,24 @@ describe('concurrency caps', () => {
     }
   });
 
+  // A claim may take more of one host's rows than its queue holds: those go back due at once
+  // and are claimed again when the queue has room, not at the next poll (a minute here).
+  it('a host whose queue overflows gets every notification delivered without waiting for a poll', async () => {
+    const env = { NOTIFY_CONCURRENCY: '8', NOTIFY_PER_HOST_CONCURRENCY: '1', NOTIFY_PER_HOST_CONCURRENCY_MIN: '1', NOTIFY_POLL_INTERVAL_MS: '60000' };
+    const t = await startService({ env });
+    try {
+      const g = await game(t);
+      const path = '/overflow';
+      receiver.script(path, () => ({ kind: 'status', status: 200, delayMs: 20 }));
+      const ids = [];
+      for (let i = 0; i < 24; i++) ids.push((await paidOrder(t, g, receiver.url + path)).notificationId);
+      await allSettled(t, ids);
+      for (const id of ids) expect(await attemptRows(t, id)).toHaveLength(1);
+    } finally {
+      await t.stop();
+    }
+  });
+
   it('keeps at most NOTIFY_CONCURRENCY requests open in total', async () => {
     const t = await startService({ env: { NOTIFY_CONCURRENCY: '3', NOTIFY_POLL_INTERVAL_MS: '20' } });
     try {

@@ -169,8 +169,10 @@ export class NotificationDispatcher {
    * Sends now when the host has a free slot; else waits in the host's queue (keeping its
    * lease) for the next free slot. The queue is short (four rounds of the per-host cap) and
    * does not count against NOTIFY_CONCURRENCY (tick), so one slow host's backlog cannot hold
-   * the claims other hosts' notifications wait for: beyond it, the row is given back a little
-   * later, behind what other hosts have due. Returns the give-back, when it gives the row back.
+   * the claims other hosts' notifications wait for: beyond it, the row is given back due now,
+   * behind what other hosts have due, and claimed again once the host's queue has room (an
+   * attempt of the host ending then kicks a claim, see send). Due later instead, it would wait
+   * for a poll even when the host has room. Returns the give-back, when it gives the row back.
    */
   private launch(c: Claimed): Promise<void> | undefined {
     const host = hostOf(c.n.notify_url);
@@ -186,8 +188,7 @@ export class NotificationDispatcher {
       this.queued++;
       return;
     }
-    const later = this.d.clock.now() + Math.round(this.d.settings.pollIntervalMs * (0.5 + this.random()));
-    return this.giveBack(c, later);
+    return this.giveBack(c, this.d.clock.now());
   }
 
   /**
