@@ -35,7 +35,8 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
 
   it('refuses a wrong token and signs in with the admin token', async () => {
     await go('/');
-    await expect(page.getByRole('heading', { name: 'Combo platform console' }).isVisible()).resolves.toBe(true);
+    // The sign-in page is drawn once the console has asked who is signed in (GET /admin/v1/me).
+    await page.getByRole('heading', { name: 'Combo platform console' }).waitFor();
     await signIn('not-the-token');
     await page.getByRole('alert').waitFor();
     expect(await page.getByRole('alert').textContent()).toContain('401');
