@@ -34,7 +34,14 @@ const warmup = Number(process.env.INSTR_WARMUP ?? 15000);
 const counted = Number(process.env.INSTR_REQUESTS ?? 4000);
 const only = process.env.INSTR_ONLY?.split(',');
 const idleGc = process.env.INSTR_IDLE_GC === '1';
+/** Another checkout, built (`npm run build` there): its service is counted beside this one's. */
+const baseline = process.env.INSTR_BASELINE ? path.resolve(process.env.INSTR_BASELINE) : undefined;
+/** Counts of each build per scenario, alternated (this, baseline, baseline, this, ...). */
+const repeats = Math.max(1, Number(process.env.INSTR_REPEATS ?? (baseline ? 2 : 1)));
+/** The most a scenario may count above the baseline's (5 %). */
+const BASELINE_LIMIT = 1.05;
 const dir = mkdtempSync(path.join(os.tmpdir(), 'combo-instr-'));
+const here = process.cwd();
 
 interface Counted {
   child: ChildProcess;
@@ -44,11 +51,12 @@ interface Counted {
   outFile: string;
 }
 
-async function startCounted(name: string, script: string[], env: Record<string, string>, port: number): Promise<Counted> {
+async function startCounted(name: string, script: string[], env: Record<string, string>, port: number, cwd = here): Promise<Counted> {
   const outFile = path.join(dir, `${name}.callgrind`);
   const fullEnv = { ...process.env, ...env };
-  const preload = idleGc ? ['--require', './bench/idle-gc.cjs'] : [];
+  const preload = idleGc ? ['--require', path.join(here, 'bench/idle-gc.cjs')] : [];
   const child = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes', `--callgrind-out-file=${outFile}`, process.execPath, ...preload, ...script], {
+    cwd,
     env: fullEnv,
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -127,43 +135,19 @@ async function main(): Promise<void> {
     rows.push(['bare fastify route', await countDuring(bare, () => drive(`${bare.address}/bare`, counted, undefined, orderBody(0)))]);
   }
 
+  const builds: [string, string][] = baseline ? [['', here], [' (baseline)', baseline]] : [['', here]];
+  const counts = new Map<string, number[]>();
   for (const scenario of ['create-order', 'enter-game', 'query-binding']) {
     if (!wanted(scenario)) continue;
-    const port = await freePort();
-    const svc = await startCounted(scenario, ['dist/src/main.js'], {
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      DATA_DIR: path.join(dir, scenario),
-      ADMIN_TOKEN: ADMIN,
-      LOG_LEVEL: 'warn',
-      NODE_ENV: 'development',
-      // Under valgrind the event loop is slow by design: no shedding for its lag.
-      MAX_EVENT_LOOP_DELAY_MS: '0',
-      // The background pollers (notifications, expiry sweeps, NPPA uploads) tick once a second of
-      // wall time. Under valgrind a second holds ~70 requests instead of thousands, so their
-      // ticks would add a large share to every request's count, and vary with valgrind's speed.
-      // They are not per-request work: they tick once a minute or less here.
-      NOTIFY_POLL_INTERVAL_MS: '60000',
-      NPPA_POLL_INTERVAL_MS: '60000',
-      SWEEP_INTERVAL_MS: '600000',
-    }, port);
-    const game = `instr_${randomBytes(3).toString('hex')}`;
-    const { secret_key: secret } = await adminCall(svc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Instr', rate_limit_per_second: 1_000_000 });
-    await adminCall(svc.address, 'PUT', `/admin/v1/games/${game}/products/gem_60`, { name: '60 gems', price: 600, currency: 'CNY' });
-    let phase = 0;
-    let setup: RequestStream;
-    if (scenario === 'query-binding') setup = await bindingSetup(svc.address, game, secret);
-    const stream = (n: number) => {
-      const p = phase++;
-      if (scenario === 'create-order') return presigned(n, (i) => ({ path: '/v1/server/create-order', body: orderBody(p * 1_000_000 + i) }), game, secret);
-      if (scenario === 'enter-game') return presigned(n, (i) => ({ path: '/v1/server/enter-game', body: JSON.stringify({ combo_id: `player${i % 5000}`, session_id: `s-${run}-${p}-${i}` }) }), game, secret);
-      return setup;
-    };
-    const warm = stream(warmup);
-    await warmUp(svc, (n) => drive(svc.address, n, warm));
-    const next = stream(counted);
-    rows.push([scenario, await countDuring(svc, () => drive(svc.address, counted, next))]);
+    for (let r = 0; r < repeats; r++) {
+      // Alternated, so that a drift of the machine during the run weighs on both builds alike.
+      for (const [label, root] of r % 2 === 0 ? builds : [...builds].reverse()) {
+        const name = `${scenario}${label}`;
+        counts.set(name, [...(counts.get(name) ?? []), await countScenario(scenario, `${name.replace(/\W+/g, '-').replace(/-$/, '')}-${r}`, root, orderBody)]);
+      }
+    }
   }
+  for (const [name, list] of counts) rows.push([name, median(list)]);
 
   const bare = rows.find(([n]) => n.startsWith('bare'))?.[1];
   console.log(`\n${new Date().toISOString()}  ${os.cpus()[0]?.model ?? '?'}, node ${process.version}, ${warmup} warm-up + ${counted} counted requests\n`);
@@ -172,6 +156,71 @@ async function main(): Promise<void> {
     const per = Math.round(ir / counted);
     console.log(`| ${name} | ${per.toLocaleString('en-US')} | ${bare ? (bare / ir).toFixed(2) : '-'} |`);
   }
+  if (baseline) compareToBaseline(counts);
+}
+
+/**
+ * Instructions per request of one scenario on one build (the checkout at `root`), counted in a
+ * service of its own on a fresh database.
+ */
+async function countScenario(scenario: string, label: string, root: string, orderBody: (i: number) => string): Promise<number> {
+  const run = randomBytes(4).toString('hex');
+  const port = await freePort();
+  const svc = await startCounted(label, ['dist/src/main.js'], {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATA_DIR: path.join(dir, label),
+    ADMIN_TOKEN: ADMIN,
+    LOG_LEVEL: 'warn',
+    NODE_ENV: 'development',
+    // Under valgrind the event loop is slow by design: no shedding for its lag.
+    MAX_EVENT_LOOP_DELAY_MS: '0',
+    // The background pollers (notifications, expiry sweeps, NPPA uploads) tick once a second of
+    // wall time. Under valgrind a second holds ~70 requests instead of thousands, so their
+    // ticks would add a large share to every request's count, and vary with valgrind's speed.
+    // They are not per-request work: they tick once a minute or less here.
+    NOTIFY_POLL_INTERVAL_MS: '60000',
+    NPPA_POLL_INTERVAL_MS: '60000',
+    SWEEP_INTERVAL_MS: '600000',
+  }, port, root);
+  const game = `instr_${randomBytes(3).toString('hex')}`;
+  const { secret_key: secret } = await adminCall(svc.address, 'POST', '/admin/v1/games', { game_id: game, name: 'Instr', rate_limit_per_second: 1_000_000 });
+  await adminCall(svc.address, 'PUT', `/admin/v1/games/${game}/products/gem_60`, { name: '60 gems', price: 600, currency: 'CNY' });
+  let phase = 0;
+  let setup: RequestStream;
+  if (scenario === 'query-binding') setup = await bindingSetup(svc.address, game, secret);
+  const stream = (n: number) => {
+    const p = phase++;
+    if (scenario === 'create-order') return presigned(n, (i) => ({ path: '/v1/server/create-order', body: orderBody(p * 1_000_000 + i) }), game, secret);
+    if (scenario === 'enter-game') return presigned(n, (i) => ({ path: '/v1/server/enter-game', body: JSON.stringify({ combo_id: `player${i % 5000}`, session_id: `s-${run}-${p}-${i}` }) }), game, secret);
+    return setup;
+  };
+  const warm = stream(warmup);
+  await warmUp(svc, (n) => drive(svc.address, n, warm));
+  const next = stream(counted);
+  return countDuring(svc, () => drive(svc.address, counted, next));
+}
+
+/** Each scenario's median count against the baseline's, PASS within BASELINE_LIMIT. */
+function compareToBaseline(counts: Map<string, number[]>): void {
+  console.log(`\nthis build against INSTR_BASELINE (${baseline}), ${repeats} counts each, medians:\n`);
+  console.log('| scenario | this build | baseline | ratio |\n|---|---|---|---|');
+  const checks: string[] = [];
+  for (const [name, list] of counts) {
+    const base = counts.get(`${name} (baseline)`);
+    if (!base) continue;
+    const ratio = median(list) / median(base);
+    const per = (n: number[]) => n.map((x) => Math.round(x / counted).toLocaleString('en-US')).join(', ');
+    console.log(`| ${name} | ${per(list)} | ${per(base)} | ${ratio.toFixed(3)} |`);
+    checks.push(`${ratio <= BASELINE_LIMIT ? 'PASS' : 'FAIL'}  ${name}: at most ${Math.round((BASELINE_LIMIT - 1) * 100)} % more instructions per request than the baseline (${((ratio - 1) * 100).toFixed(1)} %)`);
+  }
+  for (const line of checks) console.log(line);
+}
+
+function median(list: number[]): number {
+  const sorted = [...list].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
 /** query-binding on a warm role cache (bench/lib.ts), signed once: a run lasts well under the 300 s a signature is valid. */

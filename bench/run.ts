@@ -61,6 +61,13 @@ const ids = benchIds(process.env.BENCH_IDS);
 /** Rounds of the closed-loop scenarios, each with its own bare run: ratios are taken within a round. */
 const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1));
 const onPostgres = databaseUrl?.startsWith('postgres') ?? false;
+/** Another checkout, built: its service runs the service scenarios beside this one's, in every round. */
+const baselineDir = process.env.BENCH_BASELINE ? path.resolve(process.env.BENCH_BASELINE) : undefined;
+/** The scenarios run on the baseline too, and the label of their rows. */
+const BASELINE_SCENARIOS = ['create-order', 'enter-game', 'query-binding'];
+const BASELINE_LABEL = ' (baseline)';
+/** The least share of the baseline's req/s a scenario must keep (no route more than 5 % slower). */
+const BASELINE_FLOOR = 0.95;
 
 interface Result {
   name: string;
@@ -77,8 +84,8 @@ interface Result {
   errors: number;
 }
 
-function startChild(args: string[], env: Record<string, string>, loader = true, knownAddress?: string): Promise<{ child: ChildProcess; address: string }> {
-  const child = spawnNode([...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...(loader ? ['--import', 'tsx'] : []), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+function startChild(args: string[], env: Record<string, string>, loader = true, knownAddress?: string, cwd?: string): Promise<{ child: ChildProcess; address: string }> {
+  const child = spawnNode([...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...(loader ? ['--import', 'tsx'] : []), ...args], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   if (knownAddress) {
     // Nobody else reads its output: drain it, or a full pipe would block the child's logger.
     child.stdout!.resume();
@@ -357,12 +364,7 @@ const P99_TO_BARE = 3;
 
 /** Per scenario over the rounds: median and range of the ratio to the same round's bare run. */
 function printRoundSummary(byRound: Result[][]): void {
-  // The mean of the two middle values for an even count (lib's quantile takes the lower one).
-  const median = (xs: number[]) => {
-    const s = [...xs].sort((a, b) => a - b);
-    const m = Math.floor(s.length / 2);
-    return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-  };
+  const median = medianOf;
   const names = [...new Set(byRound.flat().map((r) => r.name))];
   console.log(`\n${byRound.length} rounds | median ratio to bare (min-max) | median CPU ratio | median p99 ms | median p99 / mean latency | target`);
   console.log('|---|---|---|---|---|---|');
@@ -388,6 +390,48 @@ function printRoundSummary(byRound: Result[][]): void {
   for (const line of checks) console.log(line);
 }
 
+/**
+ * The service of another checkout (BENCH_BASELINE), built there, on a fresh SQLite file, with
+ * the same game, product and binding as this build's.
+ */
+async function startBaseline(dir: string, serviceEnv: (port: number, dataDir: string) => Record<string, string>, game: string, tempDirs: string[]) {
+  const port = await freePort();
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'combo-bench-baseline-'));
+  tempDirs.push(dataDir);
+  const { child, address } = await startChild(['dist/src/main.js'], serviceEnv(port, dataDir), false, `http://127.0.0.1:${port}`, dir);
+  const created = (await adminCall(address, 'POST', '/admin/v1/games', { game_id: game, name: 'Bench', rate_limit_per_second: 1_000_000, sandbox_payments: true })) as { secret_key: string };
+  await adminCall(address, 'PUT', `/admin/v1/games/${game}/products/gem_60`, { name: '60 gems', price: 600, currency: 'CNY' });
+  const binding = await bindingFixture(address, game, created.secret_key);
+  return { child, address, secret: created.secret_key, binding };
+}
+
+/**
+ * Each scenario against the baseline's in the same round (req/s and CPU per request), the
+ * median over the rounds, PASS when it keeps BASELINE_FLOOR of the baseline's req/s.
+ */
+function printBaselineComparison(byRound: Result[][]): void {
+  console.log(`\nthis build against BENCH_BASELINE (${baselineDir}), per round: req/s ratio (this / baseline), CPU per request ratio (baseline / this)`);
+  console.log('| scenario | req/s ratio per round | median | CPU ratio per round | median |\n|---|---|---|---|---|');
+  const checks: string[] = [];
+  const names = [...new Set(byRound.flat().map((r) => r.name))].filter((n) => byRound.some((rs) => rs.some((r) => r.name === `${n}${BASELINE_LABEL}`)));
+  for (const name of names) {
+    const pairs = byRound.map((rs) => [rs.find((r) => r.name === name), rs.find((r) => r.name === `${name}${BASELINE_LABEL}`)]).filter((p): p is [Result, Result] => !!p[0] && !!p[1]);
+    const rps = pairs.map(([r, b]) => r.rps / b.rps);
+    const cpu = pairs.map(([r, b]) => b.cpuUsPerReq / r.cpuUsPerReq);
+    const m = medianOf(rps);
+    console.log(`| ${name} | ${rps.map((x) => x.toFixed(2)).join(', ')} | ${m.toFixed(2)} | ${cpu.map((x) => x.toFixed(2)).join(', ')} | ${medianOf(cpu).toFixed(2)} |`);
+    checks.push(`${m >= BASELINE_FLOOR ? 'PASS' : 'FAIL'}  ${name}: median req/s at least ${BASELINE_FLOOR} of the baseline's (${m.toFixed(2)})`);
+  }
+  for (const line of checks) console.log(line);
+}
+
+/** The median; for an even count, the mean of the two middle values. */
+function medianOf(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
 async function main() {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'combo-bench-'));
   const children: ChildProcess[] = [];
@@ -396,16 +440,17 @@ async function main() {
   let stopGoogle = async () => {};
   try {
     // The service runs from the compiled build, as in production (`npm run bench` builds first).
+    if (baselineDir && databaseUrl) throw new Error('BENCH_BASELINE runs both services on fresh SQLite files: unset BENCH_DATABASE_URL');
     const port = await freePort();
     const appleChain = benchAppleChain();
     const google = await benchGooglePlay();
     stopGoogle = () => google.close();
-    const svc = await startChild(['dist/src/main.js'], {
+    const serviceEnv = (port: number, dir: string): Record<string, string> => ({
       APPLE_ROOT_CERTS: appleChain.rootDer,
       GOOGLE_API_BASE_URL: google.url,
       PORT: String(port),
       HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
+      DATA_DIR: dir,
       ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
       ADMIN_TOKEN: ADMIN,
       // Request logs off, as the bare route logs nothing (BENCH_LOG_LEVEL=info to include them).
@@ -415,7 +460,8 @@ async function main() {
       CLIENT_RATE_LIMIT_PER_SECOND: '1000000',
       // ... and the per-address share of the in-progress places would bound its connections.
       MAX_INFLIGHT_PER_CLIENT_PERCENT: '100',
-    }, false, `http://127.0.0.1:${port}`);
+    });
+    const svc = await startChild(['dist/src/main.js'], serviceEnv(port, dataDir), false, `http://127.0.0.1:${port}`);
     children.push(svc.child);
     const bare = await startChild(['bench/bare-server.ts'], {});
     children.push(bare.child);
@@ -440,9 +486,9 @@ async function main() {
       ids === 'random'
         ? { combo_id: randomPlayer(), session_id: randomBytes(16).toString('hex') }
         : { combo_id: `player${i % 5000}`, session_id: `s-${run}-${round}-${i}` };
-    const createOrders = (seconds: number) => presigned(requests(seconds), (i) => ({ path: '/v1/server/create-order', body: orderBody(i) }), game, secret);
-    const enterGames = (seconds: number) =>
-      presigned(requests(seconds), (i) => ({ path: '/v1/server/enter-game', body: JSON.stringify(sessionBody(i)) }), game, secret);
+    const createOrders = (seconds: number, key = secret) => presigned(requests(seconds), (i) => ({ path: '/v1/server/create-order', body: orderBody(i) }), game, key);
+    const enterGames = (seconds: number, key = secret) =>
+      presigned(requests(seconds), (i) => ({ path: '/v1/server/enter-game', body: JSON.stringify(sessionBody(i)) }), game, key);
 
     const scenarios: { name: string; go: (seconds: number) => Promise<Result> }[] = [
       { name: 'bare', go: (t) => load(BARE, bare.child.pid, `${bare.address}/bare`, t, undefined, orderBody(0)) },
@@ -545,11 +591,25 @@ async function main() {
         return load('wechat-callback (verify, decrypt, replay)', svc.child.pid, svc.address, t, requestStream(() => request));
       },
     });
+    const baseline = baselineDir ? await startBaseline(baselineDir, serviceEnv, game, tempDirs) : null;
+    if (baseline) {
+      children.push(baseline.child);
+      servers.push(baseline.binding.gm);
+      const { child, address, secret: key, binding } = baseline;
+      scenarios.push(
+        { name: 'create-order-baseline', go: (t) => load(`create-order${BASELINE_LABEL}`, child.pid, address, t, createOrders(t, key)) },
+        { name: 'enter-game-baseline', go: (t) => load(`enter-game${BASELINE_LABEL}`, child.pid, address, t, enterGames(t, key)) },
+        { name: 'query-binding-baseline', go: (t) => load(`query-binding (warm cache)${BASELINE_LABEL}`, child.pid, address, t, partnerGet(binding.uri, binding.partnerId, binding.partnerSecret)) },
+      );
+    }
     const optIn = new Set(['bare-presigned', 'least-create-order', 'least-enter-game', 'least-query-binding', 'bare-matched', 'wechat-callback', 'alipay-notify']);
 
     const results: Result[] = [];
     const byRound: Result[][] = [];
-    const selected = scenarios.filter((s) => (only ? only.includes(s.name) : !optIn.has(s.name)));
+    // With a baseline, each of its scenarios runs right after the same scenario of this build.
+    const selected = scenarios
+      .filter((s) => (only ? only.includes(s.name) : !optIn.has(s.name)) && !s.name.endsWith('-baseline'))
+      .flatMap((s) => [s, ...scenarios.filter((b) => baseline && BASELINE_SCENARIOS.includes(s.name) && b.name === `${s.name}-baseline`)]);
     if (only?.includes('bare-matched') && !(only.includes('bare') && only.includes('create-order'))) {
       throw new Error('bare-matched takes its rate from the same round: add bare and create-order to BENCH_ONLY');
     }
@@ -650,6 +710,7 @@ async function main() {
       console.log(`| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${tailFactor(r).toFixed(1)} | ${ratio} | ${r.cpuUsPerReq} | ${r.systemUsPerReq} | ${cpuRatio} |${dbCell} ${r.non2xx} | ${r.errors} |`);
     }
     if (rounds > 1) printRoundSummary(byRound);
+    if (baseline) printBaselineComparison(byRound);
     if (over) {
       console.log(`\n| overload (create-order, MAX_INFLIGHT_REQUESTS=256) | connections | admitted (200)/s | shed (503) | p99 ms (all answers) | RSS start MB | RSS max MB |`);
       console.log('|---|---|---|---|---|---|---|');

@@ -2,7 +2,9 @@
 // what holds its event loop. It times every synchronous better-sqlite3 call of the main thread
 // (by its SQL), every GC pause, and the gaps of a 1 ms timer (the loop's stalls), and writes the
 // calls that took over 2 ms at least once, worst first, to $TRACE_STALLS_OUT (default
-// /tmp/trace-stalls-<pid>.txt) every 2 s and at exit. Worker threads are not traced.
+// /tmp/trace-stalls-<pid>.txt) every 2 s and at exit, with (Linux) how long the event loop
+// waited for a CPU in its busiest 2 s and what the process's other threads ran meanwhile. Worker
+// threads are not traced.
 'use strict';
 const { isMainThread } = require('node:worker_threads');
 if (isMainThread) {
@@ -59,12 +61,52 @@ if (isMainThread) {
     note('event-loop stall (gap of a 1 ms timer, less 1 ms)', now - last - 1);
     last = now;
   }, 1).unref();
+  // Linux: the scheduler's figures of each thread of this process (/proc/self/task/*/schedstat:
+  // ns on a CPU, ns runnable but waiting for one, slices). Kept for the busiest 2 s (the most
+  // CPU on the main thread): how long the event loop waited for a CPU while under load, and what
+  // the other threads (V8's helpers, the SQLite workers) ran meanwhile.
+  const schedstat = () => {
+    const threads = new Map();
+    try {
+      for (const tid of fs.readdirSync('/proc/self/task')) {
+        const [cpu, wait, slices] = fs.readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').trim().split(' ').map(Number);
+        threads.set(tid, { cpu, wait, slices });
+      }
+    } catch {
+      // not Linux
+    }
+    return threads;
+  };
+  let lastSched = schedstat();
+  let busiest = null;
+  const sample = () => {
+    const now = schedstat();
+    const main = String(process.pid);
+    const d = { cpu: 0, wait: 0, slices: 0, otherCpu: 0, otherSlices: 0 };
+    for (const [tid, t] of now) {
+      const before = lastSched.get(tid) ?? { cpu: 0, wait: 0, slices: 0 };
+      if (tid === main) Object.assign(d, { cpu: t.cpu - before.cpu, wait: t.wait - before.wait, slices: t.slices - before.slices });
+      else {
+        d.otherCpu += t.cpu - before.cpu;
+        d.otherSlices += t.slices - before.slices;
+      }
+    }
+    lastSched = now;
+    if (!busiest || d.cpu > busiest.cpu) busiest = d;
+  };
+  const schedLine = () =>
+    busiest
+      ? `busiest 2 s: event loop on a CPU ${(busiest.cpu / 1e6).toFixed(0)} ms, waiting for one ${(busiest.wait / 1e6).toFixed(0)} ms over ${busiest.slices} slices; other threads on a CPU ${(busiest.otherCpu / 1e6).toFixed(0)} ms over ${busiest.otherSlices} slices\n`
+      : '';
   const write = () => {
     const rows = [...stats].filter(([, e]) => e.over2 > 0).sort(([, a], [, b]) => b.over5 * 1e6 + b.over2 - (a.over5 * 1e6 + a.over2));
-    const head = `event-loop delay p50 ${(delay.percentile(50) / 1e6).toFixed(1)} ms, p99 ${(delay.percentile(99) / 1e6).toFixed(1)} ms, max ${(delay.max / 1e6).toFixed(1)} ms\n`;
+    const head = `event-loop delay p50 ${(delay.percentile(50) / 1e6).toFixed(1)} ms, p99 ${(delay.percentile(99) / 1e6).toFixed(1)} ms, max ${(delay.max / 1e6).toFixed(1)} ms\n${schedLine()}`;
     const lines = rows.map(([k, e]) => `${e.n} calls, mean ${(e.total / e.n).toFixed(3)} ms, >2 ms ${e.over2}, >5 ms ${e.over5}, >10 ms ${e.over10}, max ${e.max.toFixed(1)} ms: ${k}`);
     fs.writeFileSync(out, head + lines.join('\n') + '\n');
   };
-  setInterval(write, 2000).unref();
+  setInterval(() => {
+    sample();
+    write();
+  }, 2000).unref();
   process.on('exit', write);
 }
