@@ -3,8 +3,8 @@
 // (by its SQL), every GC pause, and the gaps of a 1 ms timer (the loop's stalls), and writes the
 // calls that took over 2 ms at least once, worst first, to $TRACE_STALLS_OUT (default
 // /tmp/trace-stalls-<pid>.txt) every 2 s and at exit, with (Linux) how long the event loop
-// waited for a CPU in its busiest 2 s and what the process's other threads ran meanwhile. Worker
-// threads are not traced.
+// waited for a CPU in its busiest 2 s and what the process's other threads ran meanwhile, and
+// the size of the group commit's batches. Worker threads are not traced.
 'use strict';
 const { isMainThread } = require('node:worker_threads');
 if (isMainThread) {
@@ -31,6 +31,30 @@ if (isMainThread) {
       note(key, performance.now() - t);
     }
   };
+  // The group commit's batches (src/db/group-commit.ts): statements run between each `begin
+  // immediate` and its `commit`, and the time from one commit to the next (an event-loop turn
+  // under load). Batches much smaller than the connections in flight leave requests waiting for
+  // a turn of their own.
+  const batch = { open: false, statements: 0, lastCommit: 0, sizes: [], gaps: [] };
+  const batchControl = (sql) => {
+    if (sql === 'begin immediate') Object.assign(batch, { open: true, statements: 0 });
+    else {
+      const now = performance.now();
+      batch.sizes.push(batch.statements);
+      if (batch.lastCommit) batch.gaps.push(now - batch.lastCommit);
+      Object.assign(batch, { open: false, lastCommit: now });
+    }
+  };
+  const percentiles = (values, ps) => {
+    const sorted = [...values].sort((a, b) => a - b);
+    return ps.map((p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0);
+  };
+  const batchLine = () => {
+    if (!batch.sizes.length) return '';
+    const [s10, s50, s90] = percentiles(batch.sizes, [10, 50, 90]);
+    const [g50, g90, g99] = percentiles(batch.gaps, [50, 90, 99]).map((g) => g.toFixed(1));
+    return `group commits ${batch.sizes.length}: statements per batch p10 ${s10}, p50 ${s50}, p90 ${s90}; ms from one commit to the next p50 ${g50}, p90 ${g90}, p99 ${g99}\n`;
+  };
   const Database = require(path.join(process.cwd(), 'node_modules/better-sqlite3'));
   const prepare = Database.prototype.prepare;
   Database.prototype.prepare = function (sql, ...rest) {
@@ -38,7 +62,10 @@ if (isMainThread) {
     const text = String(sql).replace(/\s+/g, ' ').slice(0, 100);
     for (const m of ['run', 'get', 'all']) {
       const f = stmt[m];
+      const control = m === 'run' && (text === 'begin immediate' || text === 'commit') ? text : null;
       stmt[m] = function (...args) {
+        if (control) batchControl(control);
+        else if (batch.open) batch.statements++;
         return timed(`${m} ${text}`, f, this, args);
       };
     }
@@ -100,7 +127,7 @@ if (isMainThread) {
       : '';
   const write = () => {
     const rows = [...stats].filter(([, e]) => e.over2 > 0).sort(([, a], [, b]) => b.over5 * 1e6 + b.over2 - (a.over5 * 1e6 + a.over2));
-    const head = `event-loop delay p50 ${(delay.percentile(50) / 1e6).toFixed(1)} ms, p99 ${(delay.percentile(99) / 1e6).toFixed(1)} ms, max ${(delay.max / 1e6).toFixed(1)} ms\n${schedLine()}`;
+    const head = `event-loop delay p50 ${(delay.percentile(50) / 1e6).toFixed(1)} ms, p99 ${(delay.percentile(99) / 1e6).toFixed(1)} ms, max ${(delay.max / 1e6).toFixed(1)} ms\n${schedLine()}${batchLine()}`;
     const lines = rows.map(([k, e]) => `${e.n} calls, mean ${(e.total / e.n).toFixed(3)} ms, >2 ms ${e.over2}, >5 ms ${e.over5}, >10 ms ${e.over10}, max ${e.max.toFixed(1)} ms: ${k}`);
     fs.writeFileSync(out, head + lines.join('\n') + '\n');
   };

@@ -1,3 +1,5 @@
+import net from 'node:net';
+import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -92,6 +94,91 @@ describe.skipIf(TEST_DB !== 'sqlite')('SQLite group commit', () => {
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled']);
     expect(savepointError).toMatch(/no such savepoint/);
     expect(committed()).toEqual([1, 2, 3]);
+  });
+
+  /**
+   * Connected socket pairs: `turns[i]()` writes a byte that the server side reads in the poll
+   * phase of the next event-loop turn, and runs `onRead[i]` there, as a request's arrival would.
+   * Unix sockets: a write is in the peer's queue when it returns.
+   */
+  async function socketTurns(onRead: (() => void)[]): Promise<{ turns: (() => void)[]; close: () => Promise<void> }> {
+    const server = net.createServer();
+    const socketPath = path.join(dir, 'turns.sock');
+    await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+    const clients: net.Socket[] = [];
+    for (const read of onRead) {
+      const accepted = new Promise<net.Socket>((resolve) => server.once('connection', resolve));
+      const client = net.connect(socketPath);
+      await new Promise((resolve) => client.once('connect', resolve));
+      (await accepted).once('data', read);
+      clients.push(client);
+    }
+    const close = async () => {
+      for (const c of clients) c.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    };
+    return { turns: clients.map((c) => () => void c.write('x')), close };
+  }
+
+  /** Jobs that insert their number and record what was committed when they ran. */
+  function recordingJobs() {
+    const seen = new Map<number, number[]>();
+    const jobs: Promise<void>[] = [];
+    const job = (x: number) => {
+      jobs.push(
+        database.transaction(async (trx) => {
+          await insert(trx, x);
+          seen.set(x, committed());
+        }),
+      );
+    };
+    /** Starts the first turn and waits for `count` jobs to have run. */
+    const run = async (sockets: Awaited<ReturnType<typeof socketTurns>>, count: number) => {
+      try {
+        sockets.turns[0]?.();
+        await expect.poll(() => jobs.length).toBe(count);
+        await Promise.all(jobs);
+      } finally {
+        await sockets.close();
+      }
+    };
+    return { seen, job, run };
+  }
+
+  it('lets a batch opened by several jobs wait one more turn for the jobs read in that turn', async () => {
+    const { seen, job, run } = recordingJobs();
+    const sockets = await socketTurns([
+      // Turn 1: two jobs arrive (the service is busy), and a request for the next turn is sent.
+      () => {
+        job(1);
+        job(2);
+        sockets.turns[1]?.();
+      },
+      // Turn 2: read while the batch waits: it joins it.
+      () => {
+        job(3);
+        sockets.turns[2]?.();
+      },
+      // Turn 3: the batch waited its one turn and committed.
+      () => job(4),
+    ]);
+    await run(sockets, 4);
+    expect(seen.get(3)).toEqual([]);
+    expect(seen.get(4)).toEqual([1, 2, 3]);
+    expect(committed()).toEqual([1, 2, 3, 4]);
+  });
+
+  it('commits a lone job in the turn it arrived', async () => {
+    const { seen, job, run } = recordingJobs();
+    const sockets = await socketTurns([
+      () => {
+        job(1);
+        sockets.turns[1]?.();
+      },
+      () => job(2),
+    ]);
+    await run(sockets, 2);
+    expect(seen.get(2)).toEqual([1]);
   });
 
   // SQLite itself rolls the whole transaction back on some errors (SQLITE_FULL, SQLITE_IOERR):

@@ -56,10 +56,21 @@ interface Job {
  * rolls back to its savepoint alone. Every job's promise settles only after the physical COMMIT,
  * so an acknowledged write is a committed write. Jobs must use only the `trx` they are given
  * (SQLite has one connection; it is held until the commit).
+ *
+ * When the event-loop turn that opened a batch brought several jobs (the service is busy), the
+ * batch waits for one more turn before it commits: that turn's poll does not block (a callback
+ * is pending) and reads the requests that arrived while the first turn's were handled, so they
+ * join this batch instead of waiting for it to commit and then for a turn of their own. Under
+ * load every request then waits about one turn, not one or two, which narrows the latency
+ * spread (docs/benchmarks.md, "What stalls create-order's event loop"). A lone job commits in
+ * its own turn.
  */
 export class GroupCommitter {
   private queue: Job[] = [];
+  /** A batch is open: a check for its commit is scheduled, or it is being committed. */
   private running = false;
+  /** The batch has already waited its one extra turn. */
+  private waited = false;
 
   /**
    * @param statements the SQLite connection itself: when given, the batch's control statements
@@ -87,10 +98,24 @@ export class GroupCommitter {
       this.queue.push({ fn, large, bare, resolve: resolve as (v: unknown) => void, reject });
       if (!this.running) {
         this.running = true;
-        setImmediate(() => void this.drain());
+        this.waited = false;
+        setImmediate(this.commitWhenGathered);
       }
     });
   }
+
+  /**
+   * Runs in the check phase, after the turn's poll: the queue holds what arrived in the turn that
+   * opened the batch (it was empty before). Several jobs: wait one turn more; else commit.
+   */
+  private readonly commitWhenGathered = (): void => {
+    if (!this.waited && this.queue.length > 1 && this.queue.length < this.maxBatch) {
+      this.waited = true;
+      setImmediate(this.commitWhenGathered);
+      return;
+    }
+    void this.drain();
+  };
 
   private async drain(): Promise<void> {
     while (this.queue.length) await this.flush(this.nextBatch());
