@@ -172,7 +172,7 @@ describe.skipIf(TEST_DB !== 'sqlite')('SQLite group commit: failed BEGIN and COM
     expect(committed()).toHaveLength(300);
   });
 
-  it("a write waits for another process's lock (busy time-out), and succeeds once it is released", async () => {
+  it("a write waits for another process's lock (busy time-out) without holding the event loop, and succeeds once it is released", async () => {
     // A connection opened on a migrated file without migrating (as the CLI's commands open it):
     // only its own busy time-out is in force.
     await database.close();
@@ -191,9 +191,15 @@ describe.skipIf(TEST_DB !== 'sqlite')('SQLite group commit: failed BEGIN and COM
     try {
       await once(holder.stdout!, 'data');
       const started = Date.now();
-      await database.transaction((trx) => insert(trx, 7));
+      // The wait is not SQLite's busy handler sleeping on the event loop: timers keep firing.
+      let ticks = 0;
+      const ticking = setInterval(() => ticks++, 10);
+      await database.transaction((trx) => insert(trx, 7)).finally(() => clearInterval(ticking));
       expect(Date.now() - started).toBeGreaterThanOrEqual(100);
+      expect(ticks).toBeGreaterThanOrEqual(5);
       expect(committed()).toEqual([7]);
+      // The connection's busy time-out is back for its other uses.
+      expect((await sql<{ timeout: number }>`pragma busy_timeout`.execute(database.db)).rows[0]?.timeout).toBe(5000);
     } finally {
       if (holder.exitCode === null) await once(holder, 'exit');
     }

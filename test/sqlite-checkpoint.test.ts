@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SAFETY_NET_PAGES } from '../src/db/checkpointer.js';
@@ -66,6 +66,34 @@ describe.skipIf(TEST_DB !== 'sqlite')('SQLite WAL checkpoints on a worker thread
     }, 5_000);
     await new Promise((r) => setTimeout(r, 300));
     expect({ events, pages }).toEqual(settled);
+  });
+
+  // The transaction that starts the WAL over syncs the new header (a wait for the file system's
+  // journal): the worker writes it, so that the service's commits append and never sync on the
+  // event loop.
+  it('starts the WAL over on its own thread once it copied all of it; idle, it does not again', async () => {
+    t = await startService({ env: { SQLITE_CHECKPOINT_INTERVAL_MS: '10' } });
+    const checkpointer = t.service.database.checkpointer!;
+    const wal = `${t.service.database.sqliteFile!}-wal`;
+    let startOvers = 0;
+    checkpointer.on('startOver', () => startOvers++);
+    const game = await createGame(t);
+    for (let i = 0; i < 20; i++) expect((await signed(t, game, 'POST', '/v1/server/create-order', orderBody())).status).toBe(200);
+    await until('the worker starts the WAL over', async () => (startOvers > 0 ? true : null), 5_000);
+    // WAL header: salts at bytes 16-23; the first frame's header follows it (page number, then
+    // its salts at bytes 8-15). The first frame of the new WAL is the worker's page 1.
+    const head = readFileSync(wal).subarray(0, 56);
+    expect(head.readUInt32BE(32)).toBe(1);
+    expect(head.subarray(40, 48)).toEqual(head.subarray(16, 24));
+    // Nothing written from here: once the last writes are copied and the WAL started over (200 ms
+    // without one), the one frame it wrote is copied and the WAL is not started over again.
+    const settled = await until('start-overs stop', async () => {
+      const before = startOvers;
+      await new Promise((r) => setTimeout(r, 200));
+      return startOvers === before ? before : null;
+    }, 5_000);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(startOvers).toBe(settled);
   });
 
   it('is on by default (every 20 ms); 0 leaves checkpoints to SQLite, in the committing connection', async () => {

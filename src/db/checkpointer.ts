@@ -32,7 +32,12 @@ export interface CheckpointerOptions {
  * is durable in the WAL; the checkpoint only moves pages (and syncs the WAL, so a power loss
  * costs at most about the last interval's commits with synchronous=NORMAL).
  *
- * Emits 'checkpoint' (frames copied) and 'failure' (Error): a failed checkpoint is retried at
+ * Once a checkpoint copied the whole WAL, the worker also starts the WAL over itself, so that the
+ * header sync this takes happens on its thread, not in a commit on the event loop
+ * (checkpointer-worker.ts, startOver).
+ *
+ * Emits 'checkpoint' (frames copied), 'startOver' (the worker started the WAL over) and
+ * 'failure' (Error): a failed checkpoint is retried at
  * the next interval; a worker that dies is not restarted, and the writer's own checkpoint at
  * SAFETY_NET_PAGES takes over.
  */
@@ -47,6 +52,7 @@ export class WalCheckpointer extends EventEmitter {
     this.worker.unref();
     this.worker.on('message', (m: CheckpointerMessage) => {
       if ('error' in m) this.emit('failure', new Error(`WAL checkpoint failed: ${m.error}`));
+      else if ('startedOver' in m) this.emit('startOver');
       else this.emit('checkpoint', m.frames);
     });
     this.worker.on('error', (e) => this.emit('failure', e));

@@ -27,6 +27,11 @@ export interface Database {
   /** The background WAL checkpointer (SQLite on a file, when SQLITE_CHECKPOINT_INTERVAL_MS > 0). */
   checkpointer?: WalCheckpointer;
   /**
+   * SQLite: calls `listener` each time a group-commit batch finds the write lock held by another
+   * connection and starts waiting for it (without holding the event loop), for /metrics.
+   */
+  onWriteLockWait?(listener: () => void): void;
+  /**
    * SQLite on a file: starts the worker that fills the player index (db/player-index.ts), once
    * the migrations are applied; it is stopped by close().
    */

@@ -5,6 +5,10 @@ import { runDirectly, type StatementSource } from './direct.js';
 // IMMEDIATE: the batch takes SQLite's write lock at once, so what its jobs read stays true until
 // the commit, also against another process writing the same file.
 const BEGIN = CompiledQuery.raw('begin immediate');
+const BUSY_TIMEOUT = CompiledQuery.raw('pragma busy_timeout');
+const NO_BUSY_WAIT = CompiledQuery.raw('pragma busy_timeout = 0');
+/** How long a batch waits before it asks for the write lock again. */
+const LOCK_RETRY_MS = 1;
 const COMMIT = CompiledQuery.raw('commit');
 const ROLLBACK = CompiledQuery.raw('rollback');
 const SAVEPOINT = CompiledQuery.raw('savepoint job');
@@ -64,6 +68,11 @@ interface Job {
  * load every request then waits about one turn, not one or two, which narrows the latency
  * spread (docs/benchmarks.md, "What stalls create-order's event loop"). A lone job commits in
  * its own turn.
+ *
+ * A batch asks for the write lock without SQLite's busy handler, which would sleep on the event
+ * loop while another connection holds it (the checkpoint worker starting the WAL over, the CLI,
+ * another process): it asks again every LOCK_RETRY_MS from a timer, up to the connection's busy
+ * time-out, and the event loop serves other requests meanwhile.
  */
 export class GroupCommitter {
   private queue: Job[] = [];
@@ -71,6 +80,8 @@ export class GroupCommitter {
   private running = false;
   /** The batch has already waited its one extra turn. */
   private waited = false;
+  /** Called when a batch finds the write lock held and starts waiting for it. */
+  private readonly lockWaitListeners: (() => void)[] = [];
 
   /**
    * @param statements the SQLite connection itself: when given, the batch's control statements
@@ -81,6 +92,11 @@ export class GroupCommitter {
     private readonly statements?: StatementSource,
     private readonly maxBatch = 256,
   ) {}
+
+  /** Calls `listener` each time a batch finds the write lock held and starts waiting for it. */
+  readonly onLockWait = (listener: () => void): void => {
+    this.lockWaitListeners.push(listener);
+  };
 
   readonly run: TransactionRunner = <T>(fn: (trx: Transaction<DB>) => Promise<T>, options?: TransactionOptions): Promise<T> =>
     this.enqueue<T>(fn, options?.large === true, options?.noSavepoint === true && options.large !== true);
@@ -140,7 +156,8 @@ export class GroupCommitter {
         if (this.statements) runDirectly(trx, this.statements, false);
         if (large) await exec(TEMP_FILE);
         try {
-          await transact(exec, trx, batch, failed, () => this.statements?.transactionOpen?.() === false);
+          const begin = () => beginWithoutBlocking(exec, this.first(conn), () => this.lockWaitListeners.forEach((l) => l()));
+          await transact(exec, begin, trx, batch, failed, () => this.statements?.transactionOpen?.() === false);
         } finally {
           if (large) await exec(TEMP_MEMORY);
         }
@@ -151,6 +168,13 @@ export class GroupCommitter {
       return;
     }
     for (const j of batch) if (!failed.has(j)) j.resolve(j.result);
+  }
+
+  /** Reads the first row of a control statement (a pragma's value). */
+  private first(conn: Kysely<DB>): (q: CompiledQuery) => Promise<unknown> {
+    const statements = this.statements;
+    if (!statements) return async (q) => (await conn.executeQuery(q)).rows[0];
+    return async (q) => statements.prepare(q.sql).get();
   }
 
   /** Runs a control statement: on the connection itself when it is known, else through Kysely. */
@@ -167,8 +191,15 @@ export class GroupCommitter {
  * BEGIN, each job in its own savepoint (a bare job without one), COMMIT. A job that fails is
  * rejected at once and added to `failed`.
  */
-async function transact(exec: (q: CompiledQuery) => unknown, trx: Transaction<DB>, batch: Job[], failed: Set<Job>, lost: () => boolean): Promise<void> {
-  await exec(BEGIN);
+async function transact(
+  exec: (q: CompiledQuery) => unknown,
+  begin: () => Promise<void>,
+  trx: Transaction<DB>,
+  batch: Job[],
+  failed: Set<Job>,
+  lost: () => boolean,
+): Promise<void> {
+  await begin();
   try {
     for (const job of batch) {
       if (!job.bare) await exec(SAVEPOINT);
@@ -198,5 +229,31 @@ async function transact(exec: (q: CompiledQuery) => unknown, trx: Transaction<DB
       // the batch is lost either way; the original error is the one to report
     }
     throw e;
+  }
+}
+
+/**
+ * BEGIN IMMEDIATE with the busy handler off; while another connection holds the write lock,
+ * asks again from a timer until the connection's busy time-out has passed (then SQLITE_BUSY, as
+ * the busy handler would end). The busy time-out is put back for the connection's other uses
+ * (migrations, a connection opened without the group commit).
+ */
+async function beginWithoutBlocking(exec: (q: CompiledQuery) => unknown, first: (q: CompiledQuery) => Promise<unknown>, onWait: () => void): Promise<void> {
+  const budget = Number((await first(BUSY_TIMEOUT) as { timeout?: number } | undefined)?.timeout ?? 0);
+  await exec(NO_BUSY_WAIT);
+  try {
+    const deadline = Date.now() + budget;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await exec(BEGIN);
+        return;
+      } catch (e) {
+        if ((e as { code?: unknown }).code !== 'SQLITE_BUSY' || Date.now() >= deadline) throw e;
+      }
+      if (attempt === 0) onWait();
+      await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
+    }
+  } finally {
+    await exec(CompiledQuery.raw(`pragma busy_timeout = ${budget}`));
   }
 }

@@ -63,6 +63,7 @@ export function openSqlite(file: string, options: DatabaseOptions): Database {
     checkpointer,
     transaction: committer.run,
     oneStatement: committer.runStatement,
+    onWriteLockWait: committer.onLockWait,
     ping: async () => {
       raw.prepare('select 1').get();
     },

@@ -152,6 +152,12 @@ export class ServiceMetrics implements DomainMetrics {
     registers: [this.registry],
   });
 
+  private readonly writeLockWaits = new Counter({
+    name: 'combo_sqlite_write_lock_waits_total',
+    help: 'SQLite group-commit batches that found the write lock held by another connection (the checkpoint worker, the command line, another process) and waited for it',
+    registers: [this.registry],
+  });
+
   private readonly playerIndexPasses = new Counter({
     name: 'combo_sqlite_player_index_passes_total',
     help: 'Passes of the SQLite player index worker that indexed sessions or failed, by result',
@@ -171,6 +177,7 @@ export class ServiceMetrics implements DomainMetrics {
       this.checkpointedPages.inc(pages);
     });
     database.checkpointer?.on('failure', () => this.checkpoints.inc({ result: 'failure' }));
+    database.onWriteLockWait?.(() => this.writeLockWaits.inc());
     database.playerIndexer?.on('indexed', (p: PlayerIndexPass) => {
       this.playerIndexPasses.inc({ result: 'success' });
       this.playerIndexSessions.inc(p.indexed);

@@ -7,8 +7,9 @@
  * Where it is killed is made certain by the database: the test holds a lock the callback's
  * work must wait for, sees it waiting, kills the process, then lets go of the lock.
  *   - before commit: the order's row (PostgreSQL), or SQLite's write lock. PostgreSQL shows the
- *     wait in pg_stat_activity; on SQLite the write's busy wait stalls the process's event loop,
- *     seen as /healthz no longer answering. Nothing was committed.
+ *     wait in pg_stat_activity; on SQLite the write waits for the lock without holding the
+ *     event loop, seen in /metrics (combo_sqlite_write_lock_waits_total, or the scrape itself
+ *     waiting for the connection the batch holds). Nothing was committed.
  *   - after commit (PostgreSQL): the open provider payment's row, which the callback settles
  *     right after the payment's transaction committed and before it answers. The payment is
  *     committed; the provider never got its answer.
@@ -109,18 +110,28 @@ async function holdPg(lockSql: string, params: string[]): Promise<Held> {
   };
 }
 
-function holdSqlite(): Held {
+/**
+ * The service's count of write batches that found SQLite's write lock held and waited; null
+ * when /metrics did not answer within 300 ms: its database reads wait for the connection, which
+ * a batch waiting for the lock holds.
+ */
+async function writeLockWaits(): Promise<number | null> {
+  const res = await fetch(`${svc.url}/metrics`, { signal: AbortSignal.timeout(300) }).catch(() => null);
+  if (!res) return null;
+  return Number(/^combo_sqlite_write_lock_waits_total(?:\{[^}]*\})? (\d+)/m.exec(await res.text())?.[1] ?? 0);
+}
+
+async function holdSqlite(): Promise<Held> {
   const conn = new SQLite(db.url.slice('sqlite:'.length));
   conn.exec('BEGIN IMMEDIATE');
+  const before = await writeLockWaits();
   return {
     async waited() {
-      // The write's busy wait (up to 5 s) holds the process's event loop: /healthz stops answering.
+      // The write waits for the lock (up to 5 s) without holding the event loop, and counts it.
       for (;;) {
-        const answered = await fetch(`${svc.url}/healthz`, { signal: AbortSignal.timeout(300) }).then(
-          () => true,
-          () => false,
-        );
-        if (!answered) return;
+        const now = await writeLockWaits();
+        if (now === null || now !== before) return;
+        await new Promise((resolve) => setTimeout(resolve, 20));
       }
     },
     async release() {
