@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import { readFileSync, statSync } from 'node:fs';
+import SQLite from 'better-sqlite3';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SAFETY_NET_PAGES } from '../src/db/checkpointer.js';
@@ -94,6 +95,38 @@ describe.skipIf(TEST_DB !== 'sqlite')('SQLite WAL checkpoints on a worker thread
     }, 5_000);
     await new Promise((r) => setTimeout(r, 300));
     expect(startOvers).toBe(settled);
+  });
+
+  // Another process holds SQLite's write lock (the command line, a second instance): the write
+  // waits for it from a timer, counted, and /metrics still answers with every backlog gauge (its
+  // counts run on their own thread, never on the connection the waiting batch holds).
+  it('counts a write that waits for the write lock in /metrics, which answers meanwhile; the write succeeds once the lock is free', async () => {
+    // The worker's own start-overs would also make writes wait: a minute away here.
+    t = await startService({ env: { SQLITE_CHECKPOINT_INTERVAL_MS: '60000', METRICS_TOKEN } });
+    const service = t;
+    const game = await createGame(service);
+    const scrape = async () =>
+      (await fetch(`${service.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` }, signal: AbortSignal.timeout(2_000) })).text();
+    const waits = (text: string) => Number(/^combo_sqlite_write_lock_waits_total (\d+)/m.exec(text)?.[1]);
+    const before = waits(await scrape());
+    const holder = new SQLite(service.service.database.sqliteFile!);
+    holder.exec('begin immediate');
+    let answered = false;
+    const created = signed(service, game, 'POST', '/v1/server/create-order', orderBody()).finally(() => (answered = true));
+    try {
+      const text = await until('the write waits for the lock', async () => {
+        const body = await scrape();
+        return waits(body) > before ? body : null;
+      }, 4_000);
+      expect(text).toMatch(/^combo_notifications_pending /m);
+      expect(text).toMatch(/^combo_nppa_events_pending /m);
+      expect(text).toMatch(/^combo_orders\{/m);
+      expect(answered).toBe(false);
+    } finally {
+      holder.exec('rollback');
+      holder.close();
+    }
+    expect((await created).status).toBe(200);
   });
 
   it('is on by default (every 20 ms); 0 leaves checkpoints to SQLite, in the committing connection', async () => {

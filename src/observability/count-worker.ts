@@ -1,14 +1,24 @@
 import type { Worker } from 'node:worker_threads';
 import { startWorker } from '../lib/worker.js';
-import type { GameStatusCount, StatusCount, StatusCounterMessage, StatusCounterQuery, StatusCounterRequest, StatusCounterWorkerData } from './status-counter-worker.js';
+import type {
+  GameStatusCount,
+  PendingCount,
+  StatusCount,
+  StatusCounterMessage,
+  StatusCounterQuery,
+  StatusCounterRequest,
+  StatusCounterWorkerData,
+} from './status-counter-worker.js';
 
-export type { GameStatusCount, StatusCount };
+export type { GameStatusCount, PendingCount, StatusCount };
 
 /**
- * Counts orders per status and undelivered notifications per game on a thread of its own
- * (status-counter-worker.ts), over its own read-only connection to the SQLite file.
- * better-sqlite3 is synchronous: on the main thread the orders' count, ~1-2 s at 10 million
- * orders, stopped every request for as long on each /metrics scrape.
+ * Counts orders per status, undelivered notifications per game and the pending rows of the
+ * notification and national-upload queues on a thread of its own (status-counter-worker.ts),
+ * over its own read-only connection to the SQLite file. better-sqlite3 is synchronous: on the
+ * main thread the orders' count, ~1-2 s at 10 million orders, stopped every request for as long
+ * on each /metrics scrape; and a scrape never waits for the service's write connection, which a
+ * write batch waiting for the write lock holds.
  */
 type Waiting = Map<number, { resolve: (rows: never[]) => void; reject: (e: Error) => void }>;
 
@@ -32,6 +42,11 @@ export class SqliteStatusCounter {
   /** Undelivered notifications (pending, failing, failed) per game and status (undelivered.ts). */
   undelivered(): Promise<GameStatusCount[]> {
     return this.ask('undelivered');
+  }
+
+  /** Pending notifications and pending national-upload events. */
+  pending(): Promise<PendingCount[]> {
+    return this.ask('pending');
   }
 
   private ask<R>(query: StatusCounterQuery): Promise<R[]> {

@@ -18,8 +18,17 @@ export interface GameStatusCount extends StatusCount {
   game_id: string;
 }
 
-/** The counts the worker makes: orders per status, undelivered notifications per game and status. */
-export type StatusCounterQuery = 'orders' | 'undelivered';
+/** Rows waiting in one table's queue (`pending` status). */
+export interface PendingCount {
+  table: 'notifications' | 'nppa_events';
+  n: number;
+}
+
+/**
+ * The counts the worker makes: orders per status, undelivered notifications per game and
+ * status, and the pending rows of the notification and national-upload queues.
+ */
+export type StatusCounterQuery = 'orders' | 'undelivered' | 'pending';
 
 /** Count request `id` of one query. */
 export interface StatusCounterRequest {
@@ -28,7 +37,7 @@ export interface StatusCounterRequest {
 }
 
 /** The answer to count request `id`: the counts, or why they could not be made. */
-export type StatusCounterMessage = { id: number; rows: StatusCount[] | GameStatusCount[] } | { id: number; error: string };
+export type StatusCounterMessage = { id: number; rows: StatusCount[] | GameStatusCount[] | PendingCount[] } | { id: number; error: string };
 
 const data = workerData as StatusCounterWorkerData;
 const port = parentPort as NonNullable<typeof parentPort>;
@@ -37,6 +46,9 @@ db.pragma('busy_timeout = 5000');
 const SQL: Record<StatusCounterQuery, string> = {
   orders: 'select status, count(*) as n from orders group by status',
   undelivered: UNDELIVERED_SQL,
+  pending:
+    "select 'notifications' as \"table\", count(*) as n from notifications where status = 'pending' " +
+    "union all select 'nppa_events', count(*) from nppa_events where status = 'pending'",
 };
 /** Each query prepared at its first count (a count of one table does not need the other). */
 const prepared = new Map<StatusCounterQuery, SQLite.Statement>();

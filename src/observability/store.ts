@@ -16,8 +16,9 @@ export interface BacklogCounts {
 /**
  * The database-derived gauges, read on each scrape. Each query is one grouped count over an
  * index whose first column is `status` (orders_status_expires, notifications_due,
- * nppa_events_due). The orders count reads every order: on an SQLite file it runs on a thread
- * of its own (count-worker.ts), so a scrape never stops the requests.
+ * nppa_events_due). The orders count reads every order: on an SQLite file the counts run on a
+ * thread of its own (count-worker.ts), so a scrape never stops the requests nor waits for the
+ * write connection.
  */
 export class ObservabilityStore extends DatabaseStore {
   private readonly counter: SqliteStatusCounter | null;
@@ -49,26 +50,31 @@ export class ObservabilityStore extends DatabaseStore {
       .then(({ rows }) => rows.map((r) => ({ game_id: r.game_id, status: r.status, n: Number(r.n) })));
   }
 
+  /** Pending notifications and national-upload events. */
+  private async pending(): Promise<{ notifications: number; nppaEvents: number }> {
+    if (this.counter) {
+      const rows = await this.counter.pending();
+      const of = (table: string) => Number(rows.find((r) => r.table === table)?.n ?? 0);
+      return { notifications: of('notifications'), nppaEvents: of('nppa_events') };
+    }
+    const count = (table: 'notifications' | 'nppa_events') =>
+      this.db
+        .selectFrom(table)
+        .select((eb) => eb.fn.countAll<number | string>().as('n'))
+        .where('status', '=', 'pending')
+        .executeTakeFirstOrThrow()
+        .then((r) => Number(r.n));
+    const [notifications, nppaEvents] = await Promise.all([count('notifications'), count('nppa_events')]);
+    return { notifications, nppaEvents };
+  }
+
   async backlog(): Promise<BacklogCounts> {
-    const [orders, undelivered, notifications, nppa] = await Promise.all([
-      this.ordersByStatus(),
-      this.undeliveredByGame(),
-      this.db
-        .selectFrom('notifications')
-        .select((eb) => eb.fn.countAll<number | string>().as('n'))
-        .where('status', '=', 'pending')
-        .executeTakeFirstOrThrow(),
-      this.db
-        .selectFrom('nppa_events')
-        .select((eb) => eb.fn.countAll<number | string>().as('n'))
-        .where('status', '=', 'pending')
-        .executeTakeFirstOrThrow(),
-    ]);
+    const [orders, undelivered, pending] = await Promise.all([this.ordersByStatus(), this.undeliveredByGame(), this.pending()]);
     return {
       ordersByStatus: orders,
-      notificationsPending: Number(notifications.n),
+      notificationsPending: pending.notifications,
       undeliveredByGame: undelivered,
-      nppaEventsPending: Number(nppa.n),
+      nppaEventsPending: pending.nppaEvents,
     };
   }
 }

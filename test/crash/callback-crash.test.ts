@@ -8,8 +8,7 @@
  * work must wait for, sees it waiting, kills the process, then lets go of the lock.
  *   - before commit: the order's row (PostgreSQL), or SQLite's write lock. PostgreSQL shows the
  *     wait in pg_stat_activity; on SQLite the write waits for the lock without holding the
- *     event loop, seen in /metrics (combo_sqlite_write_lock_waits_total, or the scrape itself
- *     waiting for the connection the batch holds). Nothing was committed.
+ *     event loop, seen in /metrics (combo_sqlite_write_lock_waits_total). Nothing was committed.
  *   - after commit (PostgreSQL): the open provider payment's row, which the callback settles
  *     right after the payment's transaction committed and before it answers. The payment is
  *     committed; the provider never got its answer.
@@ -110,15 +109,10 @@ async function holdPg(lockSql: string, params: string[]): Promise<Held> {
   };
 }
 
-/**
- * The service's count of write batches that found SQLite's write lock held and waited; null
- * when /metrics did not answer within 300 ms: its database reads wait for the connection, which
- * a batch waiting for the lock holds.
- */
-async function writeLockWaits(): Promise<number | null> {
-  const res = await fetch(`${svc.url}/metrics`, { signal: AbortSignal.timeout(300) }).catch(() => null);
-  if (!res) return null;
-  return Number(/^combo_sqlite_write_lock_waits_total(?:\{[^}]*\})? (\d+)/m.exec(await res.text())?.[1] ?? 0);
+/** The service's count of write batches that found SQLite's write lock held and waited. */
+async function writeLockWaits(): Promise<number> {
+  const text = await (await fetch(`${svc.url}/metrics`)).text();
+  return Number(/^combo_sqlite_write_lock_waits_total(?:\{[^}]*\})? (\d+)/m.exec(text)?.[1] ?? 0);
 }
 
 async function holdSqlite(): Promise<Held> {
@@ -128,11 +122,7 @@ async function holdSqlite(): Promise<Held> {
   return {
     async waited() {
       // The write waits for the lock (up to 5 s) without holding the event loop, and counts it.
-      for (;;) {
-        const now = await writeLockWaits();
-        if (now === null || now !== before) return;
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      while ((await writeLockWaits()) === before) await new Promise((resolve) => setTimeout(resolve, 20));
     },
     async release() {
       conn.exec('ROLLBACK');
