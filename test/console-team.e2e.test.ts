@@ -8,7 +8,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { haveChromium, openConsoleBrowser, pageOverflow, type ConsoleBrowser } from './helpers/console-browser.js';
 import { startOidcProvider, type OidcProvider } from './helpers/oidc-provider.js';
-import { bearer, call, createAccount, PASSWORD, signIn as apiSignIn } from './helpers/operators.js';
+import { bearer, call, createAccount, PASSWORD, signIn as apiSignIn, withSession } from './helpers/operators.js';
 import { createOrder } from './helpers/orders.js';
 import { paidOrder } from './helpers/paid-orders.js';
 import { freePort } from './helpers/ports.js';
@@ -147,6 +147,47 @@ describe.skipIf(!haveChromium)('console for a team (headless Chromium)', () => {
     // Signed in where the session ended: the account page.
     await page.getByRole('heading', { name: 'My account' }).waitFor();
     expect(await page.getByTestId('whoami').textContent()).toBe(`${who} · support`);
+  });
+
+  it('changes the password on the account page: the current one is checked, the other sessions end', async () => {
+    const who = email('developer');
+    await createAccount(t, who, 'developer');
+    const other = await apiSignIn(t, who);
+    await as(who, '/account');
+    const form = page.locator('form').filter({ has: page.getByLabel('Current password') });
+    const fill = async (current: string, next: string, again = next) => {
+      await page.getByLabel('Current password').fill(current);
+      await page.getByLabel('New password').fill(next);
+      await page.getByLabel('Repeat the password').fill(again);
+      await button('Change password').click();
+    };
+    const NEW = 'a brand new passphrase 42';
+    // Checked in the page before the API is asked: 11 characters, then two that differ.
+    await fill(PASSWORD, NEW.slice(0, 11));
+    await form.getByRole('alert').getByText('The password must be at least 12 characters long').waitFor();
+    await fill(PASSWORD, NEW, `${NEW}!`);
+    await form.getByRole('alert').getByText('The two passwords differ').waitFor();
+    // The API refuses a wrong current password.
+    await fill('not the current one', NEW);
+    await form.getByRole('alert').getByText('current_password is wrong').waitFor();
+    expect((await call(t, 'GET', '/admin/v1/me', withSession(other))).status).toBe(200);
+
+    // 12 characters exactly pass the page's check and the API's.
+    const twelve = NEW.slice(0, 12);
+    await fill(PASSWORD, twelve);
+    await page.getByTestId('password-changed').waitFor();
+    expect(await page.getByLabel('Current password').inputValue()).toBe('');
+    // This session goes on; the other one has ended; the audit log has the change.
+    await nav('Orders').click();
+    await page.getByRole('heading', { name: 'Orders', exact: true }).waitFor();
+    expect((await call(t, 'GET', '/admin/v1/me', withSession(other))).status).toBe(401);
+    const audit = await admin(t, 'GET', '/admin/v1/audit?action=operator.password');
+    expect(audit.body.data.some((e: { actor: string }) => e.actor === who)).toBe(true);
+    // The old password no longer signs in; the new one does.
+    expect((await call(t, 'POST', '/admin/v1/session', {}, { email: who, password: PASSWORD })).status).toBe(401);
+    await button('Sign out').click();
+    await fillSignIn(who, twelve);
+    await page.getByTestId('whoami').getByText(who).waitFor();
   });
 
   it('the invitation page sets a password (12 characters at least) and signs the person in', async () => {
@@ -365,7 +406,7 @@ describe.skipIf(!haveChromium)('console sign-in with OpenID Connect (headless Ch
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     provider = await startOidcProvider(base);
-    t = await startService({ env: { ...provider.env, PORT: String(port) } });
+    t = await startService({ env: { ...provider.env, PORT: String(port), OIDC_DISPLAY_NAME: 'Studio SSO' } });
     await createAccount(t, 'ann@studio.example', 'finance', null);
     browser = await openConsoleBrowser();
   }, 240_000);
@@ -376,12 +417,12 @@ describe.skipIf(!haveChromium)('console sign-in with OpenID Connect (headless Ch
     provider?.close();
   });
 
-  it('shows "Sign in with <provider>" and signs in through the provider', async () => {
+  it('shows "Sign in with <OIDC_DISPLAY_NAME>" and signs in through the provider', async () => {
     const { page } = browser;
     await page.goto(`${t.url}/console/`);
     const oidc = page.getByTestId('oidc-sign-in');
     await oidc.waitFor();
-    expect(await oidc.textContent()).toBe(`Sign in with ${new URL(provider.issuer).host}`);
+    expect(await oidc.textContent()).toBe('Sign in with Studio SSO');
     await oidc.click();
     // The provider's own (development) sign-in page.
     await page.locator('input[name="login"]').fill('ann');

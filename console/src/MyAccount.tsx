@@ -1,6 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { operatorsApi, type TotpSetup } from './api';
 import { useMe } from './me';
+import { checkNewPassword, NewPasswordFields } from './password';
 import { PagedTable, usePaged } from './lists';
 import { Card, ConfirmButton, ErrorBox, Field, time, useAction } from './ui';
 
@@ -23,9 +24,52 @@ export function MyAccountPage() {
           <dd>{o.games?.join(', ') ?? 'every game'}</dd>
         </dl>
       </Card>
+      {o.status === 'active' ? <ChangePassword /> : null}
       <Totp on={totpOn} onChange={setTotpOn} />
       <MySessions />
     </>
+  );
+}
+
+/** The account's password: the current one, then the new one twice. The API ends the account's other sessions. */
+function ChangePassword() {
+  const [current, setCurrent] = useState('');
+  const [password, setPassword] = useState('');
+  const [again, setAgain] = useState('');
+  const [changed, setChanged] = useState(false);
+  const action = useAction();
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setChanged(false);
+    const ok = await action.run(async () => {
+      checkNewPassword(password, again);
+      await operatorsApi.changePassword(current, password);
+      return true;
+    });
+    if (!ok) return;
+    setCurrent('');
+    setPassword('');
+    setAgain('');
+    setChanged(true);
+  };
+  return (
+    <Card title="Password">
+      <form onSubmit={submit}>
+        <Field label="Current password">
+          <input type="password" name="current-password" autoComplete="current-password" value={current} onChange={(e) => setCurrent(e.target.value)} />
+        </Field>
+        <NewPasswordFields password={password} again={again} onPassword={setPassword} onAgain={setAgain} />
+        <ErrorBox error={action.error} />
+        {changed ? (
+          <p className="muted" role="status" data-testid="password-changed">
+            The password is changed; every other session of this account has ended.
+          </p>
+        ) : null}
+        <button type="submit" className="primary" disabled={!current || !password || action.busy}>
+          Change password
+        </button>
+      </form>
+    </Card>
   );
 }
 

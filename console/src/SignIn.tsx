@@ -3,7 +3,7 @@ import { ApiError, api, operatorsApi, session } from './api';
 import { navigate } from './router';
 import { ErrorBox, Field, useAction, useLoad } from './ui';
 import { isOperatorName } from '../../src/lib/operator-name';
-import { MIN_PASSWORD_LENGTH } from '../../src/operators/password-rules';
+import { checkNewPassword, NewPasswordFields } from './password';
 
 /**
  * The sign-in page: email and password, then the TOTP code when the account has TOTP on; the
@@ -126,8 +126,7 @@ export function InvitePage({ token, onSignedIn }: { token: string; onSignedIn: (
     e.preventDefault();
     const email = invitation.data?.email as string;
     const ok = await action.run(async () => {
-      if (password.length < MIN_PASSWORD_LENGTH) throw new Error(`The password must be at least ${MIN_PASSWORD_LENGTH} characters long`);
-      if (password !== again) throw new Error('The two passwords differ');
+      checkNewPassword(password, again);
       await operatorsApi.acceptInvitation(token, password);
       return true;
     });
@@ -159,12 +158,7 @@ export function InvitePage({ token, onSignedIn }: { token: string; onSignedIn: (
             )}
           </p>
         )}
-        <Field label="New password" hint={`at least ${MIN_PASSWORD_LENGTH} characters`}>
-          <input type="password" name="new-password" autoComplete="new-password" value={password} onChange={(e) => setPassword(e.target.value)} autoFocus />
-        </Field>
-        <Field label="Repeat the password">
-          <input type="password" name="repeat-password" autoComplete="new-password" value={again} onChange={(e) => setAgain(e.target.value)} />
-        </Field>
+        <NewPasswordFields password={password} again={again} onPassword={setPassword} onAgain={setAgain} autoFocus />
         <ErrorBox error={action.error} />
         <button type="submit" className="primary" disabled={!invitation.data || !password || action.busy}>
           Set password and sign in

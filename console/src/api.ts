@@ -338,6 +338,7 @@ export const operatorsApi = {
     return asPage<OperatorSession>(await call('GET', '/admin/v1/me/sessions'));
   },
   revokeMySession: (id: string) => call('DELETE', `/admin/v1/me/sessions/${enc(id)}`),
+  changePassword: (currentPassword: string, newPassword: string) => call('PUT', '/admin/v1/me/password', { current_password: currentPassword, new_password: newPassword }),
   startTotp: () => call<TotpSetup>('POST', '/admin/v1/me/totp'),
   verifyTotp: (code: string) => call('POST', '/admin/v1/me/totp/verify', { code }),
   removeTotp: () => call('DELETE', '/admin/v1/me/totp'),

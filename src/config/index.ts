@@ -10,6 +10,8 @@ export const MAX_SESSION_TIMEOUT_SECONDS = 30 * 86_400;
 
 /** PostgreSQL: a migration's lock wait per attempt, when DATABASE_MIGRATION_LOCK_TIMEOUT_MS is not set (ms). */
 export const DEFAULT_MIGRATION_LOCK_TIMEOUT_MS = 2000;
+/** OIDC_DISPLAY_NAME: 1 to 64 characters, no control character, not only spaces. */
+const OIDC_DISPLAY_NAME = /^(?=.*\S)[^\p{Cc}]{1,64}$/u;
 
 /**
  * Service configuration, read from the environment once, at start, by `loadConfig` (never at
@@ -34,8 +36,8 @@ export interface Config {
     failuresPerAccount: number;
     failuresPerAddress: number;
     authFailuresPerMinute: number;
-    /** OIDC_ISSUER, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET; null: no OpenID Connect sign-in. */
-    oidc: { issuer: string; clientId: string; clientSecret: string } | null;
+    /** OIDC_ISSUER, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET; null: no OpenID Connect sign-in. displayName: OIDC_DISPLAY_NAME, else the issuer's host. */
+    oidc: { issuer: string; clientId: string; clientSecret: string; displayName: string } | null;
   };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   tls: { cert: Buffer; key: Buffer } | null;
@@ -266,6 +268,9 @@ export function loadConfig(env: Env = process.env): Config {
   if (oidcVars.length !== 0 && oidcVars.length !== 3) problems.push('OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET must be set together');
   const oidcIssuer = oidcVars.length === 3 ? url('OIDC_ISSUER', '') : null;
   if (oidcIssuer && oidcIssuer.startsWith('http:') && !/^http:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?(\/|$)/.test(oidcIssuer)) problems.push('OIDC_ISSUER must be https (http only on a loopback address)');
+  const oidcDisplayName = env.OIDC_DISPLAY_NAME ?? '';
+  if (oidcDisplayName && !oidcIssuer) problems.push('OIDC_DISPLAY_NAME needs OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET');
+  if (oidcDisplayName && !OIDC_DISPLAY_NAME.test(oidcDisplayName)) problems.push('OIDC_DISPLAY_NAME must be 1 to 64 printable characters (the sign-in button says "Sign in with <name>")');
 
   const warnings: string[] = [];
   const nodeEnv = str('NODE_ENV', 'development');
@@ -289,7 +294,7 @@ export function loadConfig(env: Env = process.env): Config {
       failuresPerAccount: int('OPERATOR_SIGN_IN_FAILURES_PER_HOUR', 10, 1, 1_000_000),
       failuresPerAddress: int('OPERATOR_SIGN_IN_FAILURES_PER_HOUR_PER_ADDRESS', 100, 1, 1_000_000),
       authFailuresPerMinute: int('ADMIN_AUTH_FAILURES_PER_MINUTE', 10, 0, 1_000_000),
-      oidc: oidcIssuer ? { issuer: oidcIssuer, clientId: env.OIDC_CLIENT_ID as string, clientSecret: env.OIDC_CLIENT_SECRET as string } : null,
+      oidc: oidcIssuer ? { issuer: oidcIssuer, clientId: env.OIDC_CLIENT_ID as string, clientSecret: env.OIDC_CLIENT_SECRET as string, displayName: oidcDisplayName || new URL(oidcIssuer).host } : null,
     },
     logLevel: oneOf('LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
     tls,

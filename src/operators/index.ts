@@ -77,6 +77,6 @@ export function createOperators(o: OperatorsOptions): Operators {
 
 /** What the console's sign-in page offers (GET /admin/v1/sign-in-options). */
 function signInOptions(s: OperatorSettings): SignInOptions {
-  const oidc = s.oidc ? { provider: new URL(s.oidc.issuer).host, start_url: '/admin/v1/oidc/start' } : null;
+  const oidc = s.oidc ? { provider: s.oidc.displayName, start_url: '/admin/v1/oidc/start' } : null;
   return { password: true, oidc, admin_token: !s.adminTokenDisabled };
 }

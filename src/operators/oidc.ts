@@ -12,6 +12,8 @@ export interface OidcSettings {
   issuer: string;
   clientId: string;
   clientSecret: string;
+  /** The provider's name on the sign-in button. */
+  displayName: string;
 }
 
 export interface OidcOptions {

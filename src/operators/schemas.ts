@@ -103,7 +103,7 @@ export const SignInOptions = Type.Object({
   password: Type.Boolean({ description: 'email and password (and TOTP when enrolled): always on' }),
   oidc: Nullable(
     Type.Object({
-      provider: Type.String({ description: "the provider's name for the button: the host of OIDC_ISSUER" }),
+      provider: Type.String({ description: "the provider's name for the button: OIDC_DISPLAY_NAME, else the host of OIDC_ISSUER" }),
       start_url: Type.String({ description: 'where the button goes: GET /admin/v1/oidc/start' }),
     }),
   ),

@@ -70,6 +70,29 @@ describe('production settings', () => {
     expect(load({ METRICS_TOKEN: 'y'.repeat(16) }).metricsToken).toBe('y'.repeat(16));
   });
 
+  it('OIDC_*: the three set together, the issuer https (http on loopback only), OIDC_DISPLAY_NAME 1-64 printable characters (default: the issuer host)', () => {
+    const oidc = { OIDC_ISSUER: 'https://login.example.com/tenant', OIDC_CLIENT_ID: 'console', OIDC_CLIENT_SECRET: 's3cret' };
+    expect(load({}).operators.oidc).toBeNull();
+    expect(load(oidc).operators.oidc).toEqual({ issuer: oidc.OIDC_ISSUER, clientId: 'console', clientSecret: 's3cret', displayName: 'login.example.com' });
+    for (const missing of ['OIDC_ISSUER', 'OIDC_CLIENT_ID', 'OIDC_CLIENT_SECRET'] as const) {
+      expect(problem({ ...oidc, [missing]: '' })).toContain('OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET must be set together');
+    }
+    expect(problem({ ...oidc, OIDC_ISSUER: 'http://login.example.com' })).toContain('OIDC_ISSUER must be https (http only on a loopback address)');
+    expect(load({ ...oidc, OIDC_ISSUER: 'http://127.0.0.1:9000/' }).operators.oidc?.displayName).toBe('127.0.0.1:9000');
+
+    const named = (name: string) => load({ ...oidc, OIDC_DISPLAY_NAME: name }).operators.oidc?.displayName;
+    expect(named('S')).toBe('S');
+    expect(named('Studio Google Workspace')).toBe('Studio Google Workspace');
+    expect(named('企业微信')).toBe('企业微信');
+    expect(named('x'.repeat(64))).toBe('x'.repeat(64));
+    const refused = 'OIDC_DISPLAY_NAME must be 1 to 64 printable characters';
+    expect(problem({ ...oidc, OIDC_DISPLAY_NAME: 'x'.repeat(65) })).toContain(refused);
+    expect(problem({ ...oidc, OIDC_DISPLAY_NAME: '   ' })).toContain(refused);
+    expect(problem({ ...oidc, OIDC_DISPLAY_NAME: 'Okta\nSSO' })).toContain(refused);
+    expect(problem({ ...oidc, OIDC_DISPLAY_NAME: 'Okta\u0000' })).toContain(refused);
+    expect(problem({ OIDC_DISPLAY_NAME: 'Okta' })).toContain('OIDC_DISPLAY_NAME needs OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET');
+  });
+
   it('SECRETS_KEY_PREVIOUS: 32 bytes base64, only together with SECRETS_KEY', () => {
     const k = randomBytes(32).toString('base64');
     expect(load({}).secretsKeyPrevious).toBeNull();
