@@ -27,7 +27,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { ADMIN, adminCall, bindingFixture, freePort, orderRequestBody, presigned, requestOptions, requestStream, signedGet, type RequestStream } from './lib.js';
+import { ADMIN, adminCall, bindingFixture, freePort, median, orderRequestBody, presigned, requestOptions, requestStream, signedGet, type RequestStream } from './lib.js';
 import { authorizationHeader } from '../src/signing/signer.js';
 
 const warmup = Number(process.env.INSTR_WARMUP ?? 15000);
@@ -215,12 +215,6 @@ function compareToBaseline(counts: Map<string, number[]>): void {
     checks.push(`${ratio <= BASELINE_LIMIT ? 'PASS' : 'FAIL'}  ${name}: at most ${Math.round((BASELINE_LIMIT - 1) * 100)} % more instructions per request than the baseline (${((ratio - 1) * 100).toFixed(1)} %)`);
   }
   for (const line of checks) console.log(line);
-}
-
-function median(list: number[]): number {
-  const sorted = [...list].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
 /** query-binding on a warm role cache (bench/lib.ts), signed once: a run lasts well under the 300 s a signature is valid. */

@@ -99,6 +99,16 @@ export async function adminCall(base: string, method: string, p: string, body?: 
 }
 
 /**
+ * A game `game` for the benchmarks, with sandbox payments and a rate limit no run reaches, that
+ * sells gem_60; resolves to its secret key.
+ */
+export async function createBenchGame(address: string, game: string): Promise<string> {
+  const created = (await adminCall(address, 'POST', '/admin/v1/games', { game_id: game, name: 'Bench', rate_limit_per_second: 1_000_000, sandbox_payments: true })) as { secret_key: string };
+  await adminCall(address, 'PUT', `/admin/v1/games/${game}/products/gem_60`, { name: '60 gems', price: 600, currency: 'CNY' });
+  return created.secret_key;
+}
+
+/**
  * The wechat-callback scenario's order: the game's wechat channel set to `wx`'s merchant (no
  * WeChat Pay server is needed: a callback is checked with keys alone), and one order to pay.
  */
@@ -277,4 +287,11 @@ export function rssMb(pid: number | undefined): number {
 export function quantile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(sorted.length * p) - 1))]!;
+}
+
+/** The median; for an even count, the mean of the two middle values. */
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
