@@ -4,14 +4,13 @@ import net from 'node:net';
 import path from 'node:path';
 import { createSecureContext } from 'node:tls';
 import ipaddr from 'ipaddr.js';
+import { readOidc, type OidcConfig } from './oidc.js';
 
 /** The longest SESSION_TIMEOUT_SECONDS may be (30 days). */
 export const MAX_SESSION_TIMEOUT_SECONDS = 30 * 86_400;
 
 /** PostgreSQL: a migration's lock wait per attempt, when DATABASE_MIGRATION_LOCK_TIMEOUT_MS is not set (ms). */
 export const DEFAULT_MIGRATION_LOCK_TIMEOUT_MS = 2000;
-/** OIDC_DISPLAY_NAME: 1 to 64 characters, no control character, not only spaces. */
-const OIDC_DISPLAY_NAME = /^(?=.*\S)[^\p{Cc}]{1,64}$/u;
 
 /**
  * Service configuration, read from the environment once, at start, by `loadConfig` (never at
@@ -36,8 +35,8 @@ export interface Config {
     failuresPerAccount: number;
     failuresPerAddress: number;
     authFailuresPerMinute: number;
-    /** OIDC_ISSUER, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET; null: no OpenID Connect sign-in. displayName: OIDC_DISPLAY_NAME, else the issuer's host. */
-    oidc: { issuer: string; clientId: string; clientSecret: string; displayName: string } | null;
+    /** OIDC_*; null: no OpenID Connect sign-in. */
+    oidc: OidcConfig | null;
   };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   tls: { cert: Buffer; key: Buffer } | null;
@@ -264,13 +263,7 @@ export function loadConfig(env: Env = process.env): Config {
   const trustProxy = parseTrustProxy(str('TRUST_PROXY', '0'));
   if (trustProxy === null) problems.push('TRUST_PROXY must be 0, 1/true, a hop count "hops:<n>", or comma-separated proxy addresses/CIDRs');
 
-  const oidcVars = ['OIDC_ISSUER', 'OIDC_CLIENT_ID', 'OIDC_CLIENT_SECRET'].filter((n) => env[n]);
-  if (oidcVars.length !== 0 && oidcVars.length !== 3) problems.push('OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET must be set together');
-  const oidcIssuer = oidcVars.length === 3 ? url('OIDC_ISSUER', '') : null;
-  if (oidcIssuer && oidcIssuer.startsWith('http:') && !/^http:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?(\/|$)/.test(oidcIssuer)) problems.push('OIDC_ISSUER must be https (http only on a loopback address)');
-  const oidcDisplayName = env.OIDC_DISPLAY_NAME ?? '';
-  if (oidcDisplayName && !oidcIssuer) problems.push('OIDC_DISPLAY_NAME needs OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET');
-  if (oidcDisplayName && !OIDC_DISPLAY_NAME.test(oidcDisplayName)) problems.push('OIDC_DISPLAY_NAME must be 1 to 64 printable characters (the sign-in button says "Sign in with <name>")');
+  const oidc = readOidc(env, url, problems);
 
   const warnings: string[] = [];
   const nodeEnv = str('NODE_ENV', 'development');
@@ -294,7 +287,7 @@ export function loadConfig(env: Env = process.env): Config {
       failuresPerAccount: int('OPERATOR_SIGN_IN_FAILURES_PER_HOUR', 10, 1, 1_000_000),
       failuresPerAddress: int('OPERATOR_SIGN_IN_FAILURES_PER_HOUR_PER_ADDRESS', 100, 1, 1_000_000),
       authFailuresPerMinute: int('ADMIN_AUTH_FAILURES_PER_MINUTE', 10, 0, 1_000_000),
-      oidc: oidcIssuer ? { issuer: oidcIssuer, clientId: env.OIDC_CLIENT_ID as string, clientSecret: env.OIDC_CLIENT_SECRET as string, displayName: oidcDisplayName || new URL(oidcIssuer).host } : null,
+      oidc,
     },
     logLevel: oneOf('LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
     tls,

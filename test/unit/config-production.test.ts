@@ -78,6 +78,7 @@ describe('production settings', () => {
       expect(problem({ ...oidc, [missing]: '' })).toContain('OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET must be set together');
     }
     expect(problem({ ...oidc, OIDC_ISSUER: 'http://login.example.com' })).toContain('OIDC_ISSUER must be https (http only on a loopback address)');
+    expect(problem({ ...oidc, OIDC_ISSUER: 'login.example.com' })).toContain('OIDC_ISSUER must be an absolute http(s) URL');
     expect(load({ ...oidc, OIDC_ISSUER: 'http://127.0.0.1:9000/' }).operators.oidc?.displayName).toBe('127.0.0.1:9000');
 
     const named = (name: string) => load({ ...oidc, OIDC_DISPLAY_NAME: name }).operators.oidc?.displayName;
