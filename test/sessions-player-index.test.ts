@@ -300,9 +300,10 @@ describe.skipIf(TEST_DB !== 'sqlite')('the player index in the service (SQLite)'
     const detail = await admin(t, 'GET', `/admin/v1/games/${game.gameId}/players/even`);
     expect(detail.status).toBe(200);
     expect(detail.body.online_days).toHaveLength(7);
-    // The pass's counts are in /metrics by the time it resolves.
+    // The pass's counts are in /metrics by the time it resolves. The worker's own pass (every
+    // second) may have indexed some of the six first: each session is counted once, by one of them.
     const text = await (await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
     expect(sample(text, 'combo_sqlite_player_index_sessions_total')).toBe(6);
-    expect(sample(text, 'combo_sqlite_player_index_passes_total', { result: 'success' })).toBe(1);
+    expect(sample(text, 'combo_sqlite_player_index_passes_total', { result: 'success' })).toBeGreaterThanOrEqual(1);
   });
 });
