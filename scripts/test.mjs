@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm test`: the whole suite on SQLite, then on PostgreSQL when one is reachable.
 // Without PostgreSQL the second run is skipped and that is said plainly (in CI it is an error).
-// Ends with one line "N passed, N failed, N skipped" over both runs.
+// Ends with a line "FAILED <run>: <file> > <test>: <first line of the error>" per failed test (so a
+// CI log's tail names them) and one line "N passed, N failed, N skipped" over both runs.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import pg from 'pg';
@@ -9,6 +10,19 @@ import pg from 'pg';
 const extra = process.argv.slice(2);
 const pgUrl = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 mkdirSync('test-output', { recursive: true });
+const failures = [];
+
+// The failed tests of one vitest JSON report, and its files that failed without a failed test.
+function failedIn(j, label) {
+  const cwd = process.cwd() + '/';
+  const firstLine = (messages) => String(messages?.[0] ?? '').split('\n').find((l) => l.trim() !== '')?.trim().slice(0, 300) ?? '';
+  for (const f of j.testResults ?? []) {
+    const file = String(f.name ?? '').replace(cwd, '');
+    const failed = (f.assertionResults ?? []).filter((a) => a.status === 'failed');
+    for (const a of failed) failures.push(`FAILED ${label}: ${file} > ${a.fullName}: ${firstLine(a.failureMessages)}`);
+    if (f.status === 'failed' && failed.length === 0) failures.push(`FAILED ${label}: ${file}: ${firstLine([f.message])}`);
+  }
+}
 
 function run(db, label = db, args = extra, env = {}) {
   const out = `test-output/vitest-${label.replace(/\W+/g, '-')}.json`;
@@ -24,10 +38,15 @@ function run(db, label = db, args = extra, env = {}) {
     // a failed test is not counted again for its file.
     const brokenFiles = (j.testResults ?? []).filter((f) => f.status === 'failed' && !(f.assertionResults ?? []).some((a) => a.status === 'failed')).length;
     counts = { passed: j.numPassedTests, failed: j.numFailedTests + brokenFiles, skipped: j.numPendingTests + j.numTodoTests };
+    failedIn(j, label);
   } catch {
     counts.failed += 1;
+    failures.push(`FAILED ${label}: no test report (${out})`);
   }
-  if (r.status !== 0 && counts.failed === 0) counts.failed = 1;
+  if (r.status !== 0 && counts.failed === 0) {
+    counts.failed = 1;
+    failures.push(`FAILED ${label}: vitest exited with ${r.status ?? r.signal} and no failed test`);
+  }
   return counts;
 }
 
@@ -65,5 +84,6 @@ if (process.env.TEST_LONG === '1' && extra.length === 0) {
   // Restarts the PostgreSQL server: runs last and alone.
   if (pgProblem === null) add(run('postgres', 'faults: PostgreSQL restarted mid-run', ['test/faults'], { TEST_FAULTS: '1' }));
 }
+if (failures.length > 0) console.log(`\n${failures.join('\n')}`);
 console.log(`\n${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped`);
 process.exit(total.failed > 0 ? 1 : 0);
