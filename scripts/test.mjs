@@ -12,16 +12,22 @@ const pgUrl = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/tes
 mkdirSync('test-output', { recursive: true });
 const failures = [];
 
-// The failed tests of one vitest JSON report, and its files that failed without a failed test.
+// Records the failed tests of one vitest JSON report, and its files that failed without a failed
+// test (they did not load, or a hook failed); returns how many of those files there were.
 function failedIn(j, label) {
   const cwd = process.cwd() + '/';
+  let brokenFiles = 0;
   const firstLine = (messages) => String(messages?.[0] ?? '').split('\n').find((l) => l.trim() !== '')?.trim().slice(0, 300) ?? '';
   for (const f of j.testResults ?? []) {
     const file = String(f.name ?? '').replace(cwd, '');
     const failed = (f.assertionResults ?? []).filter((a) => a.status === 'failed');
     for (const a of failed) failures.push(`FAILED ${label}: ${file} > ${a.fullName}: ${firstLine(a.failureMessages)}`);
-    if (f.status === 'failed' && failed.length === 0) failures.push(`FAILED ${label}: ${file}: ${firstLine([f.message])}`);
+    if (f.status === 'failed' && failed.length === 0) {
+      brokenFiles++;
+      failures.push(`FAILED ${label}: ${file}: ${firstLine([f.message])}`);
+    }
   }
+  return brokenFiles;
 }
 
 function run(db, label = db, args = extra, env = {}) {
@@ -34,11 +40,10 @@ function run(db, label = db, args = extra, env = {}) {
   let counts = { passed: 0, failed: 0, skipped: 0 };
   try {
     const j = JSON.parse(readFileSync(out, 'utf8'));
-    // A file that failed without a failed test (it did not load, or a hook failed) counts once;
-    // a failed test is not counted again for its file.
-    const brokenFiles = (j.testResults ?? []).filter((f) => f.status === 'failed' && !(f.assertionResults ?? []).some((a) => a.status === 'failed')).length;
+    // A file that failed without a failed test counts once; a failed test is not counted again
+    // for its file.
+    const brokenFiles = failedIn(j, label);
     counts = { passed: j.numPassedTests, failed: j.numFailedTests + brokenFiles, skipped: j.numPendingTests + j.numTodoTests };
-    failedIn(j, label);
   } catch {
     counts.failed += 1;
     failures.push(`FAILED ${label}: no test report (${out})`);
