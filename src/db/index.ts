@@ -6,7 +6,7 @@ import { openPostgres } from './open-postgres.js';
 export type { TransactionOptions, TransactionRunner, StatementRunner } from './group-commit.js';
 export { isPostgres, type Database, type DatabaseOptions, type Dialect, type StoreDatabase } from './database.js';
 export { DatabaseUnusableError, isStorageTimeout, isStorageUnavailable } from './errors.js';
-export { migrateToLatest, migrationsApplied, migrator, type LockTimeoutAttempt, type MigrateOptions } from './migrate.js';
+export { MIGRATE_LOCK_ID, migrateToLatest, migrationsApplied, migrator, type LockTimeoutAttempt, type MigrateOptions } from './migrate.js';
 export { SERVICE_TYPES } from './open-postgres.js';
 
 export function openDatabase(url: string, options: DatabaseOptions = {}): Database {

@@ -55,23 +55,24 @@ export async function migrateToLatest(database: Database, list?: Record<string, 
     // PostgreSQL: Kysely runs each pending migration in a transaction, under an advisory lock.
     // A migration may rewrite a table: each one turns the statement time-out off for the rest
     // of that transaction (SET LOCAL, which PgBouncer keeps on the transaction's connection).
-    const known = await migrator(db, list).getMigrations();
-    if (known.every((m) => m.executedAt !== undefined)) {
+    const names = Object.keys(list ?? migrations);
+    const applied = await appliedMigrations(db);
+    if (names.every((name) => applied.has(name))) {
       // Nothing to run, and no SET sent; but a newer release's migrations are still refused.
-      const { rows } = await sql<{ name: string }>`select name from kysely_migration`.execute(db);
-      const names = new Set(known.map((m) => m.name));
-      const unknown = rows.find((r) => !names.has(r.name));
-      if (unknown) throw newerRelease(unknown.name);
+      const unknown = [...applied].find((name) => !names.includes(name));
+      if (unknown) throw newerRelease(unknown);
       return { results: [] };
     }
     const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_MIGRATION_LOCK_TIMEOUT_MS;
     const unlimited = withoutTimeouts(list ?? migrations, lockTimeoutMs);
     // Waiting for another instance's migrations (the lock) must not time out either: the session
     // of this one connection goes without, and gets the pool's time-outs back after. Behind
-    // PgBouncer (transaction pooling) these session SETs may land on other server connections:
-    // run upgrades' migrations through a direct connection there (docs/deployment.md).
+    // PgBouncer (transaction pooling) these session SETs and the session lock may land on other
+    // server connections: run upgrades' migrations through a direct connection there
+    // (docs/deployment.md).
     return db.connection().execute(async (conn) => {
       await sql.raw(timeoutStatements(0)).execute(conn);
+      await sql.raw(`with unlimited as (select set_config('lock_timeout', '0', true)) select pg_advisory_lock(${MIGRATE_LOCK_ID}) from unlimited`).execute(conn);
       try {
         // One migration per transaction (Kysely's migrateUp: one step, its own transaction and
         // advisory lock): an earlier migration's table lock is released at its commit instead of
@@ -85,6 +86,7 @@ export async function migrateToLatest(database: Database, list?: Record<string, 
           results.push(...step.results);
         }
       } finally {
+        await sql.raw(`select pg_advisory_unlock(${MIGRATE_LOCK_ID})`).execute(conn);
         await sql.raw(database.sessionTimeouts || 'reset statement_timeout; reset idle_in_transaction_session_timeout').execute(conn);
       }
     });
@@ -168,10 +170,34 @@ function newerRelease(migration: string): DatabaseUnusableError {
 
 /** True when every known migration has been applied. */
 export async function migrationsApplied(db: Kysely<DB>): Promise<boolean> {
-  const all = await migrator(db).getMigrations();
-  return all.every((m) => m.executedAt !== undefined);
+  const applied = await appliedMigrations(db);
+  return Object.keys(migrations).every((name) => applied.has(name));
 }
 
+/**
+ * PostgreSQL: the session advisory lock a whole migration run holds, from before Kysely's first
+ * look at the schema to after its last migration. Kysely's own lock covers only each
+ * migration's transaction; before each it reads every table's columns (pg_get_serial_sequence
+ * by name), which fails with "column ... does not exist" while another process's migration
+ * drops that column. With this lock one process runs every pending migration while the others
+ * wait and then find nothing pending.
+ */
+export const MIGRATE_LOCK_ID = '7236145023148911317';
+
+/**
+ * The names of the migrations applied (kysely_migration); none on a database never migrated.
+ * A plain read: Kysely's getMigrations reads the whole schema first (see MIGRATE_LOCK_ID).
+ */
+async function appliedMigrations(db: Kysely<DB>): Promise<Set<string>> {
+  try {
+    const { rows } = await sql<{ name: string }>`select name from kysely_migration`.execute(db);
+    return new Set(rows.map((r) => r.name));
+  } catch (e) {
+    const err = e as { code?: unknown; message?: unknown } | null;
+    if (err?.code === '42P01' || (typeof err?.message === 'string' && err.message.startsWith('no such table: kysely_migration'))) return new Set();
+    throw e;
+  }
+}
 
 /**
  * Each migration first turns the time-outs off for the rest of its transaction (PostgreSQL), and
