@@ -1,9 +1,9 @@
 /**
  * Two real service processes on one database behave as one service (issue "Production",
- * point 1): parallel identical creates through both give one order per reference_id; 48
- * payments split across both are each delivered to the game exactly once; each notification is
- * claimed by one dispatcher at a time. PostgreSQL is the production case; SQLite runs it too
- * (two processes on one file).
+ * point 1): they start together on a new database; parallel identical creates through both
+ * give one order per reference_id; 48 payments split across both are each delivered to the
+ * game exactly once; each notification is claimed by one dispatcher at a time. PostgreSQL is
+ * the production case; SQLite runs it too (two processes on one file).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
@@ -35,9 +35,9 @@ beforeAll(async () => {
     NOTIFY_POLL_INTERVAL_MS: '50',
     LOG_LEVEL: 'info',
   };
-  // The first process migrates; the second starts on the migrated database.
-  a = await spawnService({ ...env, NODE_ID: '1', DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'combo-a-')) });
-  b = await spawnService({ ...env, NODE_ID: '2', DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'combo-b-')) });
+  // Both start together on the new database (docs/deployment.md: one migrates while the other
+  // waits for it).
+  [a, b] = await Promise.all(['a', 'b'].map((name, i) => spawnService({ ...env, NODE_ID: String(i + 1), DATA_DIR: mkdtempSync(path.join(os.tmpdir(), `combo-${name}-`)) })));
   receiver = await new Receiver({ keys, now: () => Date.now() }).start();
 }, 120_000);
 

@@ -69,7 +69,7 @@ describe.skipIf(TEST_DB !== 'postgres')('a migration run holds the migration loc
     const run = migrateToLatest(database);
     const observer = await client();
     for (;;) {
-      const { rows } = await observer.query("select 1 from pg_locks where locktype = 'advisory' and not granted");
+      const { rows } = await observer.query("select 1 from pg_locks where locktype = 'advisory' and not granted and database = (select oid from pg_database where datname = current_database())");
       if (rows.length) break;
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
