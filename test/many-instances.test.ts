@@ -37,7 +37,8 @@ beforeAll(async () => {
   };
   // Both start together on the new database (docs/deployment.md: one migrates while the other
   // waits for it).
-  [a, b] = await Promise.all(['a', 'b'].map((name, i) => spawnService({ ...env, NODE_ID: String(i + 1), DATA_DIR: mkdtempSync(path.join(os.tmpdir(), `combo-${name}-`)) })));
+  const start = (name: string, nodeId: string) => spawnService({ ...env, NODE_ID: nodeId, DATA_DIR: mkdtempSync(path.join(os.tmpdir(), `combo-${name}-`)) });
+  [a, b] = await Promise.all([start('a', '1'), start('b', '2')]);
   receiver = await new Receiver({ keys, now: () => Date.now() }).start();
 }, 120_000);
 
