@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { MIGRATE_LOCK_ID, migrateToLatest, openDatabase, type Database } from '../src/db/index.js';
 import { migrations } from '../src/db/migrations/index.js';
 import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
+import { waitFor } from './helpers/wait.js';
 
 let tdb: TestDatabase | undefined;
 let database: Database | undefined;
@@ -37,11 +38,7 @@ describe.skipIf(TEST_DB !== 'postgres')('a later migration\'s lock wait does not
     await holder.query('lock table orders in share update exclusive mode');
     const run = migrateToLatest(database, migrations, { lockTimeoutMs: 30_000 });
     const observer = await client();
-    for (;;) {
-      const { rows } = await observer.query("select 1 from pg_locks l join pg_class c on c.oid = l.relation where c.relname = 'orders' and not l.granted");
-      if (rows.length) break;
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+    await waitFor(async () => (await observer.query("select 1 from pg_locks l join pg_class c on c.oid = l.relation where c.relname = 'orders' and not l.granted")).rows.length, '0010 to wait for orders');
     const reader = await client();
     await reader.query('set lock_timeout = 1000');
     const read = await reader.query('select count(*)::int as n from sessions').then((r) => r.rows[0], (e: { code?: string }) => ({ error: e.code }));
@@ -68,11 +65,8 @@ describe.skipIf(TEST_DB !== 'postgres')('a migration run holds the migration loc
     database = openDatabase(tdb.url);
     const run = migrateToLatest(database);
     const observer = await client();
-    for (;;) {
-      const { rows } = await observer.query("select 1 from pg_locks where locktype = 'advisory' and not granted and database = (select oid from pg_database where datname = current_database())");
-      if (rows.length) break;
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+    const waiting = "select 1 from pg_locks where locktype = 'advisory' and not granted and database = (select oid from pg_database where datname = current_database())";
+    await waitFor(async () => (await observer.query(waiting)).rows.length, 'the run to wait for the migration lock');
     // Waiting: not even Kysely's own tables exist yet.
     expect((await observer.query("select to_regclass('kysely_migration') as t")).rows[0].t).toBeNull();
     await other.query(`select pg_advisory_unlock(${MIGRATE_LOCK_ID})`);
