@@ -1,8 +1,10 @@
 /**
  * `npm run bench:sqlite-writes`: create-order without HTTP, in process, on a fresh SQLite file:
  * the real OrderService and OrderStore through the real group commit (`Database.transaction`:
- * idempotency probe, order row), 64 orders in flight, as the service runs them. Prints the process CPU per order for the journal settings compared:
- * `temp_store = MEMORY` (the service's) and `FILE` (SQLite's default).
+ * idempotency probe, order row), 64 orders in flight, as the service runs them. Prints the
+ * process CPU per order for the journal settings compared, `temp_store = MEMORY` (the
+ * service's) and `FILE` (SQLite's default), and, with the service's setting, with each index of
+ * the orders table dropped in turn: what each index costs a new order.
  *
  * Settings: BENCH_ORDERS (40,000 per setting), BENCH_ROUNDS (3, alternated).
  */
@@ -26,7 +28,7 @@ const IN_FLIGHT = 64;
 // What the service hands OrderService.create: the game's snapshot (only the parts create-order
 // reads) and a validated body.
 const snapshot = {
-  game: { game_id: 'game_bench', order_ttl_seconds: 900 },
+  game: { game_id: 'game_bench', order_ttl_seconds: 900, iap_enabled: 1 },
   products: new Map([['gem60', { price: 600, currency: 'CNY', active: 1 }]]),
 } as unknown as GameSnapshot;
 
@@ -41,13 +43,20 @@ function body(i: number): CreateOrderBody {
   };
 }
 
-/** CPU µs per order for `ORDERS` orders created on a fresh file with the given temp_store. */
-async function run(tempStore: 'MEMORY' | 'FILE'): Promise<number> {
+/** The secondary indexes of the orders table (not the primary key's or the unique constraint's). */
+const ORDER_INDEXES = ['orders_status_expires', 'orders_game_created_at', 'orders_game_status_created', 'orders_player_created'];
+
+/**
+ * CPU µs per order for `ORDERS` orders created on a fresh file with the given temp_store, and
+ * without the index `without` if given.
+ */
+async function run(tempStore: 'MEMORY' | 'FILE', without?: string): Promise<number> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'combo-bench-writes-'));
   const database = openDatabase(`sqlite:${path.join(dir, 'bench.db')}`);
   try {
     await migrateToLatest(database);
     await sql.raw(`pragma temp_store = ${tempStore}`).execute(database.db);
+    if (without) await sql.raw(`drop index ${without}`).execute(database.db);
     const orders = new OrderService({ store: new OrderStore(database), clock: systemClock, ids: new IdGenerator() });
     const bodies = Array.from({ length: ORDERS }, (_, i) => body(i));
     const cpu = process.cpuUsage();
@@ -64,11 +73,19 @@ async function run(tempStore: 'MEMORY' | 'FILE'): Promise<number> {
   }
 }
 
-const results: Record<string, number[]> = { MEMORY: [], FILE: [] };
+const modes: { label: string; tempStore: 'MEMORY' | 'FILE'; without?: string }[] = [
+  { label: 'temp_store FILE', tempStore: 'FILE' },
+  { label: 'temp_store MEMORY (the service)', tempStore: 'MEMORY' },
+  ...ORDER_INDEXES.map((i) => ({ label: `MEMORY, without ${i}`, tempStore: 'MEMORY' as const, without: i })),
+];
+const results = new Map<string, number[]>(modes.map((m) => [m.label, []]));
 for (let r = 0; r < ROUNDS; r++) {
-  for (const mode of ['FILE', 'MEMORY'] as const) results[mode]!.push(await run(mode));
+  for (const m of modes) results.get(m.label)!.push(await run(m.tempStore, m.without));
 }
 console.log(`${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}), node ${process.version}, ${ORDERS} orders per run, ${IN_FLIGHT} in flight`);
-console.log('| temp_store | CPU µs per order (runs) |');
-console.log('|---|---|');
-for (const [mode, us] of Object.entries(results)) console.log(`| ${mode} | ${us.map((u) => u.toFixed(1)).join(' / ')} |`);
+console.log('| setting | CPU µs per order (runs) | median |');
+console.log('|---|---|---|');
+for (const [label, us] of results) {
+  const median = [...us].sort((a, b) => a - b)[Math.floor(us.length / 2)] as number;
+  console.log(`| ${label} | ${us.map((u) => u.toFixed(1)).join(' / ')} | ${median.toFixed(1)} |`);
+}

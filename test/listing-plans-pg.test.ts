@@ -93,6 +93,18 @@ describe.skipIf(TEST_DB !== 'postgres')('status listings on PostgreSQL with stal
     expect(text, text).not.toContain('orders_status_expires');
   });
 
+  it('orders without a filter across games: each game\'s page read backward from (game_id, created_at, order_id)', async () => {
+    const store = new OrderAdminStore(storeDatabase(kysely, 'postgres'));
+    seen.length = 0;
+    expect(await store.list({}, null, 50)).toHaveLength(50);
+    const query = seen.find((q) => q.sql.includes('from "orders"'))!;
+    const r = await kysely.executeQuery<{ 'QUERY PLAN': string }>(CompiledQuery.raw(`EXPLAIN ${query.sql}`, [...query.parameters]));
+    const text = r.rows.map((row) => row['QUERY PLAN']).join('\n');
+    // A page of at most 50 per game, read in order; the one sort is the merge of those pages.
+    expect(text, text).toMatch(/->\s+Limit\s.*\n\s+->\s+Index Scan Backward using orders_game_created_at on orders/);
+    expect(text, text).not.toContain('Seq Scan on orders');
+  });
+
   it('sessions without a filter, past a cursor: the open and closed indexes read backward per game, nothing gathered', async () => {
     await sql`insert into sessions (game_id, session_id, combo_id, entered_at, left_at, close_reason, created_at)
       select (array['g_a','g_b','g_c'])[1 + i % 3], 's' || i, 'p' || (i % 500), i, case when i % 4 = 0 then null else i + 10 end,

@@ -78,6 +78,8 @@ describe(`listings without a game, ${GAMES} games`, () => {
     for (const limit of [1, 2, 5, 50]) {
       const rows = await allPages('/admin/v1/orders?combo_id=many-games-player', limit);
       expect(rows.map((r) => r.order_id), `limit ${limit}`).toEqual(expected);
+      // No filter at all: every order of the service, which here are these.
+      expect((await allPages('/admin/v1/orders', limit)).map((r) => r.order_id), `limit ${limit}, no filter`).toEqual(expected);
     }
     const created = await allPages('/admin/v1/orders?combo_id=many-games-player&status=created', 3);
     expect(created.map((r) => r.order_id)).toEqual(expected);
@@ -143,9 +145,9 @@ describe.skipIf(TEST_DB !== 'sqlite')(`listings across ${GAMES} games on SQLite:
     return lines.filter((l) => new RegExp(`^(SCAN|SEARCH) ${table}\\b`).test(l));
   };
 
-  it('orders: by player, by player and status, by status', async () => {
+  it('orders: all, by player, by player and status, by status', async () => {
     const store = new OrderAdminStore(storeDatabase(sqlite.kysely, 'sqlite'));
-    const filters = [{ comboId: 'p' }, { comboId: 'p', status: 'created' as const }, { status: 'created' as const }];
+    const filters = [{}, { comboId: 'p' }, { comboId: 'p', status: 'created' as const }, { status: 'created' as const }];
     for (const filter of filters) {
       const lines = await reads(() => store.list(filter, null, 50), 'orders');
       expect(lines.length, JSON.stringify(filter)).toBeGreaterThan(0);

@@ -1,9 +1,10 @@
-import type { Kysely, Migration } from 'kysely';
+import { sql, type Kysely, type Migration } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ComplianceStore } from '../src/compliance/store.js';
 import { migrateToLatest, migrationsApplied, openDatabase, type Database } from '../src/db/index.js';
 import { migrations } from '../src/db/migrations/index.js';
-import { createTestDatabase, type TestDatabase } from './helpers/db.js';
+import { OrderAdminStore } from '../src/orders/admin-store.js';
+import { createTestDatabase, storeDatabase, type TestDatabase } from './helpers/db.js';
 
 /**
  * Every set of migrations a commit of this repository has shipped (git log of
@@ -165,5 +166,36 @@ describe('upgrading a database left at an earlier set of migrations', () => {
       ['reconciliation.run', 'g_10', null], ['notification.retry_all', 'g_1', null], ['order.refund', 'g_10', null], ['order.cancel', null, null],
       ['notification.redeliver', 'g_10', null], ['partner.create', null, null], ['operator.create', null, null], ['secrets.rotate', null, null],
     ]);
+  });
+
+  it('to 0024: orders_created goes; every order is still listed, newest first across games', async () => {
+    tdb = await createTestDatabase();
+    database = openDatabase(tdb.url);
+    await migrateToLatest(database, Object.fromEntries(Object.keys(migrations).filter((name) => name < '0024').map((name) => [name, migrations[name]!])));
+    const db = database.db as unknown as Kysely<any>;
+    const indexes = async (): Promise<string[]> => {
+      const q = database!.dialect === 'postgres'
+        ? sql<{ name: string }>`select indexname as name from pg_indexes where tablename = 'orders'`
+        : sql<{ name: string }>`select name from sqlite_master where type = 'index' and tbl_name = 'orders'`;
+      return (await q.execute(db)).rows.map((r) => r.name);
+    };
+    expect(await indexes()).toContain('orders_created');
+    const game = (game_id: string) => ({
+      game_id, name: game_id, iap_enabled: 1, sandbox_payments: 0, order_ttl_seconds: 1800, gm_url: null, rate_limit_per_second: 10,
+      nppa_app_id: null, nppa_biz_id: null, nppa_secret_enc: null, created_at: 1, updated_at: 2,
+    });
+    await db.insertInto('games').values([game('g_a'), game('g_b')]).execute();
+    const order = (order_id: string, game_id: string, created_at: number) => ({
+      order_id, game_id, reference_id: order_id, combo_id: 'c', product_id: 'p', platform: 'ios', notify_url: 'http://x/n',
+      quantity: 1, meta: null, context: null, amount: 600, currency: 'CNY', status: 'created', token_secret: 's', is_sandbox: 0,
+      late_payment: 0, created_at, expires_at: created_at + 1, updated_at: created_at, paid_at: null, delivered_at: null, expired_at: null, canceled_at: null, refunded_at: null,
+    });
+    await db.insertInto('orders').values([order('o1', 'g_b', 10), order('o2', 'g_a', 30), order('o3', 'g_b', 20), order('o4', 'g_a', 20)]).execute();
+
+    await migrateToLatest(database);
+    expect(await indexes()).not.toContain('orders_created');
+    const store = new OrderAdminStore(storeDatabase(database.db, database.dialect));
+    expect((await store.list({}, null, 10)).map((o) => o.order_id)).toEqual(['o2', 'o4', 'o3', 'o1']);
+    expect((await store.list({}, { createdAt: 20, orderId: 'o4' }, 10)).map((o) => o.order_id)).toEqual(['o3', 'o1']);
   });
 });

@@ -24,6 +24,7 @@ import * as m0020 from './0020_reconciliation_schedule.js';
 import * as m0021 from './0021_notification_attempts_at.js';
 import * as m0022 from './0022_operator_accounts.js';
 import * as m0023 from './0023_audit_address_game_totp_step.js';
+import * as m0024 from './0024_orders_drop_created.js';
 
 /**
  * Versioned migrations, applied in name order, forward only. Add a new file
@@ -55,4 +56,5 @@ export const migrations: Record<string, Migration> = {
   '0021_notification_attempts_at': m0021,
   '0022_operator_accounts': m0022,
   '0023_audit_address_game_totp_step': m0023,
+  '0024_orders_drop_created': m0024,
 };
