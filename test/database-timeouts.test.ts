@@ -2,7 +2,7 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/index.js';
-import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
+import { createTestDatabase, TEST_DB, type TestDatabase, testPool } from './helpers/db.js';
 import { admin, createGame, orderBody, signed, startService, type TestGame, type TestService } from './helpers/service.js';
 import { paidOrder } from './helpers/paid-orders.js';
 import { migrations } from '../src/db/migrations/index.js';
@@ -137,7 +137,7 @@ describe.skipIf(TEST_DB !== 'postgres')('PostgreSQL statement time-out: migratio
     // session SET on whichever server connection it ran on: other instances would inherit it).
     const fresh = await createTestDatabase();
     const seen: string[] = [];
-    const pool = new pg.Pool({ connectionString: fresh.url, max: 2 });
+    const pool = testPool({ connectionString: fresh.url, max: 2 });
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), log: (e) => void seen.push(e.query.sql) });
     const base = openDatabase(fresh.url, { statementTimeoutMs: 200 });
     const logged: Database = { ...base, db };

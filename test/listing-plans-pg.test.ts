@@ -1,5 +1,4 @@
 import { CompiledQuery, Kysely, PostgresDialect, sql } from 'kysely';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase } from '../src/db/index.js';
 import { inIndexOrder } from '../src/db/planner.js';
@@ -7,7 +6,7 @@ import type { DB } from '../src/db/schema.js';
 import { NotificationStore } from '../src/notifications/store.js';
 import { OrderAdminStore } from '../src/orders/admin-store.js';
 import { SessionStore } from '../src/sessions/store.js';
-import { createTestDatabase, storeDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
+import { createTestDatabase, storeDatabase, TEST_DB, type TestDatabase, testPool } from './helpers/db.js';
 import { insertGames } from './helpers/sqlite-plans.js';
 
 // What PostgreSQL plans for the operator listings filtered by status when the statistics are
@@ -50,7 +49,7 @@ describe.skipIf(TEST_DB !== 'postgres')('status listings on PostgreSQL with stal
     await insertOrders(Array.from({ length: BURST }, (_, i) => order(BURST + i, 'g_a', 'created')));
     await insertNotes(Array.from({ length: BURST }, (_, i) => note(BURST + i, 'g_a', 'pending')));
     await database.close();
-    kysely = new Kysely<DB>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: tdb.url, max: 2 }) }), log: (e) => void (e.level === 'query' && seen.push(e.query)) });
+    kysely = new Kysely<DB>({ dialect: new PostgresDialect({ pool: testPool({ connectionString: tdb.url, max: 2 }) }), log: (e) => void (e.level === 'query' && seen.push(e.query)) });
   });
   afterAll(async () => {
     await kysely?.destroy();

@@ -1,5 +1,4 @@
 import { CompiledQuery, Kysely, PostgresDialect, sql } from 'kysely';
-import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/index.js';
 import { migrations } from '../src/db/migrations/index.js';
@@ -7,7 +6,7 @@ import { inIndexOrder } from '../src/db/planner.js';
 import type { DB } from '../src/db/schema.js';
 import { NotificationStore } from '../src/notifications/store.js';
 import { OrderAdminStore } from '../src/orders/admin-store.js';
-import { createTestDatabase, storeDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
+import { createTestDatabase, storeDatabase, TEST_DB, type TestDatabase, testPool } from './helpers/db.js';
 import { insertGames } from './helpers/sqlite-plans.js';
 
 // A status common in the table but absent from one large game, with fresh statistics: without
@@ -74,7 +73,7 @@ describe.skipIf(TEST_DB !== 'postgres')('a game\'s listing by a status it has no
       ${rows}`.execute(database.db);
     await sql`analyze orders`.execute(database.db);
     await sql`analyze notifications`.execute(database.db);
-    kysely = new Kysely<DB>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: tdb.url, max: 2 }) }), log: (e) => void (e.level === 'query' && seen.push(e.query)) });
+    kysely = new Kysely<DB>({ dialect: new PostgresDialect({ pool: testPool({ connectionString: tdb.url, max: 2 }) }), log: (e) => void (e.level === 'query' && seen.push(e.query)) });
     // The plans with fresh statistics but without 0010's; then 0010, which analyses the columns itself.
     without.orders = await plan(listOrders, 'orders');
     without.notifications = await plan(listNotifications, 'notifications');

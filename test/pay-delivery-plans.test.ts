@@ -1,6 +1,5 @@
 import SQLite from 'better-sqlite3';
 import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SERVICE_TYPES, migrateToLatest, openDatabase } from '../src/db/index.js';
 import type { DB } from '../src/db/schema.js';
@@ -11,7 +10,7 @@ import { OrderStore, type OrderRow } from '../src/orders/store.js';
 import { SandboxProvider } from '../src/payments/sandbox/index.js';
 import { PaymentService } from '../src/payments/service.js';
 import { PaymentStore } from '../src/payments/store.js';
-import { createTestDatabase, storeDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
+import { createTestDatabase, storeDatabase, TEST_DB, type TestDatabase, testPool } from './helpers/db.js';
 import { insertGames } from './helpers/sqlite-plans.js';
 
 // Every statement the pay path (a sandbox payment: the payment, the order's paid transition
@@ -45,7 +44,7 @@ describe(`pay and delivery statements use an index (${TEST_DB})`, () => {
           .all(...(q.parameters as unknown[]))
           .map((r) => (r as { detail: string }).detail);
     } else {
-      kysely = new Kysely<DB>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: tdb.url, max: 2, types: SERVICE_TYPES }) }), log });
+      kysely = new Kysely<DB>({ dialect: new PostgresDialect({ pool: testPool({ connectionString: tdb.url, max: 2, types: SERVICE_TYPES }) }), log });
       // Sequential scans priced out: what is left of one is a read no index can serve.
       explain = (q) =>
         kysely.transaction().execute(async (trx: Transaction<DB>) => {

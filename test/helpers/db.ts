@@ -16,6 +16,17 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
+/**
+ * A pg.Pool for a test's own connections to its database. Its clients get an error listener: a
+ * pool's end() resolves before its clients have closed, so the database's drop (WITH FORCE) can
+ * end one while it closes, and an error of a pool without a listener is an uncaught exception.
+ */
+export function testPool(config: pg.PoolConfig): pg.Pool {
+  const pool = new pg.Pool(config);
+  pool.on('error', () => {});
+  return pool;
+}
+
 /** A fresh, empty database of the suite's kind: an SQLite file, or a new PostgreSQL database. */
 export async function createTestDatabase(): Promise<TestDatabase> {
   if (TEST_DB === 'sqlite') {
