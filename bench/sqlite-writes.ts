@@ -20,6 +20,7 @@ import { IdGenerator } from '../src/lib/ids.js';
 import type { CreateOrderBody } from '../src/orders/schemas.js';
 import { OrderService } from '../src/orders/service.js';
 import { OrderStore } from '../src/orders/store.js';
+import { median } from './lib.js';
 
 const ORDERS = Number(process.env.BENCH_ORDERS ?? 40_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -86,6 +87,5 @@ console.log(`${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}), node ${p
 console.log('| setting | CPU µs per order (runs) | median |');
 console.log('|---|---|---|');
 for (const [label, us] of results) {
-  const median = [...us].sort((a, b) => a - b)[Math.floor(us.length / 2)] as number;
-  console.log(`| ${label} | ${us.map((u) => u.toFixed(1)).join(' / ')} | ${median.toFixed(1)} |`);
+  console.log(`| ${label} | ${us.map((u) => u.toFixed(1)).join(' / ')} | ${median(us).toFixed(1)} |`);
 }

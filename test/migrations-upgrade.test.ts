@@ -36,6 +36,12 @@ const FIRST_0006: Migration = {
   },
 };
 
+/** A games row as the migrations before 0024 have it. */
+const game = (game_id: string) => ({
+  game_id, name: game_id, iap_enabled: 1, sandbox_payments: 0, order_ttl_seconds: 1800, gm_url: null, rate_limit_per_second: 10,
+  nppa_app_id: null, nppa_biz_id: null, nppa_secret_enc: null, created_at: 1, updated_at: 2,
+});
+
 describe('upgrading a database left at an earlier set of migrations', () => {
   let tdb: TestDatabase | undefined;
   let database: Database | undefined;
@@ -137,10 +143,6 @@ describe('upgrading a database left at an earlier set of migrations', () => {
     database = openDatabase(tdb.url);
     await migrateToLatest(database, Object.fromEntries(Object.keys(migrations).filter((name) => name < '0023').map((name) => [name, migrations[name]!])));
     const db = database.db as unknown as Kysely<any>;
-    const game = (game_id: string) => ({
-      game_id, name: game_id, iap_enabled: 1, sandbox_payments: 0, order_ttl_seconds: 1800, gm_url: null, rate_limit_per_second: 10,
-      nppa_app_id: null, nppa_biz_id: null, nppa_secret_enc: null, created_at: 1, updated_at: 2,
-    });
     // g_1's id is a prefix of g_10's: each target names one game.
     await db.insertInto('games').values([game('g_1'), game('g_10')]).execute();
     await db.insertInto('orders').values({
@@ -180,10 +182,6 @@ describe('upgrading a database left at an earlier set of migrations', () => {
       return (await q.execute(db)).rows.map((r) => r.name);
     };
     expect(await indexes()).toContain('orders_created');
-    const game = (game_id: string) => ({
-      game_id, name: game_id, iap_enabled: 1, sandbox_payments: 0, order_ttl_seconds: 1800, gm_url: null, rate_limit_per_second: 10,
-      nppa_app_id: null, nppa_biz_id: null, nppa_secret_enc: null, created_at: 1, updated_at: 2,
-    });
     await db.insertInto('games').values([game('g_a'), game('g_b')]).execute();
     const order = (order_id: string, game_id: string, created_at: number) => ({
       order_id, game_id, reference_id: order_id, combo_id: 'c', product_id: 'p', platform: 'ios', notify_url: 'http://x/n',
