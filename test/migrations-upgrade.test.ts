@@ -42,6 +42,22 @@ const game = (game_id: string) => ({
   nppa_app_id: null, nppa_biz_id: null, nppa_secret_enc: null, created_at: 1, updated_at: 2,
 });
 
+/** An orders row as the migrations before 0025 have it. */
+const order = (order_id: string, game_id: string, created_at: number, more: { combo_id?: string; expires_at?: number } = {}) => ({
+  order_id, game_id, reference_id: order_id, combo_id: 'c', product_id: 'p', platform: 'ios', notify_url: 'http://x/n',
+  quantity: 1, meta: null, context: null, amount: 600, currency: 'CNY', status: 'created', token_secret: 's', is_sandbox: 0,
+  late_payment: 0, created_at, expires_at: created_at + 1, updated_at: created_at, paid_at: null, delivered_at: null, expired_at: null, canceled_at: null, refunded_at: null,
+  ...more,
+});
+
+/** The names of the orders table's indexes. */
+async function orderIndexes(database: Database): Promise<string[]> {
+  const q = database.dialect === 'postgres'
+    ? sql<{ name: string }>`select indexname as name from pg_indexes where tablename = 'orders'`
+    : sql<{ name: string }>`select name from sqlite_master where type = 'index' and tbl_name = 'orders'`;
+  return (await q.execute(database.db)).rows.map((r) => r.name);
+}
+
 describe('upgrading a database left at an earlier set of migrations', () => {
   let tdb: TestDatabase | undefined;
   let database: Database | undefined;
@@ -175,25 +191,34 @@ describe('upgrading a database left at an earlier set of migrations', () => {
     database = openDatabase(tdb.url);
     await migrateToLatest(database, Object.fromEntries(Object.keys(migrations).filter((name) => name < '0024').map((name) => [name, migrations[name]!])));
     const db = database.db as unknown as Kysely<any>;
-    const indexes = async (): Promise<string[]> => {
-      const q = database!.dialect === 'postgres'
-        ? sql<{ name: string }>`select indexname as name from pg_indexes where tablename = 'orders'`
-        : sql<{ name: string }>`select name from sqlite_master where type = 'index' and tbl_name = 'orders'`;
-      return (await q.execute(db)).rows.map((r) => r.name);
-    };
-    expect(await indexes()).toContain('orders_created');
+    expect(await orderIndexes(database)).toContain('orders_created');
     await db.insertInto('games').values([game('g_a'), game('g_b')]).execute();
-    const order = (order_id: string, game_id: string, created_at: number) => ({
-      order_id, game_id, reference_id: order_id, combo_id: 'c', product_id: 'p', platform: 'ios', notify_url: 'http://x/n',
-      quantity: 1, meta: null, context: null, amount: 600, currency: 'CNY', status: 'created', token_secret: 's', is_sandbox: 0,
-      late_payment: 0, created_at, expires_at: created_at + 1, updated_at: created_at, paid_at: null, delivered_at: null, expired_at: null, canceled_at: null, refunded_at: null,
-    });
     await db.insertInto('orders').values([order('o1', 'g_b', 10), order('o2', 'g_a', 30), order('o3', 'g_b', 20), order('o4', 'g_a', 20)]).execute();
 
     await migrateToLatest(database);
-    expect(await indexes()).not.toContain('orders_created');
+    expect(await orderIndexes(database)).not.toContain('orders_created');
     const store = new OrderAdminStore(storeDatabase(database.db, database.dialect));
     expect((await store.list({}, null, 10)).map((o) => o.order_id)).toEqual(['o2', 'o4', 'o3', 'o1']);
     expect((await store.list({}, { createdAt: 20, orderId: 'o4' }, 10)).map((o) => o.order_id)).toEqual(['o3', 'o1']);
+  });
+
+  it('to 0025: on SQLite orders_player_created goes (the player index beside the database holds its key); a player\'s orders are all still found', async () => {
+    tdb = await createTestDatabase();
+    database = openDatabase(tdb.url);
+    await migrateToLatest(database, Object.fromEntries(Object.keys(migrations).filter((name) => name < '0025').map((name) => [name, migrations[name]!])));
+    const db = database.db as unknown as Kysely<any>;
+    expect(await orderIndexes(database)).toContain('orders_player_created');
+    await db.insertInto('games').values([game('g_a'), game('g_b')]).execute();
+    const open = { expires_at: 4_000_000_000_000 };
+    await db.insertInto('orders').values([order('o1', 'g_a', 10, open), order('o2', 'g_b', 30, open), order('o3', 'g_a', 20, { combo_id: 'other', ...open }), order('o4', 'g_a', 40, open)]).execute();
+
+    await migrateToLatest(database);
+    if (database.dialect === 'sqlite') expect(await orderIndexes(database)).not.toContain('orders_player_created');
+    else expect(await orderIndexes(database)).toContain('orders_player_created');
+    const store = new OrderAdminStore(storeDatabase(database.db, database.dialect));
+    expect((await store.list({ comboId: 'c' }, null, 10)).map((o) => o.order_id)).toEqual(['o4', 'o2', 'o1']);
+    expect((await store.list({ comboId: 'c', gameId: 'g_a' }, { createdAt: 40, orderId: 'o4' }, 10)).map((o) => o.order_id)).toEqual(['o1']);
+    const compliance = new ComplianceStore(database);
+    expect(await compliance.monthSpending(database.db, 'g_a', 'c', 0, 100)).toEqual({ spent: 0, reserved: 1200 });
   });
 });

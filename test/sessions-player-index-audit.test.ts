@@ -76,7 +76,7 @@ describe.skipIf(TEST_DB !== 'sqlite')('the player index after a restore that kep
     src.close();
     // Later sessions, indexed by the worker.
     for (const s of ['b1', 'b2', 'b3', 'b4']) expect((await enter(t, s)).status).toBe(200);
-    expect((await t.service.database.playerIndexer!.pass()).through).toBeGreaterThanOrEqual(6);
+    expect((await t.service.database.playerIndexer!.pass()).sessions.through).toBeGreaterThanOrEqual(6);
     await t.service.stop();
     // Restore: the database and its WAL are replaced; the player index is left as it was.
     rmSync(`${file}-wal`, { force: true });
@@ -98,7 +98,7 @@ describe.skipIf(TEST_DB !== 'sqlite')('a damaged player index whose first page i
     const { tdb, file } = await withSessions(20_000, 100);
     let database = openDatabase(tdb.url);
     try {
-      expect((await database.startPlayerIndexer!({ intervalMs: 3_600_000 }).pass()).through).toBe(20000);
+      expect((await database.startPlayerIndexer!({ intervalMs: 3_600_000 }).pass()).sessions.through).toBe(20000);
       await database.close();
       // Pages in the middle of the file are damaged (a torn copy); its header and schema page are intact.
       const ix = playerIndexFile(file);
@@ -128,7 +128,7 @@ describe.skipIf(TEST_DB !== 'sqlite')('a damaged player index whose first page i
       expect(check.pragma('quick_check', { simple: true })).toBe('ok');
       expect(check.prepare('select through from progress').get()).toEqual({ through: 0 });
       check.close();
-      expect((await database.startPlayerIndexer!({ intervalMs: 3_600_000 }).pass()).through).toBe(20000);
+      expect((await database.startPlayerIndexer!({ intervalMs: 3_600_000 }).pass()).sessions.through).toBe(20000);
       expect(await listAll()).toEqual([]);
     } finally {
       await database.close();
@@ -154,7 +154,7 @@ describe.skipIf(TEST_DB !== 'sqlite')('starting the worker while another instanc
       other.exec('begin immediate');
       const worker = database.startPlayerIndexer!({ intervalMs: 3_600_000 });
       other.exec('commit');
-      expect(await worker.pass()).toEqual({ indexed: 1, through: 1 });
+      expect((await worker.pass()).sessions).toEqual({ indexed: 1, through: 1 });
     } finally {
       other.close();
       await database.close();

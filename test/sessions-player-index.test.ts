@@ -3,7 +3,7 @@ import SQLite from 'better-sqlite3';
 import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/index.js';
-import { PlayerIndexer, playerIndexFile } from '../src/db/player-index.js';
+import { PlayerIndexer, playerIndexFile, type PlayerIndexPass } from '../src/db/player-index.js';
 import { SessionStore, type SessionRow } from '../src/sessions/store.js';
 import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
 import { admin, createGame, signed, startService, type TestService } from './helpers/service.js';
@@ -118,7 +118,7 @@ describe('a player\'s sessions, whatever the player index has reached', () => {
     if (TEST_DB !== 'sqlite') return;
     // The worker never runs by its timer here: each pass is asked for.
     indexer = database.startPlayerIndexer!({ intervalMs: 3_600_000 });
-    expect(await indexer.pass()).toEqual({ indexed: 40, through: 40 });
+    expect((await indexer.pass()).sessions).toEqual({ indexed: 40, through: 40 });
     await checkListings(store, database, all); // all indexed
     const more = sessionsFrom(40, 17);
     await insert(more);
@@ -128,7 +128,7 @@ describe('a player\'s sessions, whatever the player index has reached', () => {
     expect(await store.close(database.db, first.game_id, first.session_id, first.created_at + 1, 'leave')).toBe(true);
     const closedNow = all.map((r) => (r === first ? { ...r, left_at: r.created_at + 1, close_reason: 'leave' as const } : r));
     await checkListings(store, database, [...closedNow, ...more]);
-    expect(await indexer.pass()).toEqual({ indexed: 17, through: 57 });
+    expect((await indexer.pass()).sessions).toEqual({ indexed: 17, through: 57 });
     await checkListings(store, database, [...closedNow, ...more]);
   });
 });
@@ -179,14 +179,14 @@ describe.skipIf(TEST_DB !== 'sqlite')('the player index file (SQLite)', () => {
     await insert(all);
     const indexer = database.startPlayerIndexer!({ intervalMs: 3_600_000 });
     const indexed: number[] = [];
-    indexer.on('indexed', (p: { indexed: number }) => indexed.push(p.indexed));
-    expect(await indexer.pass()).toEqual({ indexed: 10, through: 10 });
+    indexer.on('indexed', (p: PlayerIndexPass) => indexed.push(p.sessions.indexed));
+    expect((await indexer.pass()).sessions).toEqual({ indexed: 10, through: 10 });
     expect(indexState()).toEqual({ entries: 10, progress: { through: 10, game_id: all[9]!.game_id, session_id: all[9]!.session_id } });
     await reopen();
     await insert(sessionsFrom(10, 5));
     const again = database.startPlayerIndexer!({ intervalMs: 3_600_000 });
-    expect(await again.pass()).toEqual({ indexed: 5, through: 15 });
-    expect(await again.pass()).toEqual({ indexed: 0, through: 15 });
+    expect((await again.pass()).sessions).toEqual({ indexed: 5, through: 15 });
+    expect((await again.pass()).sessions).toEqual({ indexed: 0, through: 15 });
     expect(indexState().entries).toBe(15);
     expect(indexed).toEqual([10]);
   });
@@ -197,7 +197,7 @@ describe.skipIf(TEST_DB !== 'sqlite')('the player index file (SQLite)', () => {
     await database.close();
     const indexer = new PlayerIndexer({ file, intervalMs: 3_600_000, chunkRows: 4 });
     try {
-      expect(await indexer.pass()).toEqual({ indexed: 25, through: 25 });
+      expect((await indexer.pass()).sessions).toEqual({ indexed: 25, through: 25 });
     } finally {
       await indexer.stop();
     }
@@ -219,7 +219,7 @@ describe.skipIf(TEST_DB !== 'sqlite')('the player index file (SQLite)', () => {
     db.close();
     const resets: unknown[] = [];
     indexer.on('reset', () => resets.push(1));
-    expect(await indexer.pass()).toEqual({ indexed: 12, through: 12 });
+    expect((await indexer.pass()).sessions).toEqual({ indexed: 12, through: 12 });
     expect(resets).toHaveLength(1);
     expect(indexState().entries).toBe(12);
     await checkListings(store, database, all);
@@ -236,7 +236,7 @@ describe.skipIf(TEST_DB !== 'sqlite')('the player index file (SQLite)', () => {
       database = openDatabase(tdb.url);
       store = new SessionStore(database);
       await checkListings(store, database, all); // nothing indexed yet: all read past `through`
-      expect(await database.startPlayerIndexer!({ intervalMs: 3_600_000 }).pass()).toEqual({ indexed: 9, through: 9 });
+      expect((await database.startPlayerIndexer!({ intervalMs: 3_600_000 }).pass()).sessions).toEqual({ indexed: 9, through: 9 });
       await checkListings(store, database, all);
       await database.close();
       expect(readFileSync(playerIndexFile(file)).subarray(0, 15).toString()).toBe('SQLite format 3');
@@ -256,7 +256,7 @@ describe.skipIf(TEST_DB !== 'sqlite')('the player index file (SQLite)', () => {
       await migrateToLatest(other);
       await insertGames(other.db, 'g_a');
       await new SessionStore(other).insert(other.db, sessionsFrom(0, 1)[0]!);
-      expect(await indexer.pass()).toEqual({ indexed: 1, through: 1 });
+      expect((await indexer.pass()).sessions).toEqual({ indexed: 1, through: 1 });
     } finally {
       await other.close();
       await bare.drop();
@@ -295,7 +295,7 @@ describe.skipIf(TEST_DB !== 'sqlite')('the player index in the service (SQLite)'
     expect((await listed()).sort()).toEqual(['s1', 's3', 's5']);
     const indexer = t.service.database.playerIndexer!;
     expect(indexer).toBeDefined();
-    expect((await indexer.pass()).through).toBeGreaterThanOrEqual(6);
+    expect((await indexer.pass()).sessions.through).toBeGreaterThanOrEqual(6);
     expect((await listed()).sort()).toEqual(['s1', 's3', 's5']);
     const detail = await admin(t, 'GET', `/admin/v1/games/${game.gameId}/players/even`);
     expect(detail.status).toBe(200);

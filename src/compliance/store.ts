@@ -4,6 +4,7 @@ import type { StoreDatabase } from '../db/database.js';
 import { DatabaseStore } from '../db/database-store.js';
 import { prepare } from '../db/prepared.js';
 import { MAX_ORDER_TTL_SECONDS } from '../games/schemas.js';
+import { spendingRowsSqlite } from './month-spending-sqlite.js';
 
 export type PlayerRow = Selectable<PlayersTable>;
 export type NppaEventRow = Selectable<NppaEventsTable>;
@@ -60,15 +61,18 @@ export class ComplianceStore extends DatabaseStore {
    * be open, and one was paid this month only as a late payment (after it expired).
    */
   async monthSpending(q: Q, gameId: string, comboId: string, since: number, now: number): Promise<{ spent: number; reserved: number }> {
-    const rows = await q
-      .selectFrom('orders')
-      .select(['status', 'expires_at', 'paid_at', 'amount'])
-      .where('game_id', '=', gameId)
-      .where('combo_id', '=', comboId)
-      .where('created_at', '>=', since - MAX_ORDER_TTL_SECONDS * 1000)
-      .where('currency', '=', 'CNY')
-      .where('status', 'in', ['created', 'paid', 'delivered'])
-      .execute();
+    const from = since - MAX_ORDER_TTL_SECONDS * 1000;
+    const rows = this.postgres
+      ? await q
+          .selectFrom('orders')
+          .select(['status', 'expires_at', 'paid_at', 'amount'])
+          .where('game_id', '=', gameId)
+          .where('combo_id', '=', comboId)
+          .where('created_at', '>=', from)
+          .where('currency', '=', 'CNY')
+          .where('status', 'in', ['created', 'paid', 'delivered'])
+          .execute()
+      : await spendingRowsSqlite(this.db, q, gameId, comboId, from);
     let spent = 0;
     let reserved = 0;
     for (const r of rows) {

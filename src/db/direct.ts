@@ -41,6 +41,9 @@ export function runDirectly(q: object, statements: StatementSource, readOnly: bo
   handles.set(q, { statements, readOnly, snapshot });
 }
 
+/** Whether the handle's queries may run on a better-sqlite3 connection directly (runDirectly). */
+export const readsDirectly = (q: object): boolean => handles.has(q);
+
 /**
  * Runs `sql` on the handle's direct connection when it has one (and the statement may run
  * there); null when the caller must go through Kysely.

@@ -3,28 +3,31 @@ import { existsSync, rmSync } from 'node:fs';
 import type { Worker } from 'node:worker_threads';
 import SQLite from 'better-sqlite3';
 import { startWorker } from '../lib/worker.js';
-import { DAMAGED, isDamagedFile, progressHolds, type Progress, type SessionAt } from './player-index-progress.js';
-import type { PlayerIndexMessage, PlayerIndexRequest, PlayerIndexWorkerData } from './player-index-worker.js';
+import { DAMAGED, INDEXED_TABLES, isDamagedFile, progressHolds, progressSql, rowAtSql, type Progress, type RowAt } from './player-index-progress.js';
+import type { PassResult, PlayerIndexMessage, PlayerIndexRequest, PlayerIndexWorkerData } from './player-index-worker.js';
 
 /**
- * SQLite: the sessions of a player, indexed off the request path.
+ * SQLite: the sessions and orders of a player, indexed off the request path.
  *
- * An index keyed by player in the sessions table (`(game_id, combo_id, created_at,
- * session_id)`) takes each new session to another player's leaf page: every enter-game's
- * commit would write one more page to the WAL, and the checkpoint copy it again, the largest
- * single cost of an enter-game (docs/benchmarks.md, "What bounds each route"). So on SQLite
- * that index lives in a second file beside the database,
- * `<database>-player-index`, filled by a worker thread from the sessions table in rowid order
- * (SQLite gives a new row the largest rowid yet, and rows are never deleted): once a second,
- * in transactions of up to CHUNK_ROWS sessions, each with the rowid it has reached (`through`).
- * A player's page of sessions (PROTOCOL 11's listing with a player, a player's online days) is
- * the file's entries joined to the sessions they name, plus the sessions past `through`, read
- * by rowid range: always exact, whatever the worker's lag; the lag only costs the read.
+ * An index keyed by player in the sessions or orders table (`(game_id, combo_id, created_at,
+ * session_id or order_id)`) takes each new row to another player's leaf page: every enter-game's or
+ * create-order's commit would write one more page to the WAL, and the checkpoint copy it again,
+ * the largest single cost of an enter-game and of a create-order's write (docs/benchmarks.md,
+ * "What bounds each route", "SQLite writes"). So on SQLite those indexes live in a second file
+ * beside the database, `<database>-player-index`, filled by a worker thread from each table in
+ * rowid order (SQLite gives a new row the largest rowid yet, and neither table's rows are ever
+ * deleted): once a second, in transactions of up to CHUNK_ROWS rows, each with the rowid it
+ * has reached (`through`, one per table). A player's page of sessions (PROTOCOL 11's listing
+ * with a player, a player's online days) or orders (the order listing with a player, a minor's
+ * month of spending) is the file's entries joined to the rows they name, plus the rows past
+ * `through`, read by rowid range: always exact, whatever the worker's lag; the lag only costs
+ * the read.
  *
  * The file holds nothing that is not in the database: deleting it (or restoring the database
- * from a backup without it) makes the worker fill it again from the first session. The worker
- * checks at each pass that the session at `through` is still the one it recorded; if not (the
- * database file was replaced, or a VACUUM renumbered rowids), it empties the file and starts over.
+ * from a backup without it) makes the worker fill it again from the first row. The worker
+ * checks at each pass that the row at each `through` is still the one it recorded; if not (the
+ * database file was replaced, or a VACUUM renumbered rowids), it empties that table's entries
+ * and starts over.
  * The file is attached to the read-only connection as `derived` (never to the write connection:
  * its `begin immediate` would then lock this file as well, and wait for the worker).
  */
@@ -58,23 +61,26 @@ export function playerIndexDamaged(q: object): void {
   damagedHandlers.get(q)?.();
 }
 
-/** Sessions indexed per transaction of the worker: bounds its memory and its WAL. */
+/** Rows indexed per transaction of the worker: bounds its memory and its WAL. */
 export const CHUNK_ROWS = 20_000;
 
-/** How often the worker indexes new sessions (ms). */
+/** How often the worker indexes new rows (ms). */
 export const PLAYER_INDEX_INTERVAL_MS = 1000;
 
-/** The file's tables, in the schema `p` ('' or 'derived.'). */
-const schema = (p: string) => `
-  create table if not exists ${p}session_players (
-    game_id text not null, combo_id text not null, created_at integer not null, session_id text not null,
-    primary key (game_id, combo_id, created_at, session_id)
+/** The file's tables, in the schema `p` ('' or 'derived.'): per indexed table, its entries and progress. */
+const schema = (p: string) =>
+  INDEXED_TABLES.map(
+    (t) => `
+  create table if not exists ${p}${t.entries} (
+    game_id text not null, combo_id text not null, created_at integer not null, ${t.key} text not null,
+    primary key (game_id, combo_id, created_at, ${t.key})
   ) without rowid;
-  create table if not exists ${p}progress (
-    id integer primary key check (id = 1), through integer not null, game_id text, session_id text
+  create table if not exists ${p}${t.progress} (
+    id integer primary key check (id = 1), through integer not null, game_id text, ${t.key} text
   );
-  insert or ignore into ${p}progress (id, through) values (1, 0);
-`;
+  insert or ignore into ${p}${t.progress} (id, through) values (1, 0);
+`,
+  ).join('');
 
 /**
  * Opens (creating it if needed) the derived file and returns a connection to it. The caller keeps
@@ -101,7 +107,7 @@ function openOrCreate(file: string): SQLite.Database {
     const version = db.pragma('user_version', { simple: true });
     if (version === DAMAGED) throw Object.assign(new Error('the player index was found damaged'), { code: 'SQLITE_CORRUPT' });
     if (version !== SCHEMA_VERSION) {
-      db.exec('drop table if exists session_players; drop table if exists progress;');
+      for (const t of INDEXED_TABLES) db.exec(`drop table if exists ${t.entries}; drop table if exists ${t.progress};`);
       db.pragma(`user_version = ${SCHEMA_VERSION}`);
     }
     db.exec(schema(''));
@@ -126,31 +132,36 @@ export function attachPlayerIndex(db: SQLite.Database, databaseFile: string): vo
 }
 
 /**
- * At start, before the service answers: empties the file if its session at `through` is not the
- * database's (a restored backup, the file kept), as the worker's pass would, but at once. Until
- * then a listing would read the stale entries, and none of the sessions entered since the restart
- * that got rowids at or below the stale `through`. `index`: a connection that may write the file;
- * `main`: one to the database. True when the file was emptied; false too when there is no
- * sessions table yet (nothing to list, and the worker checks again at each pass).
+ * At start, before the service answers: empties a table's entries if its row at `through` is
+ * not the database's (a restored backup, the file kept), as the worker's pass would, but at once.
+ * Until then a listing would read the stale entries, and none of the rows written since the
+ * restart that got rowids at or below the stale `through`. `index`: a connection that may write
+ * the file; `main`: one to the database. True when entries were emptied; false too for a table
+ * the database does not have yet (nothing to list, and the worker checks again at each pass).
  */
 export function resetIfStale(index: SQLite.Database, main: SQLite.Database): boolean {
-  let at: SQLite.Statement;
-  try {
-    at = main.prepare('select game_id, session_id from sessions where rowid = ?');
-  } catch (e) {
-    if (/no such table/.test((e as Error).message)) return false;
-    throw e;
+  let reset = false;
+  for (const t of INDEXED_TABLES) {
+    let at: SQLite.Statement;
+    try {
+      at = main.prepare(rowAtSql(t));
+    } catch (e) {
+      if (/no such table/.test((e as Error).message)) continue;
+      throw e;
+    }
+    const progress = index.prepare(progressSql(t));
+    const matches = () => progressHolds(progress.get() as Progress | undefined, (rowid) => at.get(rowid) as RowAt | undefined);
+    // Read first without the file's write lock (another instance's worker may hold it for a chunk).
+    if (matches()) continue;
+    reset =
+      index.transaction(() => {
+        if (matches()) return false;
+        index.exec(`delete from ${t.entries}`);
+        index.prepare(`update ${t.progress} set through = 0, game_id = null, ${t.key} = null`).run();
+        return true;
+      }).immediate() || reset;
   }
-  const progress = index.prepare('select through, game_id, session_id from progress');
-  const matches = () => progressHolds(progress.get() as Progress | undefined, (rowid) => at.get(rowid) as SessionAt | undefined);
-  // Read first without the file's write lock (another instance's worker may hold it for a chunk).
-  if (matches()) return false;
-  return index.transaction(() => {
-    if (matches()) return false;
-    index.exec('delete from session_players');
-    index.prepare('update progress set through = 0, game_id = null, session_id = null').run();
-    return true;
-  }).immediate();
+  return reset;
 }
 
 export interface PlayerIndexerOptions {
@@ -160,17 +171,14 @@ export interface PlayerIndexerOptions {
   chunkRows?: number;
 }
 
-/** What one pass did: sessions indexed, and the rowid of sessions indexed through. */
-export interface PlayerIndexPass {
-  indexed: number;
-  through: number;
-}
+/** What one pass did, per table: rows indexed, and the rowid indexed through. */
+export type PlayerIndexPass = PassResult;
 
 /**
  * The worker thread (player-index-worker.ts) that fills the player index (see above). Emits 'indexed' (PlayerIndexPass,
- * after a pass that indexed sessions), 'reset' (the file was emptied to be filled again) and
+ * after a pass that indexed rows), 'reset' (a table's entries were emptied to be filled again) and
  * 'failure' (Error; the pass is tried again at the next interval). A worker that dies is not
- * restarted: the listings stay exact, reading more of the sessions table as it grows.
+ * restarted: the listings stay exact, reading more of each table as it grows.
  */
 export class PlayerIndexer extends EventEmitter {
   private readonly worker: Worker;
@@ -193,7 +201,7 @@ export class PlayerIndexer extends EventEmitter {
     this.worker = startWorker(new URL('./player-index-worker.js', import.meta.url), { workerData });
     this.worker.unref();
     this.worker.on('message', (m: PlayerIndexMessage) => {
-      if ('reset' in m) return void this.emit('reset');
+      if ('reset' in m) return void this.emit('reset', m.reset);
       const waiter = m.id === undefined ? undefined : this.waiting.get(m.id);
       if (m.id !== undefined) this.waiting.delete(m.id);
       if ('error' in m) {
@@ -202,9 +210,8 @@ export class PlayerIndexer extends EventEmitter {
         this.emit('failure', e);
         return;
       }
-      const p = { indexed: m.indexed, through: m.through };
-      waiter?.resolve(p);
-      if (p.indexed > 0) this.emit('indexed', p);
+      waiter?.resolve(m.passed);
+      if (m.passed.sessions.indexed > 0 || m.passed.orders.indexed > 0) this.emit('indexed', m.passed);
     });
     this.worker.on('error', (e) => this.emit('failure', e));
     this.exited = new Promise((resolve) =>
@@ -217,7 +224,7 @@ export class PlayerIndexer extends EventEmitter {
     );
   }
 
-  /** Runs a pass now (besides the timer's): resolves once every session committed before it is indexed. */
+  /** Runs a pass now (besides the timer's): resolves once every row committed before it is indexed. */
   pass(): Promise<PlayerIndexPass> {
     if (this.stopped) return Promise.reject(new Error('the player index worker has stopped'));
     const id = this.nextId++;

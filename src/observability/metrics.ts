@@ -160,13 +160,18 @@ export class ServiceMetrics implements DomainMetrics {
 
   private readonly playerIndexPasses = new Counter({
     name: 'combo_sqlite_player_index_passes_total',
-    help: 'Passes of the SQLite player index worker that indexed sessions or failed, by result',
+    help: 'Passes of the SQLite player index worker that indexed sessions or orders, or failed, by result',
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
   private readonly playerIndexSessions = new Counter({
     name: 'combo_sqlite_player_index_sessions_total',
     help: 'Sessions the SQLite player index worker has indexed (a player\'s sessions past them are read from the sessions table)',
+    registers: [this.registry],
+  });
+  private readonly playerIndexOrders = new Counter({
+    name: 'combo_sqlite_player_index_orders_total',
+    help: 'Orders the SQLite player index worker has indexed (a player\'s orders past them are read from the orders table)',
     registers: [this.registry],
   });
 
@@ -180,7 +185,8 @@ export class ServiceMetrics implements DomainMetrics {
     database.onWriteLockWait?.(() => this.writeLockWaits.inc());
     database.playerIndexer?.on('indexed', (p: PlayerIndexPass) => {
       this.playerIndexPasses.inc({ result: 'success' });
-      this.playerIndexSessions.inc(p.indexed);
+      this.playerIndexSessions.inc(p.sessions.indexed);
+      this.playerIndexOrders.inc(p.orders.indexed);
     });
     database.playerIndexer?.on('failure', () => this.playerIndexPasses.inc({ result: 'failure' }));
     if (opts.nodeId !== undefined && opts.nodeId !== null) this.registry.setDefaultLabels({ node_id: String(opts.nodeId) });

@@ -2,6 +2,7 @@ import type { Expression, Kysely, Selectable, Transaction } from 'kysely';
 import type { DB, NotificationAttemptsTable, NotificationsTable, OrderStatus, PaymentsTable } from '../db/schema.js';
 import { acrossGames } from '../db/per-game.js';
 import { inIndexOrder } from '../db/planner.js';
+import { playerOrdersSqlite } from './player-orders-sqlite.js';
 import { DatabaseStore } from '../db/database-store.js';
 import type { OrderEventRow, OrderRow } from './store.js';
 
@@ -27,13 +28,18 @@ export class OrderAdminStore extends DatabaseStore {
    * Newest first by (created_at, order_id). With a game, one index range read in order. Without
    * one, every game's newest matching rows are read through a per-game index ((game_id,
    * created_at, order_id), (game_id, status, created_at, order_id), (game_id, combo_id,
-   * created_at, order_id), (game_id, reference_id)) and merged, in one statement however many
+   * created_at, order_id) (on SQLite, in the player index), (game_id, reference_id)) and merged, in one statement however many
    * games there are (db/per-game.ts): a rare status or an unknown player then reads no more than
    * a page per game, where one read of the table scanned all of it (seconds at 10 million rows;
    * docs/benchmarks.md, "Scale"). No index orders every game's orders by time alone: each new
    * order would write one more B-tree.
    */
   async list(filter: OrderFilter, after: OrderCursor | null, limit: number): Promise<OrderRow[]> {
+    // SQLite keeps the player key (game_id, combo_id, created_at, order_id) in the player index
+    // beside the database (db/player-index.ts); a reference is still one index read.
+    if (!this.postgres && filter.comboId !== undefined && filter.referenceId === undefined) {
+      return playerOrdersSqlite(this.db, { ...filter, comboId: filter.comboId, after, limit });
+    }
     return filter.status !== undefined && filter.comboId === undefined && filter.referenceId === undefined
       ? inIndexOrder(this.postgres, this.db, (db) => this.listIn(db, filter, after, limit))
       : this.listIn(this.db, filter, after, limit);

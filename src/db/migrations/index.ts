@@ -25,6 +25,7 @@ import * as m0021 from './0021_notification_attempts_at.js';
 import * as m0022 from './0022_operator_accounts.js';
 import * as m0023 from './0023_audit_address_game_totp_step.js';
 import * as m0024 from './0024_orders_drop_created.js';
+import * as m0025 from './0025_orders_player_index_derived.js';
 
 /**
  * Versioned migrations, applied in name order, forward only. Add a new file
@@ -57,4 +58,5 @@ export const migrations: Record<string, Migration> = {
   '0022_operator_accounts': m0022,
   '0023_audit_address_game_totp_step': m0023,
   '0024_orders_drop_created': m0024,
+  '0025_orders_player_index_derived': m0025,
 };
