@@ -289,6 +289,11 @@ export function quantile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(sorted.length * p) - 1))]!;
 }
 
+/** The `p` quantile of `sorted` in ms, to a tenth (NaN when empty). */
+export function tenths(sorted: number[], p: number): number {
+  return Math.round(quantile(sorted, p) * 10) / 10;
+}
+
 /** The median; for an even count, the mean of the two middle values. */
 export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);

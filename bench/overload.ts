@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { authorizationHeader } from '../src/signing/signer.js';
-import { ADMIN, cpuMs, createBenchGame, freePort, presigned, quantile, requestOptions, rssMb, type RequestStream } from './lib.js';
+import { ADMIN, cpuMs, createBenchGame, freePort, presigned, requestOptions, tenths, rssMb, type RequestStream } from './lib.js';
 import { httpPost, openLoop, type OpenLoopResult } from './open-loop.js';
 import { overloadFront, type Front } from './overload-proxy.js';
 import { startBuiltService, type Started } from './run-load.js';
@@ -66,11 +66,6 @@ const OVERLOAD_P99_BOUND_MS = 100;
 const OVERLOAD_RSS_BOUND_MB = 512;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** The `p` quantile of `sorted` in ms, to a tenth (NaN when empty). */
-function tenths(sorted: number[], p: number): number {
-  return Math.round(quantile(sorted, p) * 10) / 10;
-}
 
 /** The RSS (MB) of `pids`, sampled every `ms` until stop(): each one's at the start and at most. */
 function sampleRss(pids: (number | undefined)[], ms: number): { start: number[]; max: number[]; stop: () => void } {

@@ -14,20 +14,19 @@ export const DAMAGED = -1;
 export const isDamagedFile = (e: unknown): boolean => /^SQLITE_(CORRUPT|NOTADB)/.test((e as { code?: string } | null)?.code ?? '');
 
 /**
- * A table of the database whose rows the file indexes by player: `source`'s rows (each
+ * A table of the database whose rows the file indexes by player: the rows of `name` (each
  * identified by (game_id, `key`)) become entries (game_id, combo_id, created_at, `key`) of
- * `entries`, and `progress` records the rowid of `source` they reach and the row found there.
+ * `entries`, and `progress` records the rowid of `name` they reach and the row found there.
  */
 export interface IndexedTable {
   name: 'sessions' | 'orders';
-  source: 'sessions' | 'orders';
   key: 'session_id' | 'order_id';
   entries: 'session_players' | 'order_players';
   progress: 'progress' | 'order_progress';
 }
 
-export const SESSIONS: IndexedTable = { name: 'sessions', source: 'sessions', key: 'session_id', entries: 'session_players', progress: 'progress' };
-export const ORDERS: IndexedTable = { name: 'orders', source: 'orders', key: 'order_id', entries: 'order_players', progress: 'order_progress' };
+export const SESSIONS: IndexedTable = { name: 'sessions', key: 'session_id', entries: 'session_players', progress: 'progress' };
+export const ORDERS: IndexedTable = { name: 'orders', key: 'order_id', entries: 'order_players', progress: 'order_progress' };
 export const INDEXED_TABLES = [SESSIONS, ORDERS] as const;
 
 /** A progress row: the rowid indexed through, and the row found at it then. */
@@ -47,7 +46,7 @@ export interface RowAt {
 export const progressSql = (t: IndexedTable, p = ''): string => `select through, game_id, ${t.key} as key from ${p}${t.progress}`;
 
 /** Reads the identity of the row at a rowid of the table (as RowAt). */
-export const rowAtSql = (t: IndexedTable): string => `select game_id, ${t.key} as key from ${t.source} where rowid = ?`;
+export const rowAtSql = (t: IndexedTable): string => `select game_id, ${t.key} as key from ${t.name} where rowid = ?`;
 
 /**
  * Whether the file still describes this database: the row at `through` is the one recorded

@@ -70,7 +70,7 @@ type StepResult = { reset: true } | { reset?: undefined; indexed: number; throug
  * describes the database (progressHolds: the table's entries are emptied, to be filled again).
  */
 function makeStep(t: IndexedTable): () => StepResult {
-  const newRows = main.prepare(`select rowid, game_id, ${t.key}, combo_id, created_at from ${t.source} where rowid > ? order by rowid limit ?`).raw(true);
+  const newRows = main.prepare(`select rowid, game_id, ${t.key}, combo_id, created_at from ${t.name} where rowid > ? order by rowid limit ?`).raw(true);
   const atRowid = main.prepare(rowAtSql(t));
   const progress = index.prepare(progressSql(t));
   const insert = index.prepare(`insert or ignore into ${t.entries} (game_id, combo_id, created_at, ${t.key}) values (?, ?, ?, ?)`);

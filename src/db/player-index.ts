@@ -211,7 +211,7 @@ export class PlayerIndexer extends EventEmitter {
         return;
       }
       waiter?.resolve(m.passed);
-      if (m.passed.sessions.indexed > 0 || m.passed.orders.indexed > 0) this.emit('indexed', m.passed);
+      if (INDEXED_TABLES.some((t) => m.passed[t.name].indexed > 0)) this.emit('indexed', m.passed);
     });
     this.worker.on('error', (e) => this.emit('failure', e));
     this.exited = new Promise((resolve) =>

@@ -96,17 +96,17 @@ const rowConditions = (q: PlayerRowsQuery, t: string) =>
 
 /** The same page from the table alone (the player index unreadable). */
 function tableOnly<R>(q: PlayerRowsQuery): RawBuilder<R> {
-  const t = q.table.source;
+  const t = q.table.name;
   const select = q.select?.(t) ?? sql`*`;
   return sql<R>`select ${select} from ${sql.table(t)} where ${rowConditions(q, t)} ${orderBy(q.order)} ${limitOf(q)}`;
 }
 
 function statement<R>(q: PlayerRowsQuery): RawBuilder<R> {
-  const { source, entries: entriesTable, progress, key } = q.table;
+  const { name: table, entries: entriesTable, progress, key } = q.table;
   const limit = limitOf(q);
   // One game's entries in the page's order, joined to their rows (`s`).
   const entries = (select: RawBuilder<unknown>, game: RawBuilder<unknown>) => sql`select ${select} from ${sql.table(`derived.${entriesTable}`)} p
-    join ${sql.table(source)} s on s.game_id = p.game_id and ${sql.ref(`s.${key}`)} = ${sql.ref(`p.${key}`)}
+    join ${sql.table(table)} s on s.game_id = p.game_id and ${sql.ref(`s.${key}`)} = ${sql.ref(`p.${key}`)}
     where p.game_id = ${game} and ${q.entry('p')}${q.row('s')}
     ${orderBy(['created_at', key], 'p')} ${limit}`;
   // Without a game, each game's page (as db/per-game.ts reads the tables: by rowid through a
@@ -114,9 +114,9 @@ function statement<R>(q: PlayerRowsQuery): RawBuilder<R> {
   const indexed =
     q.gameId !== undefined
       ? entries(q.select?.('s') ?? sql`s.*`, sql`${q.gameId}`)
-      : sql`select ${q.select?.('m') ?? sql`m.*`} from games g join ${sql.table(source)} m on m.rowid in (${entries(sql`s.rowid`, sql.ref('g.game_id'))})`;
-  const tail = sql`select ${q.select?.(source) ?? sql`*`} from ${sql.table(source)} not indexed
-    where rowid > (select through from ${sql.table(`derived.${progress}`)}) and ${rowConditions(q, source)}
+      : sql`select ${q.select?.('m') ?? sql`m.*`} from games g join ${sql.table(table)} m on m.rowid in (${entries(sql`s.rowid`, sql.ref('g.game_id'))})`;
+  const tail = sql`select ${q.select?.(table) ?? sql`*`} from ${sql.table(table)} not indexed
+    where rowid > (select through from ${sql.table(`derived.${progress}`)}) and ${rowConditions(q, table)}
     ${orderBy(q.order)} ${limit}`;
   return sql<R>`select * from (${indexed}) union all select * from (${tail}) ${orderBy(q.order)} ${limit}`;
 }
