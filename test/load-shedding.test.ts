@@ -251,3 +251,32 @@ describe('answers that cannot leave do not hold in-progress places', () => {
     }
   });
 });
+
+describe('event-loop delay (MAX_EVENT_LOOP_DELAY_MS)', () => {
+  /** Holds this process's event loop, which the service shares, for `ms`. */
+  const hold = (ms: number) => {
+    const end = performance.now() + ms;
+    while (performance.now() < end);
+  };
+  /** A POST without a body: 415 when admitted, 503 when shed. */
+  const call = (s: TestService) => fetch(`${s.url}/v1/server/enter-game`, { method: 'POST' });
+
+  it('a loop held past the limit while serving: new requests get 503 (health checks still answer), then are admitted once a calm second is read', async () => {
+    const s = await startService({ env: { MAX_EVENT_LOOP_DELAY_MS: '500' } });
+    try {
+      // Admitted at first (on a busy test machine the loop may lag past the limit by itself).
+      await until('a call admitted', async () => (await call(s)).status === 415);
+      hold(1200);
+      const shed = await until('a call shed', async () => {
+        const r = await call(s);
+        return r.status === 503 ? r : null;
+      });
+      expect(await shed.json()).toEqual({ error: 'service_unavailable', message: expect.stringContaining('capacity') });
+      expect(shed.headers.get('retry-after')).toBe('1');
+      expect((await fetch(`${s.url}/healthz`)).status).toBe(200);
+      await until('calls admitted again', async () => (await call(s)).status === 415);
+    } finally {
+      await s.stop();
+    }
+  });
+});

@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase } from '../src/db/index.js';
 import { authorizationHeader } from '../src/signing/signer.js';
 import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
-import { ensureServiceBuilt, spawnCommand, spawnEntry, spawnService, type Spawned } from './helpers/spawn.js';
+import { NO_EVENT_LOOP_SHEDDING, ensureServiceBuilt, spawnCommand, spawnEntry, spawnService, type Spawned } from './helpers/spawn.js';
 import { orderBody } from './helpers/service.js';
 import { sample } from './helpers/metrics.js';
 import { HangingRelay } from './helpers/hanging-relay.js';
@@ -42,6 +42,7 @@ const env = (over: Record<string, string | undefined> = {}) => ({
   DATA_DIR: dataDir,
   ADMIN_TOKEN: ADMIN,
   SHUTDOWN_TIMEOUT_MS: '60000',
+  ...NO_EVENT_LOOP_SHEDDING,
   ...over,
 });
 
@@ -309,7 +310,8 @@ describe('graceful shutdown', () => {
     expect((await fetch(`${s.url}/healthz`)).status).toBe(200);
     const uri = '/v1/server/create-order';
     const body = JSON.stringify(orderBody());
-    expect((await fetch(s.url + uri, { method: 'POST', headers: signedInit(game, uri, body), body })).status).toBe(200);
+    const created = await fetch(s.url + uri, { method: 'POST', headers: signedInit(game, uri, body), body });
+    expect({ status: created.status, body: await created.json() }).toMatchObject({ status: 200, body: { order_id: expect.any(String) } });
     s.child.kill('SIGTERM');
     await s.logLine('second signal: draining now');
     expect(await s.exited).toBe(0);

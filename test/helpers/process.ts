@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { NO_EVENT_LOOP_SHEDDING } from './spawn.js';
 
 export interface ServiceProcess {
   child: ChildProcess;
@@ -16,7 +17,7 @@ export interface ServiceProcess {
  */
 export function spawnService(env: Record<string, string>, timeoutMs = 30_000): Promise<ServiceProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...NO_EVENT_LOOP_SHEDDING, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const output: string[] = [];

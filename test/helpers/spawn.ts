@@ -124,9 +124,16 @@ export function spawnCommand(command: string, args: string[], env: Record<string
   return { child, stdout: () => out, stderr: () => err, logLine, exited };
 }
 
+/**
+ * Load shedding on event-loop delay, off in the services tests start: on a machine running many
+ * test files at once, a process waiting for a core lags for the test run's doing, not overload,
+ * and that must not turn answers into 503s. test/load-shedding.test.ts sets its own.
+ */
+export const NO_EVENT_LOOP_SHEDDING = { MAX_EVENT_LOOP_DELAY_MS: '0' } as const;
+
 /** Starts src/main.ts and waits for "service listening"; returns its base URL. */
 export async function spawnService(env: Record<string, string | undefined>, cwd = REPO_ROOT): Promise<Spawned & { url: string }> {
-  const s = spawnEntry('src/main.ts', { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, [], cwd);
+  const s = spawnEntry('src/main.ts', { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...NO_EVENT_LOOP_SHEDDING, ...env }, [], cwd);
   const line = await s.logLine('service listening');
   return { ...s, url: String(line.address) };
 }
