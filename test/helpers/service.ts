@@ -10,6 +10,7 @@ import { createService, type Service } from '../../src/service.js';
 import type { Clock } from '../../src/lib/clock.js';
 import { authorizationHeader } from '../../src/signing/signer.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
+import { NO_EVENT_LOOP_SHEDDING } from './spawn.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -62,10 +63,8 @@ export async function startService(opts: StartOptions = {}): Promise<TestService
     // of MAX_INFLIGHT_REQUESTS, whose floods all come from 127.0.0.1) set their own.
     MAX_INFLIGHT_PER_CLIENT_PERCENT: '100',
     // The service shares its event loop with the test and its clients (a headless browser's
-    // driver among them), on a machine that runs many test files at once: a lagging loop there
-    // is the test run's doing, not overload, and must not turn answers into 503s. The
-    // load-shedding tests set their own.
-    MAX_EVENT_LOOP_DELAY_MS: '0',
+    // driver among them) as well as the machine's cores with other test files (spawn.ts).
+    ...NO_EVENT_LOOP_SHEDDING,
     ...opts.env,
   });
   installProcessWide();
