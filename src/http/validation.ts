@@ -8,6 +8,38 @@ const FORMAT_NAMES: Record<string, string> = {
 };
 
 /**
+ * Whether `v` is an http-url (FORMAT_NAMES). A game sends the same notify_url with every
+ * create-order, and parsing it as a URL is a sizeable part of validating the body, so recent
+ * verdicts are kept (a pure function of the string; at most HTTP_URL_VERDICTS, then started over).
+ */
+export const HTTP_URL_VERDICTS = 1024;
+const httpUrlVerdicts = new Map<string, boolean>();
+export function isHttpUrlCached(v: string): boolean {
+  let verdict = httpUrlVerdicts.get(v);
+  if (verdict === undefined) {
+    verdict = isHttpUrl(v);
+    if (httpUrlVerdicts.size >= HTTP_URL_VERDICTS) httpUrlVerdicts.clear();
+    httpUrlVerdicts.set(v, verdict);
+  }
+  return verdict;
+}
+
+function isHttpUrl(v: string): boolean {
+  // A % that starts no escape (%zz): WHATWG parsing keeps it, but Go's HTTP server
+  // refuses such a request target (400), so a Go SDK receiver could never take a delivery.
+  if (!/^https?:\/\//i.test(v) || /%(?![0-9A-Fa-f]{2})/.test(v)) return false;
+  try {
+    const u = new URL(v);
+    // A path starting with // reads as a host to a receiver that resolves the request
+    // target as a relative URL (the Node.js SDK does), so it could never verify a signature.
+    // Port 0 can never be connected to: nothing would ever be delivered there.
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname.length > 0 && !u.pathname.startsWith('//') && u.port !== '0';
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Ajv set-up: bodies are validated strictly (no type coercion: "5" is not 5), query strings and
  * path params are coerced (they are always strings on the wire). Lengths count code points.
  */
@@ -19,23 +51,7 @@ function makeAjv(coerce: boolean) {
     allErrors: false,
     strict: false,
   });
-  ajv.addFormat('http-url', {
-    type: 'string',
-    validate: (v: string) => {
-      // A % that starts no escape (%zz): WHATWG parsing keeps it, but Go's HTTP server
-      // refuses such a request target (400), so a Go SDK receiver could never take a delivery.
-      if (!/^https?:\/\//i.test(v) || /%(?![0-9A-Fa-f]{2})/.test(v)) return false;
-      try {
-        const u = new URL(v);
-        // A path starting with // reads as a host to a receiver that resolves the request
-        // target as a relative URL (the Node.js SDK does), so it could never verify a signature.
-        // Port 0 can never be connected to: nothing would ever be delivered there.
-        return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname.length > 0 && !u.pathname.startsWith('//') && u.port !== '0';
-      } catch {
-        return false;
-      }
-    },
-  });
+  ajv.addFormat('http-url', { type: 'string', validate: isHttpUrlCached });
   ajv.addFormat('date', /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$/);
   // The currencies in use that this Node.js (its ICU data) knows: ZZZ is no currency.
   ajv.addFormat('iso4217', { type: 'string', validate: (v: string) => CURRENCIES.has(v) });
