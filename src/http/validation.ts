@@ -11,10 +11,15 @@ const FORMAT_NAMES: Record<string, string> = {
  * Whether `v` is an http-url (FORMAT_NAMES). A game sends the same notify_url with every
  * create-order, and parsing it as a URL is a sizeable part of validating the body, so recent
  * verdicts are kept (a pure function of the string; at most HTTP_URL_VERDICTS, then started over).
+ * Only for strings of at most HTTP_URL_KEPT_LENGTH characters, the longest any http-url field
+ * takes: the format runs before the field's maxLength (useCodePointLengths adds that keyword
+ * after it), so a body's longer strings reach it too, and must not fill memory.
  */
 export const HTTP_URL_VERDICTS = 1024;
+export const HTTP_URL_KEPT_LENGTH = 1024;
 const httpUrlVerdicts = new Map<string, boolean>();
 export function isHttpUrlCached(v: string): boolean {
+  if (v.length > HTTP_URL_KEPT_LENGTH) return isHttpUrl(v);
   let verdict = httpUrlVerdicts.get(v);
   if (verdict === undefined) {
     verdict = isHttpUrl(v);
@@ -23,6 +28,9 @@ export function isHttpUrlCached(v: string): boolean {
   }
   return verdict;
 }
+
+/** How many http-url verdicts are kept now (for tests). */
+export const keptHttpUrlVerdicts = (): number => httpUrlVerdicts.size;
 
 function isHttpUrl(v: string): boolean {
   // A % that starts no escape (%zz): WHATWG parsing keeps it, but Go's HTTP server

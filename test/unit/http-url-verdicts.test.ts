@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { HTTP_URL_VERDICTS, isHttpUrlCached } from '../../src/http/validation.js';
+import { HTTP_URL_KEPT_LENGTH, HTTP_URL_VERDICTS, isHttpUrlCached, keptHttpUrlVerdicts } from '../../src/http/validation.js';
 
 // The http-url format keeps its recent verdicts (a game sends one notify_url with every order):
 // a verdict must be the same whether it is worked out or remembered, also once the kept
@@ -32,5 +32,19 @@ describe('http-url verdicts kept', () => {
       expect(isHttpUrlCached(`https://game${i}.example.com/a%z${i}`)).toBe(false);
     }
     for (const [url, ok] of CASES) expect(isHttpUrlCached(url)).toBe(ok);
+  });
+
+  it('keeps no verdict of a string longer than any http-url field takes, and judges it all the same', () => {
+    // Fill the kept verdicts to just under the bound, so that a kept one would show as growth.
+    for (let i = 0; keptHttpUrlVerdicts() !== HTTP_URL_VERDICTS - 1; i++) isHttpUrlCached(`https://fill${i}.example.com/`);
+    const before = keptHttpUrlVerdicts();
+    const long = `https://game.example.com/${'x'.repeat(HTTP_URL_KEPT_LENGTH)}`;
+    expect(isHttpUrlCached(long)).toBe(true);
+    expect(isHttpUrlCached(`${long}%zz`)).toBe(false);
+    expect(keptHttpUrlVerdicts()).toBe(before);
+    const atBound = `https://game.example.com/${'y'.repeat(HTTP_URL_KEPT_LENGTH - 25)}`;
+    expect(atBound.length).toBe(HTTP_URL_KEPT_LENGTH);
+    expect(isHttpUrlCached(atBound)).toBe(true);
+    expect(keptHttpUrlVerdicts()).toBe(before + 1);
   });
 });
