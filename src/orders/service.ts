@@ -177,24 +177,29 @@ export class OrderService {
       this.d.metrics?.orderCreated(row.game_id);
       return toResponse(row);
     }
-    // Reads first, then the one write: the job leaves nothing behind when it throws, so it
-    // needs no savepoint (TransactionOptions.noSavepoint). The order's timeline starts with
-    // its creation, which the row itself records (created_at): no event row is written for
-    // it (OrderAdminService.detail shows it).
+    // The job leaves nothing behind when it throws (its one write comes last, or writes
+    // nothing), so it needs no savepoint (TransactionOptions.noSavepoint). The order's timeline
+    // starts with its creation, which the row itself records (created_at): no event row is
+    // written for it (OrderAdminService.detail shows it).
     const stored = await store.transaction(async (trx) => {
-      const existing = await store.findByReference(trx, row.game_id, row.reference_id);
-      if (existing) return existing;
       const check = await guard?.lock(trx, row.game_id, row.combo_id);
       if (check) {
-        // On PostgreSQL the lock may have been waited for, behind an identical request that has
-        // committed since: it is answered as a replay, not refused by a limit its own order
-        // now fills (PROTOCOL 3: the later request waits for the first, it does not fail).
-        const committed = await store.findByReference(trx, row.game_id, row.reference_id);
-        if (committed) return committed;
+        // Read under the player's lock: on PostgreSQL the lock may have been waited for, behind
+        // an identical request that has committed since; it is answered as a replay, not
+        // refused by a limit its own order now fills (PROTOCOL 3: the later request waits for
+        // the first, it does not fail).
+        const existing = await store.findByReference(trx, row.game_id, row.reference_id);
+        if (existing) return existing;
         await check({ gameId: row.game_id, comboId: row.combo_id, amount: row.amount, currency: row.currency, now: row.created_at });
+        await store.insert(trx, row);
+        return row;
       }
-      await store.insert(trx, row);
-      return row;
+      // No business rule to run: the insert itself finds a reference_id in use (and writes
+      // nothing), so a new order is one statement; a repeat reads the order it repeats.
+      if (await store.insertUnlessReferenced(trx, row)) return row;
+      const existing = await store.findByReference(trx, row.game_id, row.reference_id);
+      if (!existing) throw new Error(`order ${row.reference_id} of game ${row.game_id} was neither inserted nor found`);
+      return existing;
     }, { noSavepoint: true });
     if (stored === row) this.d.metrics?.orderCreated(row.game_id);
     return replay(stored, row);

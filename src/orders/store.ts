@@ -45,6 +45,7 @@ export class OrderStore extends DatabaseStore {
   // The create-order path runs these on every request: compiled once (see db/prepared.ts).
   private readonly byReference;
   private readonly insertRow;
+  private readonly insertRowUnlessReferenced;
   private readonly insertEventRow;
   // The pay and delivery paths run these on every order.
   private readonly byId;
@@ -57,6 +58,7 @@ export class OrderStore extends DatabaseStore {
     this.byReference = prepare(db, (d) => d.selectFrom('orders').selectAll().where('game_id', '=', '').where('reference_id', '=', ''));
     const sample = Object.fromEntries(ORDER_COLUMNS.map((c) => [c, null])) as unknown as OrderRow;
     this.insertRow = prepare(db, (d) => d.insertInto('orders').values(sample));
+    this.insertRowUnlessReferenced = prepare(db, (d) => d.insertInto('orders').values(sample).onConflict((oc) => oc.columns(['game_id', 'reference_id']).doNothing()));
     const event = Object.fromEntries(EVENT_COLUMNS.map((c) => [c, null])) as unknown as OrderEventRow;
     this.insertEventRow = prepare(db, (d) => d.insertInto('order_events').values(event));
     this.byId = prepare(db, (d) => d.selectFrom('orders').selectAll().where('order_id', '=', ''));
@@ -108,6 +110,15 @@ export class OrderStore extends DatabaseStore {
 
   async insert(q: Q, row: OrderRow): Promise<void> {
     await this.insertRow(q, orderParams(row));
+  }
+
+  /**
+   * Inserts the order unless its game has an order under its reference_id already: whether it
+   * was written. A new order thus costs no read of the reference first; a taken order id still
+   * throws (a unique violation, as insert).
+   */
+  async insertUnlessReferenced(q: Q, row: OrderRow): Promise<boolean> {
+    return (await this.insertRowUnlessReferenced(q, orderParams(row))).numAffectedRows === 1n;
   }
 
   /**
