@@ -191,11 +191,9 @@ export class OrderService {
         const existing = await store.findByReference(trx, row.game_id, row.reference_id);
         if (existing) return existing;
         await check({ gameId: row.game_id, comboId: row.combo_id, amount: row.amount, currency: row.currency, now: row.created_at });
-        await store.insert(trx, row);
-        return row;
       }
-      // No business rule to run: the insert itself finds a reference_id in use (and writes
-      // nothing), so a new order is one statement; a repeat reads the order it repeats.
+      // The insert itself finds a reference_id in use (and writes nothing), so a new order of a
+      // player without checks is one statement; only a repeat reads the order it repeats.
       if (await store.insertUnlessReferenced(trx, row)) return row;
       const existing = await store.findByReference(trx, row.game_id, row.reference_id);
       if (!existing) throw new Error(`order ${row.reference_id} of game ${row.game_id} was neither inserted nor found`);

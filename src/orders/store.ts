@@ -57,8 +57,9 @@ export class OrderStore extends DatabaseStore {
     const db = database.db;
     this.byReference = prepare(db, (d) => d.selectFrom('orders').selectAll().where('game_id', '=', '').where('reference_id', '=', ''));
     const sample = Object.fromEntries(ORDER_COLUMNS.map((c) => [c, null])) as unknown as OrderRow;
-    this.insertRow = prepare(db, (d) => d.insertInto('orders').values(sample));
-    this.insertRowUnlessReferenced = prepare(db, (d) => d.insertInto('orders').values(sample).onConflict((oc) => oc.columns(['game_id', 'reference_id']).doNothing()));
+    const insertSample = (d: Kysely<DB>) => d.insertInto('orders').values(sample);
+    this.insertRow = prepare(db, insertSample);
+    this.insertRowUnlessReferenced = prepare(db, (d) => insertSample(d).onConflict((oc) => oc.columns(['game_id', 'reference_id']).doNothing()));
     const event = Object.fromEntries(EVENT_COLUMNS.map((c) => [c, null])) as unknown as OrderEventRow;
     this.insertEventRow = prepare(db, (d) => d.insertInto('order_events').values(event));
     this.byId = prepare(db, (d) => d.selectFrom('orders').selectAll().where('order_id', '=', ''));
