@@ -1,7 +1,7 @@
 /** Helpers shared by the benchmarks that start the service from the build (bench/scale.ts). */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
@@ -21,6 +21,18 @@ if (pinned) execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)]
 /** Spawns `node args` (on CPU 1 under BENCH_PIN=1; taskset execs node, so the pid is node's). */
 export function spawnNode(args: string[], options: Parameters<typeof spawn>[2]): ChildProcess {
   return pinned ? spawn('taskset', ['-c', '1', process.execPath, ...args], options) : spawn(process.execPath, args, options);
+}
+
+/**
+ * BENCH_SERVICE_OUT: a file every started server's standard output is appended to (V8's
+ * `--trace-gc-nvp` or `--trace-opt` given in BENCH_NODE_ARGS write there, so do logs above
+ * BENCH_LOG_LEVEL). Without it the output is drained: nobody reads it, and a full pipe would
+ * block the child's logger.
+ */
+export function keepOutput(child: ChildProcess): void {
+  const file = process.env.BENCH_SERVICE_OUT;
+  if (file) child.stdout!.on('data', (chunk: Buffer) => appendFileSync(file, chunk));
+  else child.stdout!.resume();
 }
 
 export function freePort(): Promise<number> {
@@ -73,7 +85,7 @@ export async function startService(env: Record<string, string>): Promise<Service
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN: ADMIN, LOG_LEVEL: 'warn', NODE_ENV: 'development', CLIENT_RATE_LIMIT_PER_SECOND: '1000000', MAX_INFLIGHT_PER_CLIENT_PERCENT: '100', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  child.stdout!.resume(); // nobody reads it: drain, or a full pipe would block the logger
+  keepOutput(child);
   const address = `http://127.0.0.1:${port}`;
   await ready(address, child);
   return {

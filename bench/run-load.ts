@@ -1,8 +1,9 @@
 /** The processes `npm run bench` (bench/run.ts) starts and the closed-loop load it puts on them. */
 import type { ChildProcess } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
-import { cpuMs, postgresCpuMs, ready, requestOptions, spawnNode, systemCpuMs, tenths, type RequestStream } from './lib.js';
+import { cpuMs, keepOutput, postgresCpuMs, ready, requestOptions, spawnNode, systemCpuMs, tenths, type RequestStream } from './lib.js';
 import { connections, onPostgres } from './run-settings.js';
 
 export interface Result {
@@ -29,11 +30,12 @@ export interface Started {
 export function startChild(args: string[], env: Record<string, string>, loader = true, knownAddress?: string, cwd?: string): Promise<Started> {
   const child = spawnNode([...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...(loader ? ['--import', 'tsx'] : []), ...args], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   if (knownAddress) {
-    // Nobody else reads its output: drain it, or a full pipe would block the child's logger.
-    child.stdout!.resume();
+    keepOutput(child);
     return ready(knownAddress, child).then(() => ({ child, address: knownAddress }));
   }
   return new Promise((resolve, reject) => {
+    const kept = process.env.BENCH_SERVICE_OUT;
+    if (kept) child.stdout!.on('data', (chunk: Buffer) => appendFileSync(kept, chunk));
     const rl = createInterface({ input: child.stdout! });
     rl.on('line', (line) => {
       try {
