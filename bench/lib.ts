@@ -30,9 +30,15 @@ export function spawnNode(args: string[], options: Parameters<typeof spawn>[2]):
  * block the child's logger.
  */
 export function keepOutput(child: ChildProcess): void {
+  if (!copyOutput(child)) child.stdout!.resume();
+}
+
+/** Appends the child's standard output to BENCH_SERVICE_OUT, if set; whether it does. */
+export function copyOutput(child: ChildProcess): boolean {
   const file = process.env.BENCH_SERVICE_OUT;
-  if (file) child.stdout!.on('data', (chunk: Buffer) => appendFileSync(file, chunk));
-  else child.stdout!.resume();
+  if (!file) return false;
+  child.stdout!.on('data', (chunk: Buffer) => appendFileSync(file, chunk));
+  return true;
 }
 
 export function freePort(): Promise<number> {

@@ -1,9 +1,8 @@
 /** The processes `npm run bench` (bench/run.ts) starts and the closed-loop load it puts on them. */
 import type { ChildProcess } from 'node:child_process';
-import { appendFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
-import { cpuMs, keepOutput, postgresCpuMs, ready, requestOptions, spawnNode, systemCpuMs, tenths, type RequestStream } from './lib.js';
+import { copyOutput, cpuMs, keepOutput, postgresCpuMs, ready, requestOptions, spawnNode, systemCpuMs, tenths, type RequestStream } from './lib.js';
 import { connections, onPostgres } from './run-settings.js';
 
 export interface Result {
@@ -34,8 +33,7 @@ export function startChild(args: string[], env: Record<string, string>, loader =
     return ready(knownAddress, child).then(() => ({ child, address: knownAddress }));
   }
   return new Promise((resolve, reject) => {
-    const kept = process.env.BENCH_SERVICE_OUT;
-    if (kept) child.stdout!.on('data', (chunk: Buffer) => appendFileSync(kept, chunk));
+    copyOutput(child);
     const rl = createInterface({ input: child.stdout! });
     rl.on('line', (line) => {
       try {
