@@ -44,7 +44,6 @@ returning order_id`;
 export class OrderStore extends DatabaseStore {
   // The create-order path runs these on every request: compiled once (see db/prepared.ts).
   private readonly byReference;
-  private readonly insertRow;
   private readonly insertRowUnlessReferenced;
   private readonly insertEventRow;
   // The pay and delivery paths run these on every order.
@@ -57,9 +56,7 @@ export class OrderStore extends DatabaseStore {
     const db = database.db;
     this.byReference = prepare(db, (d) => d.selectFrom('orders').selectAll().where('game_id', '=', '').where('reference_id', '=', ''));
     const sample = Object.fromEntries(ORDER_COLUMNS.map((c) => [c, null])) as unknown as OrderRow;
-    const insertSample = (d: Kysely<DB>) => d.insertInto('orders').values(sample);
-    this.insertRow = prepare(db, insertSample);
-    this.insertRowUnlessReferenced = prepare(db, (d) => insertSample(d).onConflict((oc) => oc.columns(['game_id', 'reference_id']).doNothing()));
+    this.insertRowUnlessReferenced = prepare(db, (d) => d.insertInto('orders').values(sample).onConflict((oc) => oc.columns(['game_id', 'reference_id']).doNothing()));
     const event = Object.fromEntries(EVENT_COLUMNS.map((c) => [c, null])) as unknown as OrderEventRow;
     this.insertEventRow = prepare(db, (d) => d.insertInto('order_events').values(event));
     this.byId = prepare(db, (d) => d.selectFrom('orders').selectAll().where('order_id', '=', ''));
@@ -109,8 +106,9 @@ export class OrderStore extends DatabaseStore {
     return out;
   }
 
+  /** Inserts an order whose reference_id is new to its game; throws when it is not. */
   async insert(q: Q, row: OrderRow): Promise<void> {
-    await this.insertRow(q, orderParams(row));
+    if (!(await this.insertUnlessReferenced(q, row))) throw new Error(`order ${row.reference_id} of game ${row.game_id} exists already`);
   }
 
   /**
