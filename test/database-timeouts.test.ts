@@ -79,20 +79,23 @@ describe.skipIf(TEST_DB !== 'postgres')('PostgreSQL statement time-out (DATABASE
     // there would fail every retry alike.
     const { order, notificationId } = await paidOrder(t, game, 'http://127.0.0.1:9/notify');
     await t.service.database.db.updateTable('notifications').set({ status: 'failed', locked_until: 0, locked_by: null }).where('notification_id', '=', notificationId).execute();
-    const c = new pg.Client({ connectionString: t.db.url });
+    const [c, watcher] = [new pg.Client({ connectionString: t.db.url }), new pg.Client({ connectionString: t.db.url })];
     await c.connect();
+    await watcher.connect();
     await c.query('begin');
     await c.query('select 1 from orders where order_id = $1 for update', [order.order_id]);
     const answer = admin(t, 'POST', `/admin/v1/games/${game.gameId}/notifications/redeliver`, { since: 0 });
-    // Wait until the redelivery waits on the lock, then hold it past the 300 ms limit.
+    // Wait until the redelivery waits on the lock, then hold it past the 300 ms limit. The
+    // watcher is outside the lock holder's transaction: inside one, pg_stat_activity stays as
+    // the transaction first read it.
     for (;;) {
-      const { rows } = await c.query("select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'");
+      const { rows } = await watcher.query("select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'");
       if (rows[0].n > 0) break;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     await new Promise((resolve) => setTimeout(resolve, 600));
     await c.query('rollback');
-    await c.end();
+    await Promise.all([c.end(), watcher.end()]);
     const r = await answer;
     expect([r.status, r.body]).toEqual([200, { count: 1 }]);
   });
