@@ -79,7 +79,7 @@ export function createFastify(opts: AppOptions): ApiApp {
   app.setValidatorCompiler(schemaCompiler);
   trackRoutes(app);
   // Per-request fields declared up front: every request object keeps one shape.
-  for (const field of ['rawBody', 'caller', 'routeInfo']) app.decorateRequest(field, null);
+  for (const field of ['rawBody', 'caller', 'routeInfo', 'screened']) app.decorateRequest(field, null);
   installBodyParsers(app);
   const allowedAt = installCheckOrder(app, opts.hooks);
   installErrorHandler(app, opts.clock ?? systemClock);

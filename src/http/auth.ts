@@ -52,7 +52,6 @@ interface Screened {
   parsed: ParsedAuthorization;
   caller: SignedCaller<unknown>;
 }
-const screened = new WeakMap<FastifyRequest, Screened>();
 
 /**
  * The checks of a SEAYOO-HMAC-SHA256 request that need only its headers, run before its body
@@ -67,7 +66,7 @@ export function screenSignedRequest<G, P>(req: FastifyRequest, directory: Caller
   const keep = (c: SignedCaller<unknown> | null): void => {
     // The same answer as a wrong signature: the signature cannot match an unknown caller.
     if (!c) throw Errors.invalidSignature('signature does not match');
-    screened.set(req, { parsed, caller: c });
+    req.screened = { parsed, caller: c } satisfies Screened;
   };
   return isPromise(caller) ? caller.then(keep) : keep(caller);
 }
@@ -82,7 +81,7 @@ export function verifySignedRequest<G, P>(
   expected: 'game' | 'partner',
   nowMs: number,
 ): MaybePromise<SignedCaller<G> | SignedCaller<P>> {
-  const seen = screened.get(req);
+  const seen = req.screened as Screened | null | undefined;
   if (seen) return checkSignature(req, seen.parsed, seen.caller as SignedCaller<G> | SignedCaller<P>);
   const parsed = parseHeaders(req, expected, nowMs);
   const caller = lookUp(directory, expected, parsed);

@@ -200,7 +200,8 @@ export class LoadShedder {
     this.inflight++;
     if (this.adaptive) (res as Timed)[ADMITTED_AT] = performance.now();
     (res as Timed)[RELEASE] = this.release;
-    res.once('close', this.release);
+    // `on`, not `once`: a response closes once, and release runs once (RELEASE).
+    res.on('close', this.release);
     if (this.o.bodyTimeoutMs && !req.complete && bodyMayFollow(req)) watchBody(req, res, this.o.bodyTimeoutMs);
     return true;
   }
@@ -255,6 +256,7 @@ function watchBody(req: http.IncomingMessage, res: http.ServerResponse, ms: numb
   }, ms);
   timer.unref();
   const clear = (): void => clearTimeout(timer);
-  req.once('end', clear);
-  res.once('close', clear);
+  // `on`, not `once`: each event comes once, and clearing twice does nothing.
+  req.on('end', clear);
+  res.on('close', clear);
 }

@@ -30,6 +30,8 @@ declare module 'fastify' {
     caller?: unknown;
     /** This request's route, read once (see routeOf). */
     routeInfo?: RouteInfo;
+    /** What the signed-request screen read from the headers, for the signature check (auth.ts). */
+    screened?: unknown;
   }
 }
 
