@@ -51,9 +51,10 @@ const timer = setInterval(() => {
  * after a restart). That sync waits for the file system's journal, from a fraction of a
  * millisecond to tens; in the service's connection it would hold the event loop. So this thread
  * writes that transaction itself: page 1 rewritten unchanged (the application id). Skipped when
- * another connection holds the write lock: that writer nearly always began before this
- * checkpoint ended, so its commit appends (one that began in the instant between starts the
- * WAL over itself). A WAL of one frame is this transaction's own: not started over again.
+ * another connection holds the write lock: a writer that began before this checkpoint ended
+ * appends in its commit; one that began after it (this thread was off its core in between)
+ * starts the WAL over itself (docs/benchmarks.md, "Where the WAL starts over"). A WAL of one
+ * frame is this transaction's own: not started over again.
  */
 function startOver(): void {
   try {
