@@ -342,6 +342,18 @@ describe.skipIf(!haveChromium)('console for a team (headless Chromium)', () => {
     const id = (await admin(t, 'GET', '/admin/v1/operators')).body.data.find((a: { email: string }) => a.email === invitee).operator_id;
     await expect.poll(async () => (await admin(t, 'GET', `/admin/v1/operators/${id}`)).body).toMatchObject({ role: 'developer', games: [g1.gameId, g2.gameId].sort() });
     await page.getByTestId(`account-${invitee}`).getByRole('button', { name: 'Disable' }).click();
+    // The list loaded again while the question is open (here by another invitation), with this
+    // account changed meanwhile by someone else: the row shows the stored games, and the
+    // question stays open (the row is not built anew).
+    await page.getByRole('button', { name: 'Confirm' }).waitFor();
+    await admin(t, 'PATCH', `/admin/v1/operators/${id}`, { games: [g1.gameId] });
+    const second = email('viewer');
+    await page.getByLabel('Email', { exact: true }).fill(second);
+    await page.getByLabel('Name', { exact: true }).fill('Second person');
+    await button('Invite').click();
+    await page.getByTestId(`account-${second}`).waitFor();
+    await expect.poll(() => page.getByTestId(`account-${invitee}`).getByLabel(`Games of ${invitee}`).inputValue()).toBe(g1.gameId);
+    await button('I have stored it').click();
     await page.getByRole('button', { name: 'Confirm' }).click();
     await page.getByTestId(`account-${invitee}`).getByText('disabled').waitFor();
     expect((await admin(t, 'GET', `/admin/v1/operators/${id}`)).body.status).toBe('disabled');

@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from 'react';
+import { useEffect, useState, type FormEvent } from 'react';
 import { operatorsApi, type NewApiKey, type NewOperatorAccount, type OperatorAccount } from './api';
 import { grantableRoles, useMe, type Role } from './me';
 import { PagedTable, usePaged } from './lists';
@@ -47,7 +47,7 @@ export function AccountsPage() {
         testId="accounts"
         headers={['Email', 'Name', 'Role', 'Games', 'Status', 'TOTP', '']}
         empty="No accounts yet: invite the first person."
-        row={(a) => <AccountRow key={`${a.operator_id}:${a.updated_at}`} account={a} onChanged={accounts.reload} />}
+        row={(a) => <AccountRow key={a.operator_id} account={a} onChanged={accounts.reload} />}
       />
     </>
   );
@@ -93,6 +93,12 @@ function AccountRow({ account: a, onChanged }: { account: OperatorAccount; onCha
   const me = useMe();
   const [role, setRole] = useState<Role>(a.role);
   const [games, setGames] = useState(showGames(a.games));
+  // The row stays mounted when the list is loaded again (after any change), so that a Disable
+  // being confirmed is not closed by it; the fields show the account as stored once it changed.
+  useEffect(() => {
+    setRole(a.role);
+    setGames(showGames(a.games));
+  }, [a.updated_at]);
   const action = useAction();
   const roles = grantableRoles(me);
   // Not one's own account (the API refuses it), nor one above what the caller may give.
