@@ -45,7 +45,7 @@ export class AdaptiveLimit {
   }
 
   /**
-   * Ends a window. `saturated`: the event loop was busy nearly all of it; `lagMs`: its p99
+   * Ends a window. `saturated`: the event loop was busy nearly all of it; `lagMs`: its longest
    * event-loop delay. Returns the new limit.
    */
   endWindow(saturated: boolean, lagMs: number): number {

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import http2 from 'node:http2';
-import { monitorEventLoopDelay, performance, type EventLoopUtilization, type IntervalHistogram } from 'node:perf_hooks';
+import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Handler } from './dual-server.js';
 import { newTraceId } from './trace.js';
@@ -18,7 +18,7 @@ export interface LoadSheddingOptions {
    * this many ms while the process is saturated (adaptive-limit.ts); 0 keeps the limit fixed.
    */
   latencyTargetMs: number;
-  /** When the event loop's p99 delay over the last second exceeds this, new requests get 503. */
+  /** When the event loop was held longer than this in the last second, new requests get 503. */
   maxEventLoopDelayMs: number;
   /** Called once per refused request (metrics). */
   onShed?: () => void;
@@ -42,8 +42,12 @@ export interface LoadSheddingOptions {
 
 /** How often the adaptive limit is adjusted (ms). */
 const WINDOW_MS = 100;
-/** Sampling interval of the window's event-loop delay histogram (ms). */
+/** Sampling interval of the event-loop delay (ms); finer with the adaptive limit, for its window. */
+const DELAY_RESOLUTION_MS = 10;
 const WINDOW_DELAY_RESOLUTION_MS = 5;
+/** The delay readings: the one-second saturation check, and the adaptive window. */
+const SECOND = 0;
+const WINDOW = 1;
 /** Event-loop utilization from which a window counts as saturated. */
 const SATURATED_ELU = 0.9;
 const ADMITTED_AT = Symbol('admittedAt');
@@ -105,14 +109,12 @@ const EXEMPT = new Set(['/healthz', '/readyz', '/metrics']);
 export class LoadShedder {
   private inflight = 0;
   private saturated = false;
-  private readonly delay: IntervalHistogram;
+  private readonly delay: LoopDelay;
   private readonly timers: NodeJS.Timeout[] = [];
   private shedSinceLog = 0;
   private readonly adaptive: AdaptiveLimit | null;
   private limit: number;
   private elu: EventLoopUtilization = performance.eventLoopUtilization();
-  /** Event-loop delay over the current adaptive window. */
-  private readonly windowDelay: IntervalHistogram | null;
   /** Ends an admitted request, once; a plain function: it runs with the response as `this`. */
   private readonly release: (this: Timed) => void;
   /** Requests in progress per client, with a per-client bound. */
@@ -135,14 +137,10 @@ export class LoadShedder {
     this.perClient = this.clientCap < o.maxInflight && o.clientOf ? new Map() : null;
     if (!answerReleases) throw new Error('LoadShedder needs installProcessWide() (src/process-wide.ts) to have run: it releases places on answer');
     this.adaptive = o.latencyTargetMs > 0 ? new AdaptiveLimit({ max: o.maxInflight, min: Math.min(8, o.maxInflight), targetMs: o.latencyTargetMs }) : null;
-    this.delay = monitorEventLoopDelay({ resolution: 10 });
-    this.delay.enable();
-    this.windowDelay = this.adaptive ? monitorEventLoopDelay({ resolution: WINDOW_DELAY_RESOLUTION_MS }) : null;
-    this.windowDelay?.enable();
+    this.delay = new LoopDelay(this.adaptive ? WINDOW_DELAY_RESOLUTION_MS : DELAY_RESOLUTION_MS, 2);
     this.timers.push(
       setInterval(() => {
-        this.saturated = this.delay.percentile(99) / 1e6 > o.maxEventLoopDelayMs;
-        this.delay.reset();
+        this.saturated = this.delay.take(SECOND) > o.maxEventLoopDelayMs;
         if (this.shedSinceLog > 0) {
           o.logger?.warn({ shed: this.shedSinceLog, inflight: this.inflight, limit: this.limit, eventLoopSaturated: this.saturated }, 'service unavailable: requests shed (over capacity)');
           this.shedSinceLog = 0;
@@ -174,9 +172,7 @@ export class LoadShedder {
     const elu = performance.eventLoopUtilization();
     const busy = performance.eventLoopUtilization(elu, this.elu).utilization;
     this.elu = elu;
-    // The histogram counts the sampling interval itself in each delay.
-    const lagMs = Math.max(0, this.windowDelay!.percentile(99) / 1e6 - WINDOW_DELAY_RESOLUTION_MS);
-    this.windowDelay!.reset();
+    const lagMs = this.delay.take(WINDOW);
     this.limit = this.adaptive!.endWindow(busy >= SATURATED_ELU, lagMs);
   }
 
@@ -223,8 +219,50 @@ export class LoadShedder {
 
   close(): void {
     for (const t of this.timers) clearInterval(t);
-    this.delay.disable();
-    this.windowDelay?.disable();
+    this.delay.close();
+  }
+}
+
+/**
+ * The event loop's longest delay per reading, sampled by a timer every `resolutionMs`: how much
+ * later than due the timer ran. A reading also counts the delay still in progress (the time since
+ * the last sample), so a hold that ends just before the reading's own timer runs is seen:
+ * timers that fell due during a hold run one after the other right after it, and a reading
+ * taken before the sampler's next tick would otherwise miss the hold entirely (perf_hooks'
+ * monitorEventLoopDelay drops that gap when its histogram is reset). `readings` independent
+ * readings, each the longest delay since it was last taken.
+ */
+class LoopDelay {
+  private last = performance.now();
+  private readonly worst: number[];
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly resolutionMs: number,
+    readings: number,
+  ) {
+    this.worst = new Array<number>(readings).fill(0);
+    this.timer = setInterval(() => this.sample(), resolutionMs);
+    this.timer.unref();
+  }
+
+  private sample(): void {
+    const now = performance.now();
+    const late = now - this.last - this.resolutionMs;
+    this.last = now;
+    for (let i = 0; i < this.worst.length; i++) if (late > this.worst[i]!) this.worst[i] = late;
+  }
+
+  /** The longest delay (ms) since reading `i` was last taken, including one in progress. */
+  take(i: number): number {
+    this.sample();
+    const worst = this.worst[i]!;
+    this.worst[i] = 0;
+    return worst;
+  }
+
+  close(): void {
+    clearInterval(this.timer);
   }
 }
 
