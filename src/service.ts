@@ -180,6 +180,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     jobs,
     async listen() {
       const address = await app.listen({ port: config.port, host: config.host });
+      shedding.start();
       for (const j of jobs) j.start();
       return address;
     },

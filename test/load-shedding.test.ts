@@ -94,8 +94,7 @@ describe('adaptive admission limit', () => {
   };
 
   it('lowers the in-progress limit while the event loop is saturated, then grows back to MAX_INFLIGHT_REQUESTS', async () => {
-    // Starting the service (in this process) may have saturated a window; calm ones raise it back.
-    await until('the limit at its ceiling', async () => ((await gauge('combo_http_admission_limit')) === 256 ? true : null));
+    expect(await gauge('combo_http_admission_limit')).toBe(256);
     expect(await gauge('combo_http_requests_in_progress')).toBe(0);
     // 500 ms saturated: at least three whole windows, each lowering the limit by a fifth; reading
     // the gauge takes calm windows, which raise it by a tenth each, so it cannot be back at 256
@@ -261,6 +260,17 @@ describe('event-loop delay (MAX_EVENT_LOOP_DELAY_MS)', () => {
   };
   /** A POST without a body: 415 when admitted, 503 when shed. */
   const call = (s: TestService) => fetch(`${s.url}/v1/server/enter-game`, { method: 'POST' });
+
+  it('a loop held while the service starts is not load: its first requests are admitted', async () => {
+    const s = await startService({ env: { MAX_EVENT_LOOP_DELAY_MS: '500' }, beforeListen: () => hold(1200) });
+    try {
+      // Past the first one-second reading.
+      const until = performance.now() + 1500;
+      while (performance.now() < until) expect((await call(s)).status).toBe(415);
+    } finally {
+      await s.stop();
+    }
+  });
 
   it('a loop held past the limit while serving: new requests get 503 (health checks still answer), then are admitted once a calm second is read', async () => {
     const s = await startService({ env: { MAX_EVENT_LOOP_DELAY_MS: '500' } });

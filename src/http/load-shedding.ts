@@ -109,7 +109,8 @@ const EXEMPT = new Set(['/healthz', '/readyz', '/metrics']);
 export class LoadShedder {
   private inflight = 0;
   private saturated = false;
-  private readonly delay: LoopDelay;
+  /** Sampled from start() on: the loop's delays while the service is starting are not load. */
+  private delay: LoopDelay | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
   private shedSinceLog = 0;
   private readonly adaptive: AdaptiveLimit | null;
@@ -137,17 +138,28 @@ export class LoadShedder {
     this.perClient = this.clientCap < o.maxInflight && o.clientOf ? new Map() : null;
     if (!answerReleases) throw new Error('LoadShedder needs installProcessWide() (src/process-wide.ts) to have run: it releases places on answer');
     this.adaptive = o.latencyTargetMs > 0 ? new AdaptiveLimit({ max: o.maxInflight, min: Math.min(8, o.maxInflight), targetMs: o.latencyTargetMs }) : null;
-    this.delay = new LoopDelay(this.adaptive ? WINDOW_DELAY_RESOLUTION_MS : DELAY_RESOLUTION_MS, 2);
+  }
+
+  /**
+   * Starts reading the event loop's delay (and adapting the limit), once the server listens:
+   * a loop held by the start itself (migrations, compiling routes) would otherwise shed the
+   * first second of requests.
+   */
+  start(): void {
+    if (this.delay) return;
+    const o = this.o;
+    const delay = new LoopDelay(this.adaptive ? WINDOW_DELAY_RESOLUTION_MS : DELAY_RESOLUTION_MS, 2);
+    this.delay = delay;
     this.timers.push(
       setInterval(() => {
-        this.saturated = this.delay.take(SECOND) > o.maxEventLoopDelayMs;
+        this.saturated = delay.take(SECOND) > o.maxEventLoopDelayMs;
         if (this.shedSinceLog > 0) {
           o.logger?.warn({ shed: this.shedSinceLog, inflight: this.inflight, limit: this.limit, eventLoopSaturated: this.saturated }, 'service unavailable: requests shed (over capacity)');
           this.shedSinceLog = 0;
         }
       }, 1000),
     );
-    if (this.adaptive) this.timers.push(setInterval(() => this.endWindow(), WINDOW_MS));
+    if (this.adaptive) this.timers.push(setInterval(() => this.endWindow(delay), WINDOW_MS));
     for (const t of this.timers) t.unref();
   }
 
@@ -168,11 +180,11 @@ export class LoadShedder {
     };
   }
 
-  private endWindow(): void {
+  private endWindow(delay: LoopDelay): void {
     const elu = performance.eventLoopUtilization();
     const busy = performance.eventLoopUtilization(elu, this.elu).utilization;
     this.elu = elu;
-    const lagMs = this.delay.take(WINDOW);
+    const lagMs = delay.take(WINDOW);
     this.limit = this.adaptive!.endWindow(busy >= SATURATED_ELU, lagMs);
   }
 
@@ -219,7 +231,7 @@ export class LoadShedder {
 
   close(): void {
     for (const t of this.timers) clearInterval(t);
-    this.delay.close();
+    this.delay?.close();
   }
 }
 
