@@ -7,11 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/db/index.js';
 import { ManualClock } from '../src/lib/clock.js';
 import { keyId, SecretBox } from '../src/lib/secret-box.js';
-import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
+import { createTestDatabase, lockWaiters, TEST_DB, type TestDatabase } from './helpers/db.js';
 import { createPartner } from './helpers/partners.js';
 import { spawnCommand, spawnEntry, type Spawned } from './helpers/spawn.js';
 import { admin, createGame, signed, startService, type TestGame, type TestService } from './helpers/service.js';
-import { waitFor } from './helpers/wait.js';
 
 /**
  * Edges of game management (src/games), of secrets at rest (rotation, the start-up check, the
@@ -212,9 +211,7 @@ describe('concurrent key creations (PostgreSQL, deterministic)', () => {
   it.skipIf(TEST_DB !== 'postgres')('two creations that both read one key before either inserts: the game row lock lets only one through', async () => {
     const t = await startService();
     const locker = new pg.Client({ connectionString: t.db.url });
-    const watcher = new pg.Client({ connectionString: t.db.url });
     await locker.connect();
-    await watcher.connect();
     try {
       const g = await createGame(t);
       // Inserts into game_keys wait (SHARE conflicts with ROW EXCLUSIVE); reads do not. Without
@@ -224,17 +221,13 @@ describe('concurrent key creations (PostgreSQL, deterministic)', () => {
       const pending = [0, 1].map(() => admin(t, 'POST', `/admin/v1/games/${g.gameId}/keys`, {}));
       // Both are waiting on a lock: one for the table (after its read), the other for the first
       // one's game row (with the row lock) or for the table (without it).
-      await waitFor(async () => {
-        const r = await watcher.query("select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'");
-        return r.rows[0].n >= 2;
-      }, 'both key creations to wait on a lock');
+      await lockWaiters(t.db.url, 'both key creations to wait on a lock', 2);
       await locker.query('COMMIT');
       const answers = await Promise.all(pending);
       expect(answers.map((a) => a.status).sort()).toEqual([201, 409]);
       expect((await admin(t, 'GET', `/admin/v1/games/${g.gameId}`)).body.key_ids).toHaveLength(2);
     } finally {
       await locker.end().catch(() => {});
-      await watcher.end().catch(() => {});
       await t.stop();
     }
   });
@@ -306,17 +299,13 @@ describe('rotate-secrets', () => {
         await a.stop();
       }
       await locker.connect();
-      await watcher.connect();
       // An instance already sealing with the new key changes the second key's value; its
       // transaction is still open while the rotation reads the old value.
       const changed = new SecretBox(keyB).seal('sk_changed_concurrently_0123456789');
       await locker.query('BEGIN');
       await locker.query('UPDATE game_keys SET secret_enc = $1 WHERE key_id = $2', [changed, second]);
       cli = spawnEntry('src/cli.ts', cliEnv(db, keyB, keyA), ['rotate-secrets']);
-      await waitFor(async () => {
-        const r = await watcher.query("select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'");
-        return r.rows[0].n >= 1;
-      }, "the rotation to wait for the concurrent change's row lock");
+      await lockWaiters(db.url, "the rotation to wait for the concurrent change's row lock");
       await locker.query('COMMIT');
       expect(await cli.exited, cli.stderr()).toBe(0);
       const after = await gameKeys(db);
@@ -325,7 +314,6 @@ describe('rotate-secrets', () => {
     } finally {
       if (cli && cli.child.exitCode === null && cli.child.signalCode === null) cli.child.kill('SIGKILL');
       await locker.end().catch(() => {});
-      await watcher.end().catch(() => {});
       await db.drop();
     }
   });

@@ -2,7 +2,7 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/index.js';
-import { createTestDatabase, TEST_DB, type TestDatabase, testPool } from './helpers/db.js';
+import { createTestDatabase, lockWaiters, TEST_DB, type TestDatabase, testPool } from './helpers/db.js';
 import { admin, createGame, orderBody, signed, startService, type TestGame, type TestService } from './helpers/service.js';
 import { paidOrder } from './helpers/paid-orders.js';
 import { migrations } from '../src/db/migrations/index.js';
@@ -79,23 +79,16 @@ describe.skipIf(TEST_DB !== 'postgres')('PostgreSQL statement time-out (DATABASE
     // there would fail every retry alike.
     const { order, notificationId } = await paidOrder(t, game, 'http://127.0.0.1:9/notify');
     await t.service.database.db.updateTable('notifications').set({ status: 'failed', locked_until: 0, locked_by: null }).where('notification_id', '=', notificationId).execute();
-    const [c, watcher] = [new pg.Client({ connectionString: t.db.url }), new pg.Client({ connectionString: t.db.url })];
+    const c = new pg.Client({ connectionString: t.db.url });
     await c.connect();
-    await watcher.connect();
     await c.query('begin');
     await c.query('select 1 from orders where order_id = $1 for update', [order.order_id]);
     const answer = admin(t, 'POST', `/admin/v1/games/${game.gameId}/notifications/redeliver`, { since: 0 });
-    // Wait until the redelivery waits on the lock, then hold it past the 300 ms limit. The
-    // watcher is outside the lock holder's transaction: inside one, pg_stat_activity stays as
-    // the transaction first read it.
-    for (;;) {
-      const { rows } = await watcher.query("select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'");
-      if (rows[0].n > 0) break;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    // Wait until the redelivery waits on the lock, then hold it past the 300 ms limit.
+    await lockWaiters(t.db.url, 'the redelivery to wait on the order lock');
     await new Promise((resolve) => setTimeout(resolve, 600));
     await c.query('rollback');
-    await Promise.all([c.end(), watcher.end()]);
+    await c.end();
     const r = await answer;
     expect([r.status, r.body]).toEqual([200, { count: 1 }]);
   });

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DatabaseUnusableError, migrateToLatest, openDatabase, type Database, type LockTimeoutAttempt } from '../src/db/index.js';
 import { migrations } from '../src/db/migrations/index.js';
 import { startCli } from './helpers/cli.js';
-import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/db.js';
+import { createTestDatabase, lockWaiters, TEST_DB, type TestDatabase } from './helpers/db.js';
 import { startService } from './helpers/service.js';
 
 /**
@@ -45,16 +45,6 @@ describe.skipIf(TEST_DB !== 'postgres')('PostgreSQL migrations wait for table lo
   async function indexExists(): Promise<boolean> {
     const { rows } = await (await client()).query("select 1 from pg_indexes where indexname = 'sessions_game_created'");
     return rows.length === 1;
-  }
-
-  /** Resolves once some connection waits on a heavyweight lock (the migration's DDL). */
-  async function lockWaiter(): Promise<void> {
-    const c = await client();
-    for (;;) {
-      const { rows } = await c.query("select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'");
-      if (rows.length > 0) return;
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
   }
 
   afterEach(async () => {
@@ -109,7 +99,7 @@ describe.skipIf(TEST_DB !== 'postgres')('PostgreSQL migrations wait for table lo
     await setUp();
     const attempts: LockTimeoutAttempt[] = [];
     const run = migrateToLatest(database, migrations, { lockTimeoutMs: 0, onLockTimeout: (a) => void attempts.push(a) });
-    await lockWaiter();
+    await lockWaiters(tdb.url, "the migration's DDL to wait on a lock");
     await holder!.query('rollback');
     const result = await run;
     expect(result.results?.map((r) => [r.migrationName, r.status])).toEqual(PENDING.map((name) => [name, 'Success']));

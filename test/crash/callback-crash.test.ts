@@ -23,7 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/index.js';
 import { authorizationHeader } from '../../src/signing/signer.js';
 import { AlipayStandIn, makeAlipayApp } from '../helpers/alipay.js';
-import { createTestDatabase, TEST_DB, type TestDatabase } from '../helpers/db.js';
+import { createTestDatabase, lockWaiters, TEST_DB, type TestDatabase } from '../helpers/db.js';
 import { spawnService, type ServiceProcess } from '../helpers/process.js';
 import { WechatPayStandIn } from '../helpers/wechatpay.js';
 
@@ -88,23 +88,15 @@ interface Held {
 }
 
 async function holdPg(lockSql: string, params: string[]): Promise<Held> {
-  const [holder, watcher] = [new pg.Client({ connectionString: db.url }), new pg.Client({ connectionString: db.url })];
+  const holder = new pg.Client({ connectionString: db.url });
   await holder.connect();
-  await watcher.connect();
   await holder.query('BEGIN');
   expect((await holder.query(lockSql, params)).rowCount).toBe(1);
   return {
-    async waited() {
-      for (;;) {
-        const r = await watcher.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'");
-        if (r.rows[0].n > 0) return;
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    },
+    waited: () => lockWaiters(db.url, 'the callback to wait on the held lock'),
     async release() {
       await holder.query('ROLLBACK');
       await holder.end();
-      await watcher.end();
     },
   };
 }

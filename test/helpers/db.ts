@@ -6,6 +6,7 @@ import pg from 'pg';
 import type { Kysely } from 'kysely';
 import { isPostgres, type Dialect, type StoreDatabase } from '../../src/db/index.js';
 import type { DB } from '../../src/db/schema.js';
+import { waitFor } from './wait.js';
 
 /** Which database this run of the suite uses: TEST_DB=sqlite (default) or postgres. */
 export const TEST_DB = (process.env.TEST_DB ?? 'sqlite') as 'sqlite' | 'postgres';
@@ -59,4 +60,24 @@ export async function createTestDatabase(): Promise<TestDatabase> {
 export function storeDatabase(db: Kysely<DB>, dialect: Dialect): StoreDatabase {
   const transaction: StoreDatabase['transaction'] = (fn) => db.transaction().execute(fn);
   return { db, dialect, transaction, oneStatement: (fn) => (isPostgres({ dialect }) ? fn(db) : transaction(fn)) };
+}
+
+/**
+ * Resolves once at least `n` connections to the PostgreSQL database at `url` wait on a
+ * heavyweight lock (pg_stat_activity's `wait_event_type = 'Lock'`). It asks from a connection
+ * of its own, outside any transaction: inside one, pg_stat_activity stays as that transaction
+ * first read it, and a wait that starts later is never seen.
+ */
+export async function lockWaiters(url: string, what: string, n = 1): Promise<void> {
+  const watcher = new pg.Client({ connectionString: url });
+  watcher.on('error', () => {});
+  await watcher.connect();
+  try {
+    await waitFor(async () => {
+      const { rows } = await watcher.query<{ n: number }>("select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'");
+      return rows[0]!.n >= n;
+    }, what);
+  } finally {
+    await watcher.end().catch(() => {});
+  }
 }
