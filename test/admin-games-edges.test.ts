@@ -284,7 +284,6 @@ describe('rotate-secrets', () => {
   it.skipIf(TEST_DB !== 'postgres')('a value changed by a running instance during the rotation is not overwritten', async () => {
     const db = await createTestDatabase();
     const locker = new pg.Client({ connectionString: db.url });
-    const watcher = new pg.Client({ connectionString: db.url });
     let cli: Spawned | undefined;
     try {
       const a = await startService({ db, secretsKey: keyA });
