@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { haveChromium, openConsoleBrowser, signIn as signInWith, type ConsoleBrowser } from './helpers/console-browser.js';
 import { createOrder, pay } from './helpers/orders.js';
 import { paidOrder } from './helpers/paid-orders.js';
+import { createPartner, partnerGet, queryUri } from './helpers/partners.js';
 import { Receiver, ok, status, until } from './helpers/receiver.js';
 import { ADMIN_TOKEN, admin, createGame, signed, startService, type TestGame, type TestService } from './helpers/service.js';
 
@@ -136,6 +137,22 @@ describe.skipIf(!haveChromium)('web console (headless Chromium)', () => {
     await page.getByRole('button', { name: 'Save settings' }).click();
     await page.getByRole('alert').waitFor();
     expect(await page.getByRole('alert').textContent()).toContain('400 invalid_request');
+  });
+
+  it("shows the game's last GM error and its time (a partner query of a game with no GM URL)", async () => {
+    const game = await createGame(t, { gm_url: null });
+    const partner = await createPartner(t, [game.gameId]);
+    const bind = { partner_id: partner.partnerId, partner_user_id: 'pu', combo_id: 'c-gm', role_id: 'r1' };
+    expect((await signed(t, game, 'POST', '/v1/server/bind-partner-user', bind)).status).toBe(200);
+    await go(`/games/${game.gameId}`);
+    const line = page.getByTestId('gm-last-error');
+    await line.getByText('none').waitFor();
+    expect((await partnerGet(t, partner, queryUri(game.gameId, 'pu'))).status).toBe(500);
+    const g = (await admin(t, 'GET', `/admin/v1/games/${game.gameId}`)).body;
+    await page.reload();
+    await line.getByText(`game ${game.gameId} has no GM URL`).waitFor();
+    const at = new Date(g.gm_last_error_at as number).toISOString().replace('T', ' ').slice(0, 19);
+    expect(await line.textContent()).toBe(`Last GM error: game ${game.gameId} has no GM URL at ${at}`);
   });
 
   it('creates a signing key and shows its secret once', async () => {
